@@ -1,0 +1,2 @@
+//! piotwin's calibration (skeleton: filled in by the core issue).
+#![warn(missing_docs, unreachable_pub)]

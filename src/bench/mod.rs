@@ -1,0 +1,1 @@
+//! The benchmarks, one file each, written once against [`crate::ctx::IoCtx`].

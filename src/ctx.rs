@@ -1,0 +1,360 @@
+//! The one interface a benchmark may use: [`IoCtx`].
+//!
+//! A benchmark is an ordinary sequential `async fn` per rank, generic over
+//! `C: IoCtx` (SimGrid S4U's idea: the back end owns time). It never knows which
+//! back end runs it (IOR's `aiori.h` idea: one small table of operations):
+//!
+//! * `backend::real` runs it as one MPI process per rank over MPI-IO;
+//! * `backend::sim` runs all ranks as tasks of the twin's virtual-time engine.
+//!
+//! The data path is one operation, [`IoCtx::xfer`], with what it does chosen by
+//! [`Op`] (read or write; independent or collective; explicit offset or shared
+//! file pointer). Nonblocking I/O is [`IoCtx::post`] + [`IoCtx::wait_all`].
+//! Data exists only where the back end keeps it: [`IoBuf::bytes`] is `None` in
+//! the twin, so filling and verifying are no-ops there without the benchmark
+//! branching on the mode.
+
+use std::future::Future;
+
+pub use piotwin_types::{Datatype, Hints, View};
+
+/// Errors a back end reports to a benchmark.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum IoError {
+    /// An I/O call failed: the operation, the file and the back end's message
+    /// (in real mode, MPI's error string).
+    #[error("{op} on `{path}`: {message}")]
+    Call {
+        /// The call, e.g. `MPI_File_open` or `write_at_all`.
+        op: String,
+        /// The file it was applied to.
+        path: String,
+        /// What went wrong.
+        message: String,
+    },
+    /// A request the benchmark made is not allowed (e.g. a view on a POSIX file).
+    #[error("{0}")]
+    Invalid(String),
+}
+
+/// Result of a back-end call.
+pub type IoResult<T> = Result<T, IoError>;
+
+/// Read or write.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize, serde::Deserialize)]
+pub enum Access {
+    /// Move data from memory to the file.
+    Write,
+    /// Move data from the file to memory.
+    Read,
+}
+
+/// Whether all ranks of the file's communicator take part in the call.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
+pub enum Coordination {
+    /// Each rank on its own (`MPI_File_write_at`, `MPI_File_write_shared`).
+    Independent,
+    /// Every rank of the file's communicator calls (`MPI_File_write_at_all`,
+    /// `MPI_File_write_ordered`): collective buffering applies.
+    Collective,
+}
+
+/// Where in the file an access starts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
+pub enum Position {
+    /// An explicit offset, in etypes of the current view (bytes with the default view).
+    At(u64),
+    /// The shared file pointer: `Independent` is `MPI_File_write_shared`,
+    /// `Collective` is `MPI_File_write_ordered` (rank order).
+    SharedPointer,
+}
+
+/// One data-path operation: the whole of [`IoCtx::xfer`]'s "what".
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
+pub struct Op {
+    /// Read or write.
+    pub access: Access,
+    /// Independent or collective.
+    pub coord: Coordination,
+    /// Explicit offset or shared file pointer.
+    pub pos: Position,
+}
+
+impl Op {
+    /// `MPI_File_write_at` / `pwrite`.
+    pub fn write_at(offset: u64) -> Op {
+        Op { access: Access::Write, coord: Coordination::Independent, pos: Position::At(offset) }
+    }
+    /// `MPI_File_read_at` / `pread`.
+    pub fn read_at(offset: u64) -> Op {
+        Op { access: Access::Read, coord: Coordination::Independent, pos: Position::At(offset) }
+    }
+    /// `MPI_File_write_at_all`.
+    pub fn write_at_all(offset: u64) -> Op {
+        Op { access: Access::Write, coord: Coordination::Collective, pos: Position::At(offset) }
+    }
+    /// `MPI_File_read_at_all`.
+    pub fn read_at_all(offset: u64) -> Op {
+        Op { access: Access::Read, coord: Coordination::Collective, pos: Position::At(offset) }
+    }
+    /// `MPI_File_write_ordered`.
+    pub fn write_ordered() -> Op {
+        Op { access: Access::Write, coord: Coordination::Collective, pos: Position::SharedPointer }
+    }
+    /// `MPI_File_read_ordered`.
+    pub fn read_ordered() -> Op {
+        Op { access: Access::Read, coord: Coordination::Collective, pos: Position::SharedPointer }
+    }
+    /// `MPI_File_write_shared`.
+    pub fn write_shared() -> Op {
+        Op { access: Access::Write, coord: Coordination::Independent, pos: Position::SharedPointer }
+    }
+    /// `MPI_File_read_shared`.
+    pub fn read_shared() -> Op {
+        Op { access: Access::Read, coord: Coordination::Independent, pos: Position::SharedPointer }
+    }
+    /// The same operation with `access` and `coord` as given, at `offset`.
+    pub fn at(access: Access, coord: Coordination, offset: u64) -> Op {
+        Op { access, coord, pos: Position::At(offset) }
+    }
+}
+
+/// The I/O library a file is opened through.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
+pub enum Api {
+    /// POSIX `open`/`pwrite`/`pread`/`fsync` (IOR `-a POSIX`, BTIO `fortran`):
+    /// always independent, byte offsets, no views, no hints.
+    Posix,
+    /// MPI-IO (ROMIO semantics): views, collective buffering, data sieving, hints.
+    MpiIo,
+}
+
+/// How a file is opened.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
+pub enum OpenMode {
+    /// Create if missing, write only (`MPI_MODE_CREATE | MPI_MODE_WRONLY`).
+    /// An existing file is not truncated: delete it first for a fresh file.
+    Create,
+    /// Create if missing, read and write.
+    CreateReadWrite,
+    /// Existing file, read only.
+    Read,
+}
+
+/// Who opens the file together.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
+pub enum Scope {
+    /// All ranks of this context open the one file (a collective open).
+    Shared,
+    /// This rank alone opens its own file (`MPI_COMM_SELF`): file per process.
+    Private,
+}
+
+/// Everything `open` needs besides the path.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct OpenOptions {
+    /// Create, write or read.
+    pub mode: OpenMode,
+    /// Shared file or file per process.
+    pub scope: Scope,
+    /// POSIX or MPI-IO.
+    pub api: Api,
+    /// MPI-IO hints (ignored under POSIX).
+    pub hints: Hints,
+}
+
+/// Reduction operators for [`IoCtx::allreduce_f64`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum ReduceOp {
+    /// Sum.
+    Sum,
+    /// Minimum.
+    Min,
+    /// Maximum.
+    Max,
+}
+
+/// The class of a compute kernel: the twin costs each at its own calibrated rate.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize, serde::Deserialize)]
+pub enum KernelKind {
+    /// Memory copy; `amount` in bytes.
+    Memcpy,
+    /// Complex 1-D FFTs (rustfft); `amount` in flops (5·n·log2 n per transform).
+    Fft,
+    /// One NPB BT time step; `amount` in flops (NPB's operation count).
+    BtStep,
+    /// Anything else; `amount` in flops.
+    Flops,
+}
+
+/// A piece of computation the benchmark does between I/O calls.
+#[derive(Debug, Clone, Copy, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct Kernel {
+    /// Which calibrated rate applies.
+    pub kind: KernelKind,
+    /// Work in the kind's unit (bytes or flops).
+    pub amount: f64,
+}
+
+impl Kernel {
+    /// `count` complex 1-D FFTs of length `n`: 5·n·log2(n) flops each.
+    pub fn fft(n: u64, count: u64) -> Kernel {
+        let n_f = n as f64;
+        Kernel { kind: KernelKind::Fft, amount: 5.0 * n_f * n_f.log2() * count as f64 }
+    }
+    /// A copy of `bytes` bytes.
+    pub fn memcpy(bytes: u64) -> Kernel {
+        Kernel { kind: KernelKind::Memcpy, amount: bytes as f64 }
+    }
+}
+
+/// How often [`IoCtx::repeat`] runs its body.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Repeat {
+    /// Exactly this many times.
+    Count(u64),
+    /// b_eff_io's time-driven rule: at least once, a barrier after each run, and go on while
+    /// `elapsed·(r+1)/r ≤ budget` (seconds since the call began, `r` repetitions
+    /// done), decided on rank 0 and broadcast so every rank stops together.
+    TimeBudget {
+        /// The pattern's time budget Tp in seconds.
+        budget: f64,
+    },
+}
+
+/// A buffer of I/O data. In real mode it holds bytes; in the twin only a length.
+pub trait IoBuf {
+    /// Length in bytes.
+    fn len(&self) -> usize;
+    /// True for a zero-length buffer.
+    fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+    /// The data, where the back end keeps data (real mode); `None` in the twin.
+    fn bytes(&self) -> Option<&[u8]>;
+    /// The data for filling, where the back end keeps data; `None` in the twin.
+    fn bytes_mut(&mut self) -> Option<&mut [u8]>;
+}
+
+/// The one interface a benchmark may use. See the module docs.
+///
+/// Every method that involves other ranks (barrier, bcast, allreduce, split,
+/// shared-scope open/close/set_view, collective `xfer`, `wait_all` of collective
+/// requests) must be called by all ranks of the context, as in MPI.
+#[allow(async_fn_in_trait)]
+pub trait IoCtx: Sized {
+    /// An I/O buffer.
+    type Buf: IoBuf;
+    /// An open file.
+    type File;
+    /// A posted nonblocking operation; it owns its buffer until `wait_all`.
+    type Request;
+
+    /// This rank's number in the context, `0..size()`.
+    fn rank(&self) -> usize;
+    /// Number of ranks in the context.
+    fn size(&self) -> usize;
+    /// Seconds since an arbitrary origin: `MPI_Wtime` in real mode, the virtual clock in the twin.
+    fn wtime(&self) -> f64;
+    /// A buffer of `len` bytes (zeroed where it holds data).
+    fn alloc(&self, len: usize) -> Self::Buf;
+
+    /// Synchronise all ranks.
+    async fn barrier(&self);
+    /// `root`'s `value`, on every rank.
+    async fn bcast_u64(&self, value: u64, root: usize) -> u64;
+    /// The reduction of every rank's `value`, on every rank.
+    async fn allreduce_f64(&self, value: f64, op: ReduceOp) -> f64;
+    /// Every rank's `value`, indexed by rank, on every rank.
+    async fn allgather_f64(&self, value: f64) -> Vec<f64>;
+    /// Send `buf` to `dest` and replace it with what `source` sends (`MPI_Sendrecv_replace`).
+    async fn sendrecv_replace(&self, buf: &mut Self::Buf, dest: usize, source: usize);
+    /// Sub-communicator of the ranks with the same `Some(color)`, ordered by `key`
+    /// then old rank; `None` for a rank that passes no color (`MPI_UNDEFINED`).
+    async fn split(&self, color: Option<usize>, key: usize) -> Option<Self>;
+
+    /// Open `path` (collective over this context for `Scope::Shared`).
+    async fn open(&self, path: &str, opts: &OpenOptions) -> IoResult<Self::File>;
+    /// Set the file view (collective for a shared file). MPI-IO files only.
+    async fn set_view(&self, file: &mut Self::File, view: &View) -> IoResult<()>;
+    /// The one blocking data-path call: moves `buf.len()` bytes as `op` says.
+    /// Returns the bytes moved.
+    async fn xfer(&self, file: &mut Self::File, op: Op, buf: &mut Self::Buf) -> IoResult<usize>;
+    /// Start a nonblocking operation; the request owns `buf` until [`IoCtx::wait_all`].
+    async fn post(&self, file: &mut Self::File, op: Op, buf: Self::Buf) -> IoResult<Self::Request>;
+    /// Complete `requests`, returning their buffers in the same order. Requests
+    /// posted as `Coordination::Collective` are completed together as **one**
+    /// collective operation (PnetCDF's `ncmpi_wait_all` aggregation); every rank
+    /// of the file must then call `wait_all`.
+    async fn wait_all(&self, file: &mut Self::File, requests: Vec<Self::Request>) -> IoResult<Vec<Self::Buf>>;
+    /// Flush written data to storage (`MPI_File_sync` / `fsync`).
+    async fn sync(&self, file: &mut Self::File) -> IoResult<()>;
+    /// Current size of the file in bytes.
+    async fn file_size(&self, file: &mut Self::File) -> IoResult<u64>;
+    /// The hints in effect on the open file (real mode: read back with `MPI_File_get_info`).
+    fn hints_in_effect(&self, file: &Self::File) -> Hints;
+    /// Close the file (collective for a shared file).
+    async fn close(&self, file: Self::File) -> IoResult<()>;
+    /// Delete `path` if it exists (one rank calls it). Missing files are not an error.
+    async fn delete(&self, path: &str) -> IoResult<()>;
+
+    /// Run `work` as computation of cost `kernel`. Real mode runs and times it and
+    /// returns `Some(result)`; the twin skips it, advances this rank's clock by the
+    /// kernel's modelled cost and returns `None`.
+    async fn compute<R>(&self, kernel: Kernel, work: impl FnOnce() -> R) -> Option<R>;
+
+    /// Run `body(r)` for `r = 0, 1, …` as `policy` says and return how many times
+    /// it ran. Every rank of the context must call it with the same policy.
+    /// Real mode runs it literally (this default); the twin may fast-forward once
+    /// its state repeats, within a stated error bound.
+    async fn repeat(
+        &self,
+        policy: Repeat,
+        mut body: impl AsyncFnMut(u64) -> IoResult<()>,
+    ) -> IoResult<u64> {
+        let start = self.wtime();
+        let mut r = 0u64;
+        loop {
+            body(r).await?;
+            r += 1;
+            let go_on = match policy {
+                Repeat::Count(n) => r < n,
+                Repeat::TimeBudget { budget } => {
+                    self.barrier().await;
+                    let mine = {
+                        let elapsed = self.wtime() - start;
+                        elapsed * (r + 1) as f64 / r as f64 <= budget
+                    };
+                    self.bcast_u64(mine as u64, 0).await == 1
+                }
+            };
+            if !go_on {
+                return Ok(r);
+            }
+        }
+    }
+}
+
+/// A per-rank program: what a back end launches on every rank.
+///
+/// Closures cannot be generic over the context type, so a benchmark's entry is a
+/// value implementing this trait; `run` is called once per rank.
+#[allow(async_fn_in_trait)]
+pub trait RankProgram {
+    /// What each rank returns.
+    type Output;
+    /// The per-rank program.
+    async fn run<C: IoCtx>(&self, ctx: &C) -> Self::Output;
+}
+
+/// Run `f` to completion where nothing can pend: every real-mode call completes
+/// inside `poll` (MPI blocks the thread), so one poll finishes the program.
+pub fn block_on<F: Future>(f: F) -> F::Output {
+    use std::pin::pin;
+    use std::task::{Context, Poll, Waker};
+    let mut cx = Context::from_waker(Waker::noop());
+    match pin!(f).poll(&mut cx) {
+        Poll::Ready(v) => v,
+        Poll::Pending => panic!("block_on: a real-mode future returned Pending; real calls must complete inside poll"),
+    }
+}

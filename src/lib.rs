@@ -1,0 +1,14 @@
+//! piotwin: classic parallel I/O benchmarks written once, run for real over MPI-IO
+//! or in a discrete-event twin of the storage system.
+//!
+//! * [`ctx`] — the one interface benchmarks use ([`ctx::IoCtx`]);
+//! * [`bench`] — the benchmarks, one file each, written against `IoCtx` only;
+//! * [`backend`] — the two places where benchmarks meet an engine: `real` (MPI-IO)
+//!   and `sim` (the twin);
+//! * [`report`] — run reports (JSON, CSV) and human tables.
+#![warn(missing_docs)]
+
+pub mod backend;
+pub mod bench;
+pub mod ctx;
+pub mod report;

@@ -1,0 +1,5 @@
+//! The `piotwin` command line.
+
+fn main() {
+    todo!("piotwin CLI")
+}
