@@ -1,2 +1,119 @@
-//! Run reports: the common JSON/CSV schema shared by real and twin runs, and the
-//! human-readable tables in each original benchmark's style.
+//! Run reports: the one schema every benchmark's results take, in both modes, so
+//! that `compare` can diff a predicted and a measured report field by field; plus
+//! atomic writers for JSON and CSV (a report is never half-written).
+
+use std::collections::BTreeMap;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use piotwin_types::Hints;
+use serde::{Deserialize, Serialize};
+
+/// Which back end produced a report.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Mode {
+    /// Measured over MPI-IO.
+    Real,
+    /// Predicted by the twin.
+    Sim,
+}
+
+/// A table of results (per repetition, per pattern, per phase, …).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Table {
+    /// Column names, with units in the name (`bw_mib_s`, `open_s`).
+    pub columns: Vec<String>,
+    /// Rows of values, one per column.
+    pub rows: Vec<Vec<serde_json::Value>>,
+}
+
+/// Everything a run produced. Same schema for real and twin runs.
+///
+/// Twin reports are bit-identical for the same scenario, seed and options, so
+/// nothing in here may depend on the wall clock or the host in sim mode.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RunReport {
+    /// Benchmark name: `ior`, `b_eff_io`, `btio`, `btio-kernel`, `ftio`, …
+    pub benchmark: String,
+    /// Real or twin.
+    pub mode: Mode,
+    /// Number of ranks.
+    pub ranks: usize,
+    /// The benchmark's options, as given (after defaults).
+    pub params: serde_json::Value,
+    /// Where it ran: MPI library and host (real), scenario file, name and seed (twin).
+    pub environment: BTreeMap<String, String>,
+    /// MPI-IO hints in effect (real mode: read back with `MPI_File_get_info`).
+    pub hints: Hints,
+    /// Headline metrics, e.g. `write_mib_s`; units in the name.
+    pub metrics: BTreeMap<String, f64>,
+    /// Detail tables, by name (`repetitions`, `patterns`, …).
+    pub tables: BTreeMap<String, Table>,
+    /// Problems found that did not stop the run (verification mismatches, a failed
+    /// pattern whose later patterns were still measured). Empty on a clean run.
+    pub errors: Vec<String>,
+}
+
+/// Write `bytes` to `path` atomically: a temporary file in the same directory,
+/// flushed, then renamed over `path`.
+pub fn write_atomic(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    let dir = match path.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
+        _ => PathBuf::from("."),
+    };
+    let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+    let tmp = dir.join(format!(".{}.tmp-{}", name, std::process::id()));
+    let result = (|| {
+        let mut f = std::fs::File::create(&tmp)?;
+        f.write_all(bytes)?;
+        f.sync_all()?;
+        std::fs::rename(&tmp, path)
+    })();
+    if result.is_err() {
+        let _ = std::fs::remove_file(&tmp);
+    }
+    result
+}
+
+impl RunReport {
+    /// The report as pretty JSON (keys in a fixed order: deterministic).
+    pub fn to_json(&self) -> String {
+        serde_json::to_string_pretty(self).expect("a RunReport always serialises") + "\n"
+    }
+
+    /// Write the JSON report to `path` atomically.
+    pub fn write_json(&self, path: &Path) -> std::io::Result<()> {
+        write_atomic(path, self.to_json().as_bytes())
+    }
+
+    /// The CSV form: a `metric,value` section, then each table as a header row
+    /// `table,<columns…>` followed by `<name>,<values…>` rows.
+    pub fn to_csv(&self) -> String {
+        let mut w = csv::WriterBuilder::new().flexible(true).from_writer(Vec::new());
+        let cell = |v: &serde_json::Value| match v {
+            serde_json::Value::String(s) => s.clone(),
+            other => other.to_string(),
+        };
+        w.write_record(["metric", "value"]).expect("in-memory CSV");
+        for (k, v) in &self.metrics {
+            w.write_record([k.clone(), v.to_string()]).expect("in-memory CSV");
+        }
+        for (name, t) in &self.tables {
+            let mut header = vec!["table".to_string()];
+            header.extend(t.columns.iter().cloned());
+            w.write_record(&header).expect("in-memory CSV");
+            for row in &t.rows {
+                let mut rec = vec![name.clone()];
+                rec.extend(row.iter().map(cell));
+                w.write_record(&rec).expect("in-memory CSV");
+            }
+        }
+        String::from_utf8(w.into_inner().expect("in-memory CSV")).expect("CSV of UTF-8 strings")
+    }
+
+    /// Write the CSV form to `path` atomically.
+    pub fn write_csv(&self, path: &Path) -> std::io::Result<()> {
+        write_atomic(path, self.to_csv().as_bytes())
+    }
+}
