@@ -75,7 +75,7 @@ use crate::ctx::{
 pub use layout::{
     ELEM_BYTES, Geometry, LineFft, diagonal_partner, fft_band, mini_square_pairs, transpose_mini,
 };
-pub use output::{build_report, nas_block};
+pub use output::{build_report, flop_count, nas_block};
 pub use signal::{Mismatch, Signal, Verification, WAVE, check_band, fill_band};
 
 /// Command-line options of `piotwin run ftio`.
@@ -312,7 +312,7 @@ pub struct PhaseStats {
     pub comm_bytes: u64,
 }
 
-/// What one rank returns.
+/// One rank's measurements.
 #[derive(Debug, Clone, PartialEq, serde::Serialize)]
 pub struct FtioRankOutput {
     /// The rank.
@@ -323,8 +323,99 @@ pub struct FtioRankOutput {
     pub total_s: f64,
     /// This rank's verification (nothing checked in the twin).
     pub verification: Verification,
-    /// Hints in effect on the data file.
+}
+
+/// What the program returns on **every** rank: all ranks' measurements (gathered
+/// with `allgather_f64`, so real mode, where a process sees only its own rank,
+/// can build the same report as the twin) and the hints in effect on this rank's file.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct FtioOutcome {
+    /// Every rank's measurements, indexed by rank.
+    pub ranks: Vec<FtioRankOutput>,
+    /// Hints in effect on the data file (real mode: read back from MPI).
     pub hints: Hints,
+}
+
+impl FtioRankOutput {
+    /// Number of values [`FtioRankOutput::to_fields`] gives.
+    const FIELDS: usize = 7 * Phase::ALL.len() + 12;
+
+    /// Every measurement as one `f64` each, in a fixed order, for `allgather_f64`.
+    /// Byte and element counts are exact up to 2⁵³.
+    fn to_fields(&self) -> Vec<f64> {
+        let mut v = Vec::with_capacity(Self::FIELDS);
+        for s in &self.phases {
+            v.extend([s.wall_s, s.io_s, s.compute_s, s.comm_s]);
+            v.extend([s.bytes_read, s.bytes_written, s.comm_bytes].map(|x| x as f64));
+        }
+        let ver = &self.verification;
+        v.extend([
+            self.total_s,
+            ver.checked as f64,
+            ver.failed as f64,
+            ver.max_rel_error,
+        ]);
+        match &ver.first_failure {
+            Some(f) => v.extend([1.0, f.row as f64, f.col as f64, f.got[0], f.got[1]]),
+            None => v.extend([0.0; 5]),
+        }
+        match &ver.first_failure {
+            Some(f) => v.extend([f.expected[0], f.expected[1], f.rel_error]),
+            None => v.extend([0.0; 3]),
+        }
+        debug_assert_eq!(v.len(), Self::FIELDS);
+        v
+    }
+
+    /// The inverse of [`FtioRankOutput::to_fields`].
+    fn from_fields(rank: usize, v: &[f64]) -> FtioRankOutput {
+        let phases = v
+            .chunks_exact(7)
+            .take(Phase::ALL.len())
+            .map(|c| PhaseStats {
+                wall_s: c[0],
+                io_s: c[1],
+                compute_s: c[2],
+                comm_s: c[3],
+                bytes_read: c[4] as u64,
+                bytes_written: c[5] as u64,
+                comm_bytes: c[6] as u64,
+            })
+            .collect();
+        let t = &v[7 * Phase::ALL.len()..];
+        let first_failure = (t[4] != 0.0).then(|| Mismatch {
+            row: t[5] as u64,
+            col: t[6] as u64,
+            got: [t[7], t[8]],
+            expected: [t[9], t[10]],
+            rel_error: t[11],
+        });
+        FtioRankOutput {
+            rank,
+            phases,
+            total_s: t[0],
+            verification: Verification {
+                checked: t[1] as u64,
+                failed: t[2] as u64,
+                max_rel_error: t[3],
+                first_failure,
+            },
+        }
+    }
+}
+
+/// Every rank's measurements on every rank, in rank order.
+async fn gather<C: IoCtx>(ctx: &C, mine: &FtioRankOutput) -> Vec<FtioRankOutput> {
+    let mut columns = Vec::with_capacity(FtioRankOutput::FIELDS);
+    for x in mine.to_fields() {
+        columns.push(ctx.allgather_f64(x).await);
+    }
+    (0..ctx.size())
+        .map(|r| {
+            let fields: Vec<f64> = columns.iter().map(|col| col[r]).collect();
+            FtioRankOutput::from_fields(r, &fields)
+        })
+        .collect()
 }
 
 /// The FTIO benchmark as one per-rank program.
@@ -341,10 +432,14 @@ impl FtioProgram {
 }
 
 impl RankProgram for FtioProgram {
-    type Output = Result<FtioRankOutput, FtioError>;
+    type Output = Result<FtioOutcome, FtioError>;
 
     async fn run<C: IoCtx>(&self, ctx: &C) -> Self::Output {
-        run_rank(&self.plan, ctx).await
+        let (mine, hints) = run_rank(&self.plan, ctx).await?;
+        Ok(FtioOutcome {
+            ranks: gather(ctx, &mine).await,
+            hints,
+        })
     }
 }
 
@@ -477,7 +572,11 @@ async fn dft_series<C: IoCtx>(
     Ok(())
 }
 
-async fn run_rank<C: IoCtx>(plan: &FtioPlan, ctx: &C) -> Result<FtioRankOutput, FtioError> {
+/// One rank's whole run: its measurements and the hints in effect on its file.
+async fn run_rank<C: IoCtx>(
+    plan: &FtioPlan,
+    ctx: &C,
+) -> Result<(FtioRankOutput, Hints), FtioError> {
     let geo = plan.geo;
     if ctx.size() as u64 != geo.c {
         return Err(FtioError::RankMismatch {
@@ -633,11 +732,11 @@ async fn run_rank<C: IoCtx>(plan: &FtioPlan, ctx: &C) -> Result<FtioRankOutput, 
     if !plan.keep {
         delete_files(ctx, plan, p).await?;
     }
-    Ok(FtioRankOutput {
+    let mine = FtioRankOutput {
         rank: p as usize,
         phases,
         total_s,
         verification,
-        hints,
-    })
+    };
+    Ok((mine, hints))
 }

@@ -120,16 +120,13 @@ pub fn transpose_mini(bytes: &mut [u8], i: usize) {
 /// Decode element `k` of an encoded buffer.
 pub fn get(bytes: &[u8], k: usize) -> Complex64 {
     let o = k * ELEM_BYTES as usize;
-    let re = f64::from_le_bytes(bytes[o..o + 8].try_into().expect("8 bytes"));
-    let im = f64::from_le_bytes(bytes[o + 8..o + 16].try_into().expect("8 bytes"));
-    Complex64::new(re, im)
+    decode(&bytes[o..o + ELEM_BYTES as usize])
 }
 
 /// Encode `z` as element `k` of a buffer.
 pub fn put(bytes: &mut [u8], k: usize, z: Complex64) {
     let o = k * ELEM_BYTES as usize;
-    bytes[o..o + 8].copy_from_slice(&z.re.to_le_bytes());
-    bytes[o + 8..o + 16].copy_from_slice(&z.im.to_le_bytes());
+    encode(&mut bytes[o..o + ELEM_BYTES as usize], z);
 }
 
 /// A forward 1-D complex FFT of length N (rustfft) with its scratch space.
@@ -163,30 +160,49 @@ impl LineFft {
 /// charges as `Kernel::fft(N, I)`.
 pub fn fft_band(bands: &mut [&mut [u8]], geo: Geometry, fft: &mut LineFft) {
     let (i, s, n) = (geo.i as usize, geo.square_side() as usize, geo.n() as usize);
+    let e = ELEM_BYTES as usize;
     debug_assert_eq!(bands.len(), geo.c as usize);
     let mut lines = std::mem::take(&mut fft.lines);
     lines.resize(i * n, Complex64::default());
-    for gamma in 0..i {
-        for (q, band) in bands.iter().enumerate() {
-            for r in 0..s {
-                lines[gamma * n + q * s + r] =
-                    get(band, geo.band_index(r as u64, gamma as u64) as usize);
+    // Inside a band, the I elements of column γ in Mini-Square row a (rows a·I..a·I+I)
+    // are contiguous at element a·I² + γ·I, and contiguous in line γ at q·s + a·I.
+    let run =
+        |q: usize, a: usize, gamma: usize| ((a * i + gamma) * i * e, gamma * n + q * s + a * i);
+    for (q, band) in bands.iter().enumerate() {
+        for a in 0..i {
+            for gamma in 0..i {
+                let (src, dst) = run(q, a, gamma);
+                let src = band[src..src + i * e].chunks_exact(e);
+                for (z, ch) in lines[dst..dst + i].iter_mut().zip(src) {
+                    *z = decode(ch);
+                }
             }
         }
     }
     fft.process(&mut lines);
-    for gamma in 0..i {
-        for (q, band) in bands.iter_mut().enumerate() {
-            for r in 0..s {
-                put(
-                    band,
-                    geo.band_index(r as u64, gamma as u64) as usize,
-                    lines[gamma * n + q * s + r],
-                );
+    for (q, band) in bands.iter_mut().enumerate() {
+        for a in 0..i {
+            for gamma in 0..i {
+                let (dst, src) = run(q, a, gamma);
+                let dst = band[dst..dst + i * e].chunks_exact_mut(e);
+                for (ch, z) in dst.zip(&lines[src..src + i]) {
+                    encode(ch, *z);
+                }
             }
         }
     }
     fft.lines = lines;
+}
+
+fn decode(ch: &[u8]) -> Complex64 {
+    let re = f64::from_le_bytes(ch[..8].try_into().expect("8 bytes"));
+    let im = f64::from_le_bytes(ch[8..16].try_into().expect("8 bytes"));
+    Complex64::new(re, im)
+}
+
+fn encode(ch: &mut [u8], z: Complex64) {
+    ch[..8].copy_from_slice(&z.re.to_le_bytes());
+    ch[8..16].copy_from_slice(&z.im.to_le_bytes());
 }
 
 #[cfg(test)]

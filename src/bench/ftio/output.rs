@@ -11,7 +11,7 @@ use std::collections::BTreeMap;
 
 use serde_json::{Value, json};
 
-use super::{FtioArgs, FtioPlan, FtioRankOutput, Phase, Verification};
+use super::{FtioArgs, FtioOutcome, FtioPlan, FtioRankOutput, Phase, Verification};
 use crate::report::{Mode, RunReport, Table};
 
 fn mean(xs: impl Iterator<Item = f64>) -> f64 {
@@ -29,7 +29,7 @@ pub fn flop_count(n: u64) -> f64 {
     5.0 * n2 * n2.log2()
 }
 
-/// Build the run report from every rank's output (indexed by rank).
+/// Build the run report from the program's outcome (any rank's: all hold every rank's measurements).
 /// `environment` is what the caller knows of where it ran (MPI library and host,
 /// or scenario and seed).
 pub fn build_report(
@@ -37,8 +37,9 @@ pub fn build_report(
     plan: &FtioPlan,
     mode: Mode,
     environment: BTreeMap<String, String>,
-    outputs: &[FtioRankOutput],
+    outcome: &FtioOutcome,
 ) -> RunReport {
+    let outputs = &outcome.ranks;
     let geo = plan.geo;
     let n = geo.n();
     let rank_sum = |o: &FtioRankOutput, f: &dyn Fn(&super::PhaseStats) -> f64| {
@@ -176,7 +177,7 @@ pub fn build_report(
         ranks: outputs.len(),
         params,
         environment,
-        hints: outputs.first().map(|o| o.hints.clone()).unwrap_or_default(),
+        hints: outcome.hints.clone(),
         metrics,
         tables: BTreeMap::from([("phases".to_string(), phases), ("ranks".to_string(), ranks)]),
         errors,

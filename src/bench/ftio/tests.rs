@@ -372,7 +372,6 @@ fn rank_output(rank: usize, io: f64, total: f64, verification: Verification) -> 
         phases: vec![stats; 5],
         total_s: total,
         verification,
-        hints: Default::default(),
     }
 }
 
@@ -397,11 +396,15 @@ fn report_aggregates_ranks_and_flags_failures() {
             rel_error: 0.5,
         }),
     };
-    let outputs = [
+    let outcome = |ranks: Vec<FtioRankOutput>| FtioOutcome {
+        ranks,
+        hints: Default::default(),
+    };
+    let all = outcome(vec![
         rank_output(0, 1.0, 4.0, ok.clone()),
         rank_output(1, 3.0, 5.0, bad),
-    ];
-    let r = build_report(&args(2), &plan, Mode::Real, BTreeMap::new(), &outputs);
+    ]);
+    let r = build_report(&args(2), &plan, Mode::Real, BTreeMap::new(), &all);
     assert_eq!(r.benchmark, "ftio");
     assert_eq!(r.metrics["total_time_s"], 5.0);
     assert!((r.metrics["io_time_s"] - 2.0).abs() < 1e-12);
@@ -425,19 +428,37 @@ fn report_aggregates_ranks_and_flags_failures() {
     assert!(r.to_csv().contains("io_fraction,0.4"));
 
     // The twin: nothing to compare, so no error and no error metric.
-    let none = [
+    let none = outcome(vec![
         rank_output(0, 1.0, 2.0, Verification::default()),
         rank_output(1, 1.0, 2.0, Verification::default()),
-    ];
+    ]);
     let r = build_report(&args(2), &plan, Mode::Sim, BTreeMap::new(), &none);
     assert!(r.errors.is_empty() && !r.metrics.contains_key("max_rel_error"));
     assert!(nas_block(&r).contains("NOT PERFORMED"));
-    let r = build_report(
-        &args(2),
-        &plan,
-        Mode::Real,
-        BTreeMap::new(),
-        &[rank_output(0, 1.0, 2.0, ok)],
-    );
+    let one = outcome(vec![rank_output(0, 1.0, 2.0, ok.clone())]);
+    let r = build_report(&args(2), &plan, Mode::Real, BTreeMap::new(), &one);
     assert!(nas_block(&r).contains("SUCCESSFUL"));
+}
+
+#[test]
+fn rank_outputs_survive_the_f64_gather_encoding() {
+    let bad = Verification {
+        checked: 1 << 40,
+        failed: 3,
+        max_rel_error: 0.25,
+        first_failure: Some(Mismatch {
+            row: 7,
+            col: 9,
+            got: [1.5, -2.0],
+            expected: [2.0, 0.5],
+            rel_error: 0.25,
+        }),
+    };
+    for v in [Verification::default(), bad] {
+        let mut o = rank_output(3, 1.25, 6.5, v);
+        o.phases[2].bytes_read = (1 << 52) + 1;
+        let fields = o.to_fields();
+        assert_eq!(fields.len(), FtioRankOutput::FIELDS);
+        assert_eq!(FtioRankOutput::from_fields(3, &fields), o);
+    }
 }
