@@ -120,6 +120,7 @@ pub enum FtioError {
     /// I is not valid for the process count.
     #[error(
         "ftio: -i {i} is not valid for {c} processes: {reason}; \
+         valid I are the multiples of {step} that are at least 2, \
          the smallest valid I for {c} processes is {smallest} \
          (the FTIO report suggests the lowest valid I ≥ √c + 1: {recommended})"
     )]
@@ -130,6 +131,8 @@ pub enum FtioError {
         c: u64,
         /// What is wrong.
         reason: String,
+        /// Every valid I is a multiple of this.
+        step: u64,
         /// Smallest valid I for c.
         smallest: u64,
         /// The report's suggestion: the lowest valid I ≥ √c + 1.
@@ -166,9 +169,9 @@ pub enum FtioError {
     Io(#[from] IoError),
 }
 
-/// The smallest I ≥ 2 with c | I²: the product of `p^⌈e/2⌉` over c's prime
-/// factorisation `∏ p^e` (every valid I is a multiple of it), at least 2.
-pub fn smallest_valid_i(c: u64) -> u64 {
+/// The step of valid I for c processes: c | I² exactly when I is a multiple of
+/// `∏ p^⌈e/2⌉` over c's prime factorisation `∏ p^e`.
+pub fn valid_i_step(c: u64) -> u64 {
     let (mut rest, mut f, mut p) = (c.max(1), 1u64, 2u64);
     while p * p <= rest {
         let mut e = 0u32;
@@ -179,8 +182,12 @@ pub fn smallest_valid_i(c: u64) -> u64 {
         f *= p.pow(e.div_ceil(2));
         p += 1;
     }
-    f *= rest; // a remaining prime factor with exponent 1
-    if f < 2 { 2 } else { f }
+    f * rest // a remaining prime factor has exponent 1
+}
+
+/// The smallest valid I (≥ 2, with c | I²) for c processes.
+pub fn smallest_valid_i(c: u64) -> u64 {
+    valid_i_step(c).max(2)
 }
 
 /// The FTIO report's suggested input: the lowest valid I with I ≥ √c + 1.
@@ -202,6 +209,7 @@ impl FtioArgs {
             i,
             c,
             reason,
+            step: valid_i_step(c),
             smallest: smallest_valid_i(c),
             recommended: recommended_i(c),
         };

@@ -241,6 +241,10 @@ fn smallest_valid_i_is_the_smallest() {
             .find(|i| (i * i) % c == 0)
             .expect("I = c is always valid");
         assert_eq!(smallest_valid_i(c), brute, "c={c}");
+        let step = valid_i_step(c);
+        for i in 1..=3 * c {
+            assert_eq!((i * i) % c == 0, i % step == 0, "c={c} I={i}");
+        }
         let rec = recommended_i(c);
         assert_eq!((rec * rec) % c, 0, "c={c}");
         assert!((rec as f64) >= (c as f64).sqrt() + 1.0, "c={c}: {rec}");
@@ -274,6 +278,7 @@ fn invalid_i_and_c_are_rejected_with_the_smallest_valid_i() {
         msg.contains("smallest valid I for 4 processes is 2"),
         "{msg}"
     );
+    assert!(msg.contains("valid I are the multiples of 2"), "{msg}");
     let err = args(16).validate(12).unwrap_err();
     assert!(
         matches!(err, FtioError::InvalidSize { smallest: 6, .. }),
