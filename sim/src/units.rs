@@ -132,18 +132,20 @@ pub fn parse_time(text: &str) -> Result<f64, UnitError> {
     if unit.is_empty() {
         return Err(UnitError(format!("missing unit; expected {TIME_HELP}")));
     }
-    let scale = match unit {
+    // Divide once by an exact power of ten so that "30us" is the double nearest 30e-6.
+    let div = match unit {
         "s" => 1.0,
-        "ms" => 1e-3,
-        "us" | "µs" => 1e-6,
-        "ns" => 1e-9,
+        "ms" => 1e3,
+        "us" | "µs" => 1e6,
+        "ns" => 1e9,
         _ => {
             return Err(UnitError(format!(
                 "unknown unit `{unit}`; expected {TIME_HELP}"
             )));
         }
     };
-    Ok(as_f64(decimal(num, TIME_HELP)?) * scale)
+    let (v, scale) = decimal(num, TIME_HELP)?;
+    Ok(v as f64 / (10f64.powi(scale as i32) * div))
 }
 
 /// Parses a compute rate in floating-point operations per second: `"2.5Gflop/s"`.
