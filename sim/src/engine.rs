@@ -18,7 +18,7 @@ use std::rc::Rc;
 use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll, Wake, Waker};
 
-use crate::flow::{Completion, FlowId, FlowNet, ResourceId};
+use crate::flow::{FlowNet, ResourceId};
 
 /// A one-shot completion flag a task can await; fired by an event or by another task.
 #[derive(Clone, Default)]
@@ -90,8 +90,8 @@ enum Action {
     Fire(Signal),
     /// Start a flow (after its latency): path, bytes, signal fired when it ends.
     StartFlow(Vec<(ResourceId, f64)>, f64, Signal),
-    /// A flow's computed completion; stale unless the version still matches.
-    FlowDone(FlowId, u64),
+    /// The earliest flow completion; stale unless its number is the latest scheduled.
+    FlowTick(u64),
 }
 
 struct Event {
@@ -124,8 +124,10 @@ pub(crate) struct Engine {
     seq: u64,
     queue: BinaryHeap<Event>,
     pub(crate) flows: FlowNet<Signal>,
-    completions: Vec<Completion>,
-    /// Events handled so far (stale flow completions included).
+    /// Number and time of the latest scheduled [`Action::FlowTick`].
+    tick: (u64, f64),
+    done: Vec<Signal>,
+    /// Events handled so far (stale flow ticks included).
     pub(crate) events: u64,
 }
 
@@ -136,7 +138,8 @@ impl Engine {
             seq: 0,
             queue: BinaryHeap::new(),
             flows,
-            completions: Vec::new(),
+            tick: (0, f64::INFINITY),
+            done: Vec::new(),
             events: 0,
         }
     }
@@ -192,9 +195,15 @@ impl Engine {
         match action {
             Action::Fire(s) => s.fire(),
             Action::StartFlow(path, bytes, done) => self.start_flow(path, bytes, done),
-            Action::FlowDone(f, v) => {
-                if let Some(s) = self.flows.finish(f, v) {
-                    s.fire();
+            Action::FlowTick(n) => {
+                if n == self.tick.0 {
+                    self.tick.1 = f64::INFINITY;
+                    let mut done = std::mem::take(&mut self.done);
+                    self.flows.finish_due(self.now, &mut done);
+                    for s in done.drain(..) {
+                        s.fire();
+                    }
+                    self.done = done;
                 }
             }
         }
@@ -217,12 +226,12 @@ impl Engine {
         if !self.flows.is_dirty() {
             return false;
         }
-        let mut out = std::mem::take(&mut self.completions);
-        self.flows.recompute(self.now, &mut out);
-        for c in out.drain(..) {
-            self.push(c.at.max(self.now), Action::FlowDone(c.flow, c.version));
+        self.flows.recompute(self.now);
+        let next = self.flows.next_finish().map(|t| t.max(self.now));
+        if let Some(t) = next.filter(|&t| t != self.tick.1) {
+            self.tick = (self.tick.0 + 1, t);
+            self.push(t, Action::FlowTick(self.tick.0));
         }
-        self.completions = out;
         true
     }
 

@@ -21,8 +21,7 @@
 //! Recomputation is batched by the engine (once per virtual instant, [`FlowNet::recompute`])
 //! and restricted to the connected component of the resources whose flow set changed.
 //! When a flow's rate changes its remaining bytes are first settled at the old rate,
-//! its version is bumped (the old completion event becomes stale) and a new
-//! completion time is reported. Flows and resources are visited in id order:
+//! then its completion time is recomputed at the new rate. Flows and resources are visited in id order:
 //! the order must be fixed for the simulation to be reproducible.
 
 use std::cmp::Ordering;
@@ -35,18 +34,6 @@ pub struct ResourceId(u32);
 /// A flow in a [`FlowNet`] (ids are reused after a flow finishes).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct FlowId(u32);
-
-/// A (re)scheduled completion: flow `flow` ends at `at` seconds unless its
-/// version changes first.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub struct Completion {
-    /// The flow.
-    pub flow: FlowId,
-    /// Virtual time of completion in seconds.
-    pub at: f64,
-    /// The flow's version when this completion was computed.
-    pub version: u64,
-}
 
 struct Resource {
     name: String,
@@ -65,7 +52,8 @@ struct Flow<T> {
     remaining: f64,
     rate: f64,
     since: f64,
-    version: u64,
+    /// Completion time at the current rate (infinite before the first recomputation).
+    finish_at: f64,
     token: T,
     mark: u64,
     frozen: bool,
@@ -158,7 +146,7 @@ impl<T> FlowNet<T> {
             remaining: bytes,
             rate: 0.0,
             since: now,
-            version: 0,
+            finish_at: f64::INFINITY,
             token,
             mark: 0,
             frozen: false,
@@ -189,20 +177,43 @@ impl<T> FlowNet<T> {
         }
     }
 
-    /// Ends `flow` if `version` is its current version (otherwise the completion
-    /// was stale and nothing happens); returns its token.
-    pub fn finish(&mut self, flow: FlowId, version: u64) -> Option<T> {
-        let slot = self.flows.get_mut(flow.0 as usize)?;
-        if slot.as_ref().is_none_or(|f| f.version != version) {
-            return None;
+    /// Ends every flow due by `now` (completion time ≤ `now`), in flow-id order,
+    /// appending their tokens to `out`.
+    pub fn finish_due(&mut self, now: f64, out: &mut Vec<T>) {
+        for i in 0..self.flows.len() {
+            if !self.flows[i].as_ref().is_some_and(|f| f.finish_at <= now) {
+                continue;
+            }
+            let f = self.flows[i].take().expect("checked above");
+            for &(r, _) in &f.path {
+                self.resources[r as usize].flows.remove(&(i as u32));
+                self.mark_dirty(r);
+            }
+            self.free.push(i as u32);
+            out.push(f.token);
         }
-        let f = slot.take().expect("checked above");
-        for &(r, _) in &f.path {
-            self.resources[r as usize].flows.remove(&flow.0);
-            self.mark_dirty(r);
-        }
-        self.free.push(flow.0);
-        Some(f.token)
+    }
+
+    /// The earliest completion time of the flows in progress, if any.
+    ///
+    /// One scan over the flows: the engine keeps a single pending "next flow
+    /// completion" event instead of one event per flow, so a rate change that
+    /// touches n flows costs O(n) arithmetic and no event-queue traffic.
+    pub fn next_finish(&self) -> Option<f64> {
+        self.flows
+            .iter()
+            .flatten()
+            .map(|f| f.finish_at)
+            .min_by(f64::total_cmp)
+            .filter(|t| t.is_finite())
+    }
+
+    /// Completion time of `flow` at its current rate, in seconds.
+    pub fn finish_time(&self, flow: FlowId) -> Option<f64> {
+        self.flows
+            .get(flow.0 as usize)?
+            .as_ref()
+            .map(|f| f.finish_at)
     }
 
     /// True when some flow started or ended since the last recomputation.
@@ -221,10 +232,10 @@ impl<T> FlowNet<T> {
     }
 
     /// Recomputes max–min fair rates in the component touched since the last call,
-    /// at time `now`; appends a [`Completion`] to `out` for every flow whose rate changed.
-    pub fn recompute(&mut self, now: f64, out: &mut Vec<Completion>) {
+    /// at time `now`; returns how many flows changed rate (and completion time).
+    pub fn recompute(&mut self, now: f64) -> usize {
         if self.dirty.is_empty() {
-            return;
+            return 0;
         }
         self.epoch += 1;
         let epoch = self.epoch;
@@ -320,6 +331,7 @@ impl<T> FlowNet<T> {
             }
         }
         // Settle at the old rate, then reschedule.
+        let mut changed = 0;
         for &f in &self.comp_flows {
             let flow = self.flows[f as usize].as_mut().expect("live");
             if flow.new_rate == flow.rate {
@@ -328,15 +340,14 @@ impl<T> FlowNet<T> {
             flow.remaining = (flow.remaining - flow.rate * (now - flow.since)).max(0.0);
             flow.since = now;
             flow.rate = flow.new_rate;
-            flow.version += 1;
-            if flow.rate > 0.0 {
-                out.push(Completion {
-                    flow: FlowId(f),
-                    at: now + flow.remaining / flow.rate,
-                    version: flow.version,
-                });
-            }
+            flow.finish_at = if flow.rate > 0.0 {
+                now + flow.remaining / flow.rate
+            } else {
+                f64::INFINITY
+            };
+            changed += 1;
         }
+        changed
     }
 }
 
@@ -362,10 +373,8 @@ mod tests {
         let a = net.start(0.0, &[(l1, 1.0), (l2, 1.0)], 100.0, ());
         let b = net.start(0.0, &[(l1, 1.0)], 100.0, ());
         let c = net.start(0.0, &[(l2, 1.0)], 100.0, ());
-        let mut out = Vec::new();
-        net.recompute(0.0, &mut out);
+        assert_eq!(net.recompute(0.0), 3);
         assert_eq!(rates(&net, &[a, b, c]), vec![2.0, 8.0, 2.0]);
-        assert_eq!(out.len(), 3);
     }
 
     /// One flow limited elsewhere (its NIC of 1) leaves its share of the shared link to the others:
@@ -378,7 +387,7 @@ mod tests {
         let a = net.start(0.0, &[(nic, 1.0), (link, 1.0)], 10.0, ());
         let b = net.start(0.0, &[(link, 1.0)], 10.0, ());
         let c = net.start(0.0, &[(link, 1.0)], 10.0, ());
-        net.recompute(0.0, &mut Vec::new());
+        net.recompute(0.0);
         assert_eq!(rates(&net, &[a, b, c]), vec![1.0, 4.0, 4.0]);
     }
 
@@ -389,43 +398,23 @@ mod tests {
         let nic = net.add_resource("nic", 1000.0);
         let dev = net.add_resource("dev", 100.0);
         let a = net.start(0.0, &[(nic, 1.0), (dev, 1.0)], 100.0, "a");
-        let mut out = Vec::new();
-        net.recompute(0.0, &mut out);
+        assert_eq!(net.recompute(0.0), 1);
         assert_eq!(net.rate(a), Some(100.0));
-        assert_eq!(
-            out,
-            vec![Completion {
-                flow: a,
-                at: 1.0,
-                version: 1
-            }]
-        );
+        assert_eq!(net.next_finish(), Some(1.0));
         // At t = 0.5, b joins: a has 50 B left, both at 50 B/s → a ends at 1.5, b (100 B)
         // then alone at 100 B/s with 50 B left → ends at 2.0.
         let b = net.start(0.5, &[(nic, 1.0), (dev, 1.0)], 100.0, "b");
-        out.clear();
-        net.recompute(0.5, &mut out);
+        net.recompute(0.5);
         assert_eq!(rates_s(&net, &[a, b]), vec![50.0, 50.0]);
-        assert_eq!(
-            out[0],
-            Completion {
-                flow: a,
-                at: 1.5,
-                version: 2
-            }
-        );
-        assert_eq!(net.finish(a, 1), None, "stale completion ignored");
-        assert_eq!(net.finish(a, 2), Some("a"));
-        out.clear();
-        net.recompute(1.5, &mut out);
-        assert_eq!(
-            out,
-            vec![Completion {
-                flow: b,
-                at: 2.0,
-                version: 2
-            }]
-        );
+        assert_eq!(net.next_finish(), Some(1.5));
+        let mut done = Vec::new();
+        net.finish_due(1.4, &mut done);
+        assert!(done.is_empty());
+        net.finish_due(1.5, &mut done);
+        assert_eq!(done, vec!["a"]);
+        net.recompute(1.5);
+        assert_eq!(net.finish_time(b), Some(2.0));
+        assert_eq!(net.active(), 1);
     }
 
     fn rates_s(net: &FlowNet<&str>, ids: &[FlowId]) -> Vec<f64> {
@@ -440,7 +429,7 @@ mod tests {
         let dev = net.add_resource("dev", 1.0);
         let w = net.start(0.0, &[(dev, 1.0 / 100.0)], 1.0, ());
         let r = net.start(0.0, &[(dev, 1.0 / 200.0)], 1.0, ());
-        net.recompute(0.0, &mut Vec::new());
+        net.recompute(0.0);
         let expect = 1.0 / (1.0 / 100.0 + 1.0 / 200.0);
         assert!(close(net.rate(w).unwrap(), expect) && close(net.rate(r).unwrap(), expect));
     }
@@ -454,15 +443,13 @@ mod tests {
         let y = net.add_resource("y", 10.0);
         let a = net.start(0.0, &[(x, 1.0)], 10.0, ());
         let b = net.start(0.0, &[(y, 1.0)], 10.0, ());
-        net.recompute(0.0, &mut Vec::new());
+        net.recompute(0.0);
         let c = net.start(0.2, &[(y, 1.0)], 10.0, ());
-        let mut out = Vec::new();
-        net.recompute(0.2, &mut out);
-        let touched: Vec<FlowId> = out.iter().map(|c| c.flow).collect();
-        assert_eq!(touched, vec![b, c]);
+        assert_eq!(net.recompute(0.2), 2, "only b and c are rescheduled");
         assert_eq!(rates(&net, &[a, b, c]), vec![10.0, 5.0, 5.0]);
+        assert_eq!(net.finish_time(a), Some(1.0));
         // b had 8 bytes left at 0.2, now at 5 B/s.
-        assert!(close(out[0].at, 0.2 + 8.0 / 5.0));
+        assert!(close(net.finish_time(b).unwrap(), 0.2 + 8.0 / 5.0));
     }
 
     /// Brute-force reference: max–min fairness means every flow has a bottleneck
@@ -498,7 +485,7 @@ mod tests {
                 ids.push(net.start(0.0, &p, 1.0, ()));
                 paths.push(p);
             }
-            net.recompute(0.0, &mut Vec::new());
+            net.recompute(0.0);
             let rate: Vec<f64> = rates(&net, &ids);
             let load = |r: ResourceId| -> f64 {
                 paths
