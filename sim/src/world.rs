@@ -765,6 +765,25 @@ impl Rank {
         }
     }
 
+    /// `MPI_File_*_shared`: takes the shared pointer under its lock (one update at a
+    /// time, `mpiio.shared_pointer` each) and advances it by `len` bytes; returns
+    /// the offset (in etypes) this access starts at.
+    async fn take_shared_pointer(&self, file: &File, len: u64) -> u64 {
+        let (ready, off) = {
+            let mut m = self.core.model.borrow_mut();
+            let cost = m.shared_pointer_cost;
+            let now = self.now();
+            let p = &mut m.ptrs[file.ptr];
+            let begin = now.max(p.free_at);
+            p.free_at = begin + cost;
+            let off = p.pos;
+            p.pos += len / etype_size(&file.view);
+            (begin + cost, off)
+        };
+        self.until(ready, Wait::Io).await;
+        off
+    }
+
     /// Moves `len` bytes as `access`/`coord`/`pos` say; returns the bytes moved
     /// (short at end of file for reads).
     pub async fn xfer(
@@ -809,18 +828,7 @@ impl Rank {
                 Ok(n)
             }
             (Coord::Independent, Pos::SharedPointer) => {
-                let (ready, off) = {
-                    let mut m = self.core.model.borrow_mut();
-                    let cost = m.shared_pointer_cost;
-                    let now = self.now();
-                    let p = &mut m.ptrs[file.ptr];
-                    let begin = now.max(p.free_at);
-                    p.free_at = begin + cost;
-                    let off = p.pos;
-                    p.pos += len / esize;
-                    (begin + cost, off)
-                };
-                self.until(ready, Wait::Io).await;
+                let off = self.take_shared_pointer(file, len).await;
                 let (st, n) = self.start_io(file, access, &extents(&file.view, off, len));
                 self.finish_io(st).await;
                 Ok(n)
@@ -872,14 +880,7 @@ impl Rank {
             }
             (Coord::Collective, Pos::At(off)) => Ok(Pending { access, started: Vec::new(), deferred: Some((off, len)), bytes: 0 }),
             (Coord::Independent, Pos::SharedPointer) => {
-                let off = {
-                    let mut m = self.core.model.borrow_mut();
-                    let esize = etype_size(&file.view);
-                    let p = &mut m.ptrs[file.ptr];
-                    let off = p.pos;
-                    p.pos += len / esize;
-                    off
-                };
+                let off = self.take_shared_pointer(file, len).await;
                 let (started, bytes) = self.start_io(file, access, &extents(&file.view, off, len));
                 Ok(Pending { access, started, deferred: None, bytes })
             }
