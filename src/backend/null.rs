@@ -18,6 +18,7 @@
 //! wakers needed: a pass that neither completes a rank nor lets one enter a new
 //! collective means no rank can go on).
 
+use std::any::Any;
 use std::cell::{Cell, RefCell};
 use std::collections::BTreeMap;
 use std::future::Future;
@@ -51,11 +52,12 @@ enum Val {
 }
 
 /// One collective in progress or finished but not yet read by every member.
-#[derive(Default)]
 struct Round {
     values: Vec<Option<Val>>,
     arrived: usize,
     unread: usize,
+    /// The combined result, computed once by the first member to see the round complete.
+    result: Option<Rc<dyn Any>>,
 }
 
 /// A communicator: its members' world ranks and its collective rounds.
@@ -127,55 +129,53 @@ pub struct NullRequest {
     coord: Coordination,
 }
 
-/// Waits until every member of `comm` has contributed to round `round`.
-struct Exchange<'a> {
-    ctx: &'a NullCtx,
-    round: u64,
-    value: Option<Val>,
-}
-
-impl Future for Exchange<'_> {
-    type Output = Rc<Vec<Val>>;
-    fn poll(mut self: Pin<&mut Self>, _: &mut Context<'_>) -> Poll<Rc<Vec<Val>>> {
-        let ctx = self.ctx;
-        let n = ctx.comm.members.len();
-        let mut rounds = ctx.comm.rounds.borrow_mut();
-        let round = rounds.entry(self.round).or_insert_with(|| Round {
-            values: vec![None; n],
-            arrived: 0,
-            unread: n,
-        });
-        if let Some(v) = self.value.take() {
-            round.values[ctx.rank] = Some(v);
-            round.arrived += 1;
-            ctx.world.events.set(ctx.world.events.get() + 1);
-        }
-        if round.arrived < n {
-            return Poll::Pending;
-        }
-        let values: Vec<Val> = round
-            .values
-            .iter()
-            .map(|v| v.expect("every member arrived"))
-            .collect();
-        round.unread -= 1;
-        if round.unread == 0 {
-            rounds.remove(&self.round);
-        }
-        Poll::Ready(Rc::new(values))
-    }
-}
-
 impl NullCtx {
-    /// Contribute `v` to this rank's next collective and wait for everyone's.
-    async fn exchange(&self, v: Val) -> Rc<Vec<Val>> {
+    /// Contribute `v` to this rank's next collective, wait for every member's, and
+    /// return `combine(all values by rank)` — computed once per round, so a
+    /// reduction over N ranks costs O(N), not O(N²).
+    async fn exchange<R: Clone + 'static>(&self, v: Val, combine: impl Fn(&[Val]) -> R) -> R {
         let round = self.next_round.get();
         self.next_round.set(round + 1);
-        Exchange {
-            ctx: self,
-            round,
-            value: Some(v),
-        }
+        let mut value = Some(v);
+        std::future::poll_fn(|_| {
+            let n = self.comm.members.len();
+            let mut rounds = self.comm.rounds.borrow_mut();
+            let r = rounds.entry(round).or_insert_with(|| Round {
+                values: vec![None; n],
+                arrived: 0,
+                unread: n,
+                result: None,
+            });
+            if let Some(v) = value.take() {
+                r.values[self.rank] = Some(v);
+                r.arrived += 1;
+                self.world.events.set(self.world.events.get() + 1);
+            }
+            if r.arrived < n {
+                return Poll::Pending;
+            }
+            let result = r
+                .result
+                .get_or_insert_with(|| {
+                    let all: Vec<Val> = r
+                        .values
+                        .iter()
+                        .map(|v| v.expect("every member arrived"))
+                        .collect();
+                    Rc::new(combine(&all)) as Rc<dyn Any>
+                })
+                .clone();
+            r.unread -= 1;
+            if r.unread == 0 {
+                rounds.remove(&round);
+            }
+            Poll::Ready(
+                result
+                    .downcast_ref::<R>()
+                    .expect("every member of a round combines alike")
+                    .clone(),
+            )
+        })
         .await
     }
 
@@ -186,6 +186,14 @@ impl NullCtx {
             message: message.into(),
         }
     }
+}
+
+/// The `f64`s of an `allreduce`/`allgather` round, in rank order.
+fn floats(all: &[Val]) -> impl Iterator<Item = f64> + '_ {
+    all.iter().map(|v| match v {
+        Val::F64(x) => *x,
+        other => panic!("a rank contributed {other:?} to an f64 reduction"),
+    })
 }
 
 impl IoCtx for NullCtx {
@@ -207,34 +215,33 @@ impl IoCtx for NullCtx {
     }
 
     async fn barrier(&self) {
-        self.exchange(Val::Unit).await;
+        self.exchange(Val::Unit, |_| ()).await;
     }
     async fn bcast_u64(&self, value: u64, root: usize) -> u64 {
-        match self.exchange(Val::U64(value)).await[root] {
+        self.exchange(Val::U64(value), |all| match all[root] {
             Val::U64(v) => v,
             other => panic!("bcast_u64: rank {root} contributed {other:?} to the same collective"),
-        }
+        })
+        .await
     }
     async fn allreduce_f64(&self, value: f64, op: ReduceOp) -> f64 {
-        let all = self.allgather_f64(value).await;
-        let it = all.iter().copied();
-        match op {
-            ReduceOp::Sum => it.sum(),
-            ReduceOp::Min => it.fold(f64::INFINITY, f64::min),
-            ReduceOp::Max => it.fold(f64::NEG_INFINITY, f64::max),
-        }
+        self.exchange(Val::F64(value), |all| {
+            let it = floats(all);
+            match op {
+                ReduceOp::Sum => it.sum(),
+                ReduceOp::Min => it.fold(f64::INFINITY, f64::min),
+                ReduceOp::Max => it.fold(f64::NEG_INFINITY, f64::max),
+            }
+        })
+        .await
     }
     async fn allgather_f64(&self, value: f64) -> Vec<f64> {
-        self.exchange(Val::F64(value))
-            .await
-            .iter()
-            .map(|v| match v {
-                Val::F64(x) => *x,
-                other => {
-                    panic!("allgather_f64: a rank contributed {other:?} to the same collective")
-                }
+        let all = self
+            .exchange(Val::F64(value), |all| {
+                Rc::new(floats(all).collect::<Vec<f64>>())
             })
-            .collect()
+            .await;
+        all.as_ref().clone()
     }
     async fn sendrecv_replace(&self, buf: &mut NullBuf, dest: usize, source: usize) {
         // No data moves; only the arguments are checked.
@@ -246,7 +253,9 @@ impl IoCtx for NullCtx {
     }
     async fn split(&self, color: Option<usize>, key: usize) -> Option<Self> {
         let round = self.next_round.get();
-        let all = self.exchange(Val::Split(color, key)).await;
+        let all = self
+            .exchange(Val::Split(color, key), |all| Rc::new(all.to_vec()))
+            .await;
         let color = color?;
         let mut group: Vec<(usize, usize)> = all
             .iter()

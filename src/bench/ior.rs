@@ -1319,4 +1319,212 @@ mod tests {
         );
         assert!(text.contains("ERROR: the run stopped"));
     }
+
+    /// Runs the probe on the null back end (zero-cost I/O, real collectives).
+    fn dry(p: IorParams, ranks: usize) -> Vec<IorOutput> {
+        crate::backend::null::launch(ranks, &Ior::new(p)).expect("no deadlock")
+    }
+
+    #[test]
+    fn every_rank_agrees_on_every_repetition() {
+        for (fpp, coll, reorder, random) in [
+            (false, false, false, false),
+            (true, true, true, true),
+            (false, true, true, false),
+            (true, false, false, true),
+        ] {
+            let p = IorParams {
+                file_per_proc: fpp,
+                collective: coll,
+                reorder,
+                random,
+                repetitions: 3,
+                hints: {
+                    let mut h = Hints::new();
+                    h.set("cb_nodes", "2");
+                    h
+                },
+                ..params()
+            };
+            let outs = dry(p.clone(), 6);
+            assert!(outs.iter().all(|o| *o == outs[0]), "ranks disagree");
+            let o = &outs[0];
+            assert_eq!(o.failure, None);
+            assert_eq!(o.reps.len(), 6);
+            for (k, r) in o.reps.iter().enumerate() {
+                assert_eq!(r.iter, k as u64 / 2);
+                assert_eq!(
+                    r.access,
+                    if k % 2 == 0 {
+                        Access::Write
+                    } else {
+                        Access::Read
+                    }
+                );
+                assert_eq!(r.bytes, 6 * p.bytes_per_rank());
+                assert_eq!(r.ops, 6 * p.transfers_per_rank());
+                assert!(r.total_s >= r.open_s && r.total_s >= 0.0);
+            }
+            assert_eq!(o.hints.get("cb_nodes"), Some("2"));
+        }
+    }
+
+    #[test]
+    fn reading_a_missing_file_stops_the_run_on_every_rank() {
+        let outs = dry(
+            IorParams {
+                read: true,
+                repetitions: 3,
+                ..params()
+            },
+            4,
+        );
+        for o in &outs {
+            assert!(o.reps.is_empty());
+            let f = o.failure.as_deref().unwrap();
+            assert!(f.starts_with("repetition 0, read: rank 0"), "{f}");
+        }
+    }
+
+    #[test]
+    fn a_failure_keeps_the_repetitions_before_it() {
+        // Every open after the 4th on rank 1 fails: repetition 0 (write + read)
+        // and repetition 1 (write + read) complete, repetition 2's write fails.
+        // File per process: a rank's open is its own (a failing collective open
+        // fails on every rank, as ROMIO's does).
+        let outs = crate::backend::null::launch(
+            3,
+            &FailingOpens {
+                inner: Ior::new(IorParams {
+                    repetitions: 4,
+                    file_per_proc: true,
+                    ..params()
+                }),
+            },
+        )
+        .unwrap();
+        let o = &outs[0];
+        assert_eq!(o.reps.len(), 4);
+        assert_eq!(o.reps.last().unwrap().iter, 1);
+        let f = o.failure.as_deref().unwrap();
+        assert!(f.starts_with("repetition 2, write: rank 1 failed"), "{f}");
+        assert!(outs[1].failure.as_deref().unwrap().contains("injected"));
+    }
+
+    /// Runs `inner` over a context whose rank 1 fails every open after its 4th.
+    struct FailingOpens {
+        inner: Ior,
+    }
+
+    impl RankProgram for FailingOpens {
+        type Output = IorOutput;
+        async fn run<C: IoCtx>(&self, ctx: &C) -> IorOutput {
+            self.inner
+                .run(&Failing {
+                    inner: ctx,
+                    opens: std::cell::Cell::new(0),
+                })
+                .await
+        }
+    }
+
+    struct Failing<'a, C> {
+        inner: &'a C,
+        opens: std::cell::Cell<usize>,
+    }
+
+    impl<C: IoCtx> IoCtx for Failing<'_, C> {
+        type Buf = C::Buf;
+        type File = C::File;
+        type Request = C::Request;
+        fn rank(&self) -> usize {
+            self.inner.rank()
+        }
+        fn size(&self) -> usize {
+            self.inner.size()
+        }
+        fn wtime(&self) -> f64 {
+            self.inner.wtime()
+        }
+        fn alloc(&self, len: usize) -> C::Buf {
+            self.inner.alloc(len)
+        }
+        async fn barrier(&self) {
+            self.inner.barrier().await
+        }
+        async fn bcast_u64(&self, value: u64, root: usize) -> u64 {
+            self.inner.bcast_u64(value, root).await
+        }
+        async fn allreduce_f64(&self, value: f64, op: ReduceOp) -> f64 {
+            self.inner.allreduce_f64(value, op).await
+        }
+        async fn allgather_f64(&self, value: f64) -> Vec<f64> {
+            self.inner.allgather_f64(value).await
+        }
+        async fn sendrecv_replace(&self, buf: &mut C::Buf, dest: usize, source: usize) {
+            self.inner.sendrecv_replace(buf, dest, source).await
+        }
+        async fn split(&self, _: Option<usize>, _: usize) -> Option<Self> {
+            unreachable!("the probe does not split")
+        }
+        async fn open(&self, path: &str, opts: &OpenOptions) -> crate::ctx::IoResult<C::File> {
+            self.opens.set(self.opens.get() + 1);
+            if self.rank() == 1 && self.opens.get() > 4 {
+                return Err(IoError::Invalid("injected failure".into()));
+            }
+            self.inner.open(path, opts).await
+        }
+        async fn set_view(
+            &self,
+            file: &mut C::File,
+            view: &crate::ctx::View,
+        ) -> crate::ctx::IoResult<()> {
+            self.inner.set_view(file, view).await
+        }
+        async fn xfer(
+            &self,
+            file: &mut C::File,
+            op: Op,
+            buf: &mut C::Buf,
+        ) -> crate::ctx::IoResult<usize> {
+            self.inner.xfer(file, op, buf).await
+        }
+        async fn post(
+            &self,
+            file: &mut C::File,
+            op: Op,
+            buf: C::Buf,
+        ) -> crate::ctx::IoResult<C::Request> {
+            self.inner.post(file, op, buf).await
+        }
+        async fn wait_all(
+            &self,
+            file: &mut C::File,
+            r: Vec<C::Request>,
+        ) -> crate::ctx::IoResult<Vec<C::Buf>> {
+            self.inner.wait_all(file, r).await
+        }
+        async fn sync(&self, file: &mut C::File) -> crate::ctx::IoResult<()> {
+            self.inner.sync(file).await
+        }
+        async fn file_size(&self, file: &mut C::File) -> crate::ctx::IoResult<u64> {
+            self.inner.file_size(file).await
+        }
+        fn hints_in_effect(&self, file: &C::File) -> Hints {
+            self.inner.hints_in_effect(file)
+        }
+        async fn close(&self, file: C::File) -> crate::ctx::IoResult<()> {
+            self.inner.close(file).await
+        }
+        async fn delete(&self, path: &str) -> crate::ctx::IoResult<()> {
+            self.inner.delete(path).await
+        }
+        async fn compute<R>(
+            &self,
+            kernel: crate::ctx::Kernel,
+            work: impl FnOnce() -> R,
+        ) -> Option<R> {
+            self.inner.compute(kernel, work).await
+        }
+    }
 }
