@@ -405,6 +405,9 @@ impl IoCtx for NullCtx {
     }
 }
 
+/// One rank's program, polled by [`launch`].
+type RankTask<'a, T> = Pin<Box<dyn Future<Output = T> + 'a>>;
+
 /// Run `program` on `ranks` ranks with zero-cost I/O; returns every rank's output,
 /// indexed by rank, or the ranks left blocked if the program deadlocks.
 pub fn launch<P: RankProgram>(ranks: usize, program: &P) -> Result<Vec<P::Output>, NullError> {
@@ -423,7 +426,7 @@ pub fn launch<P: RankProgram>(ranks: usize, program: &P) -> Result<Vec<P::Output
             next_round: Cell::new(0),
         })
         .collect();
-    let mut tasks: Vec<Option<Pin<Box<dyn Future<Output = P::Output> + '_>>>> = ctxs
+    let mut tasks: Vec<Option<RankTask<'_, P::Output>>> = ctxs
         .iter()
         .map(|c| Some(Box::pin(program.run(c)) as Pin<Box<dyn Future<Output = _>>>))
         .collect();

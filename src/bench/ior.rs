@@ -107,7 +107,7 @@ pub fn format_size(bytes: u64) -> String {
         (1 << 10, "KiB"),
     ];
     for (f, u) in UNITS {
-        if bytes >= f && bytes % f == 0 {
+        if bytes >= f && bytes.is_multiple_of(f) {
             return format!("{} {}", bytes / f, u);
         }
     }
@@ -176,7 +176,7 @@ impl IorParams {
                 "the transfer size must be at least 1 byte",
             ));
         }
-        if self.block % self.transfer != 0 {
+        if !self.block.is_multiple_of(self.transfer) {
             return Err(opt_err(
                 "-t",
                 self.transfer,
@@ -571,10 +571,10 @@ impl Ior {
         }
         for q in 0..p.transfers_per_rank() {
             let off = p.offset(role, ranks, q);
-            if access == Access::Write {
-                if let Some(b) = buf.bytes_mut() {
-                    fill(b, p.seed, file_id, off);
-                }
+            if access == Access::Write
+                && let Some(b) = buf.bytes_mut()
+            {
+                fill(b, p.seed, file_id, off);
             }
             match ctx
                 .xfer(&mut file, Op::at(access, coord, off), &mut buf)
@@ -598,20 +598,22 @@ impl Ior {
                     break;
                 }
             }
-            if access == Access::Read {
-                if let Some(b) = buf.bytes() {
-                    let (n, first) = verify(b, p.seed, file_id, off);
-                    st.mismatches += n;
-                    if st.first.is_none() {
-                        st.first = first;
-                    }
+            if access == Access::Read
+                && let Some(b) = buf.bytes()
+            {
+                let (n, first) = verify(b, p.seed, file_id, off);
+                st.mismatches += n;
+                if st.first.is_none() {
+                    st.first = first;
                 }
             }
         }
-        if access == Access::Write && p.fsync && st.error.is_none() {
-            if let Err(e) = ctx.sync(&mut file).await {
-                st.error = Some(e.to_string());
-            }
+        if access == Access::Write
+            && p.fsync
+            && st.error.is_none()
+            && let Err(e) = ctx.sync(&mut file).await
+        {
+            st.error = Some(e.to_string());
         }
         st.t2 = ctx.wtime();
         if let Err(e) = ctx.close(file).await {

@@ -89,7 +89,7 @@ enum Command {
 enum Bench {
     /// IOR-style probe: bandwidth of N ranks writing/reading a shared file or a file per process.
     #[command(long_about = ior::LONG_ABOUT, after_help = ior::AFTER_HELP)]
-    Ior(ior::IorArgs),
+    Ior(Box<ior::IorArgs>),
 }
 
 #[derive(Debug, Subcommand)]
@@ -274,13 +274,13 @@ impl CommonArgs {
         if let Some(p) = &self.csv {
             check_output(p, "--csv")?;
         }
-        if let (Some(j), Some(c)) = (&self.json, &self.csv) {
-            if j == c {
-                return usage(format!(
-                    "--json and --csv name the same file `{}`",
-                    j.display()
-                ));
-            }
+        if let (Some(j), Some(c)) = (&self.json, &self.csv)
+            && j == c
+        {
+            return usage(format!(
+                "--json and --csv name the same file `{}`",
+                j.display()
+            ));
         }
         let mut hints = Hints::new();
         if let Some(f) = &self.hints_file {
