@@ -193,11 +193,7 @@ impl Datatype {
 impl View {
     /// The default view: displacement 0, etype and filetype `MPI_BYTE`.
     pub fn bytes() -> View {
-        View {
-            disp: 0,
-            etype: Datatype::Byte,
-            filetype: Datatype::Byte,
-        }
+        View { disp: 0, etype: Datatype::Byte, filetype: Datatype::Byte }
     }
 
     /// The absolute file extents touched by `len` bytes of data accessed at

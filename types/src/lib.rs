@@ -12,5 +12,5 @@
 mod datatype;
 mod hints;
 
-pub use datatype::{DARG_DEFAULT, Datatype, Distrib, Extents, Order, View, ViewExtents};
+pub use datatype::{Datatype, Distrib, Extents, Order, View, ViewExtents, DARG_DEFAULT};
 pub use hints::{Hints, HintsError};
