@@ -34,7 +34,8 @@
 //! length-N line a DFT series transforms lies inside one process: no 1-D FFT
 //! spans processes and no distributed-FFT communication is needed; all the
 //! communication is the Square exchange. Phases, timed with [`IoCtx::wtime`]
-//! into I/O, compute and communication buckets with a barrier after each:
+//! into I/O, compute and communication buckets, each ended by a collective
+//! agreement on success (an `allreduce`, which synchronises like a barrier):
 //!
 //! 1. **init** — open the file, compute the input ([`Signal`]) band by band
 //!    and write it; charged as a memory-bound fill (`Kernel::memcpy`).
@@ -55,6 +56,13 @@
 //! (I⁴ elements, only when c > 1) in memory, never its whole Square column.
 //! The file layout is in [`layout`].
 //!
+//! Errors: a rank whose call fails stops touching the file for the rest of the
+//! phase (in the Square exchange it keeps calling `sendrecv_replace`, so its
+//! partners do not wait forever); at the phase's end all ranks agree, every rank
+//! learns the lowest failing rank's message ([`FtioOutcome::failure`]), closes
+//! the file and removes it (unless `--keep`). A failed **collective** call (the
+//! open of the shared file) is assumed to fail on every rank, as MPI-IO's do.
+//!
 //! What it is not: a fast 2-D FFT (the I/O pattern is the point), and not a
 //! reproduction of the original's start-up effects.
 
@@ -69,7 +77,8 @@ use std::path::PathBuf;
 use piotwin_types::Hints;
 
 use crate::ctx::{
-    Access, Api, IoBuf, IoCtx, IoError, Kernel, Op, OpenMode, OpenOptions, RankProgram, Scope,
+    Access, Api, IoBuf, IoCtx, IoError, Kernel, Op, OpenMode, OpenOptions, RankProgram, ReduceOp,
+    Scope,
 };
 
 pub use layout::{
@@ -112,6 +121,9 @@ pub struct FtioPlan {
     pub fsync: bool,
     /// Keep the files after the run.
     pub keep: bool,
+    /// MPI-IO hints passed to every open (empty from [`FtioArgs::validate`]; the
+    /// command line adds its `--hint`s).
+    pub hints: Hints,
 }
 
 /// Everything that can stop an FTIO run.
@@ -238,6 +250,7 @@ impl FtioArgs {
             dir: self.dir.clone(),
             fsync: self.fsync,
             keep: self.keep,
+            hints: Hints::new(),
         })
     }
 }
@@ -304,7 +317,7 @@ impl Phase {
 /// One rank's accounting of one phase.
 #[derive(Debug, Clone, Copy, PartialEq, Default, serde::Serialize)]
 pub struct PhaseStats {
-    /// Seconds from the phase's start to the barrier after it.
+    /// Seconds from the phase's start to the agreement (collective) that ends it.
     pub wall_s: f64,
     /// Seconds in I/O calls (open, xfer, sync, close).
     pub io_s: f64,
@@ -327,7 +340,7 @@ pub struct FtioRankOutput {
     pub rank: usize,
     /// Per phase, in [`Phase::ALL`] order.
     pub phases: Vec<PhaseStats>,
-    /// Seconds from the start barrier to the end barrier.
+    /// Seconds from the start barrier to the end of the last phase.
     pub total_s: f64,
     /// This rank's verification (nothing checked in the twin).
     pub verification: Verification,
@@ -342,17 +355,24 @@ pub struct FtioOutcome {
     pub ranks: Vec<FtioRankOutput>,
     /// Hints in effect on the data file (real mode: read back from MPI).
     pub hints: Hints,
+    /// Why the run stopped early (the same on every rank: failures are agreed
+    /// collectively), naming the step, the lowest failing rank and its error.
+    /// The phases every rank completed before it are still in `ranks`.
+    pub failure: Option<String>,
 }
 
 impl FtioRankOutput {
     /// Number of values [`FtioRankOutput::to_fields`] gives.
-    const FIELDS: usize = 7 * Phase::ALL.len() + 12;
+    const FIELDS: usize = 1 + 7 * Phase::ALL.len() + 12;
 
-    /// Every measurement as one `f64` each, in a fixed order, for `allgather_f64`.
-    /// Byte and element counts are exact up to 2⁵³.
+    /// Every measurement as one `f64` each, in a fixed order, for `allgather_f64`:
+    /// the number of phases completed, every phase (zeros past those completed),
+    /// then totals and verification. Byte and element counts are exact up to 2⁵³.
     fn to_fields(&self) -> Vec<f64> {
         let mut v = Vec::with_capacity(Self::FIELDS);
-        for s in &self.phases {
+        v.push(self.phases.len() as f64);
+        for k in 0..Phase::ALL.len() {
+            let s = self.phases.get(k).copied().unwrap_or_default();
             v.extend([s.wall_s, s.io_s, s.compute_s, s.comm_s]);
             v.extend([s.bytes_read, s.bytes_written, s.comm_bytes].map(|x| x as f64));
         }
@@ -377,9 +397,10 @@ impl FtioRankOutput {
 
     /// The inverse of [`FtioRankOutput::to_fields`].
     fn from_fields(rank: usize, v: &[f64]) -> FtioRankOutput {
+        let (completed, v) = (v[0] as usize, &v[1..]);
         let phases = v
             .chunks_exact(7)
-            .take(Phase::ALL.len())
+            .take(completed.min(Phase::ALL.len()))
             .map(|c| PhaseStats {
                 wall_s: c[0],
                 io_s: c[1],
@@ -440,14 +461,24 @@ impl FtioProgram {
 }
 
 impl RankProgram for FtioProgram {
-    type Output = Result<FtioOutcome, FtioError>;
+    type Output = FtioOutcome;
 
-    async fn run<C: IoCtx>(&self, ctx: &C) -> Self::Output {
-        let (mine, hints) = run_rank(&self.plan, ctx).await?;
-        Ok(FtioOutcome {
+    async fn run<C: IoCtx>(&self, ctx: &C) -> FtioOutcome {
+        let (planned, actual) = (self.plan.geo.c, ctx.size() as u64);
+        if planned != actual {
+            // Every rank sees the same sizes: all stop here, before any collective.
+            return FtioOutcome {
+                ranks: Vec::new(),
+                hints: Hints::new(),
+                failure: Some(FtioError::RankMismatch { planned, actual }.to_string()),
+            };
+        }
+        let (mine, hints, failure) = run_rank(&self.plan, ctx).await;
+        FtioOutcome {
             ranks: gather(ctx, &mine).await,
             hints,
-        })
+            failure,
+        }
     }
 }
 
@@ -508,15 +539,6 @@ impl<'a, C: IoCtx> Meter<'a, C> {
         self.st.io_s += self.ctx.wtime() - t0;
         Ok(())
     }
-
-    /// Barrier, then the phase's statistics with its wall time since `start`.
-    async fn finish(self, start: f64) -> PhaseStats {
-        self.ctx.barrier().await;
-        PhaseStats {
-            wall_s: self.ctx.wtime() - start,
-            ..self.st
-        }
-    }
 }
 
 fn open_options(plan: &FtioPlan, mode: OpenMode) -> OpenOptions {
@@ -528,7 +550,7 @@ fn open_options(plan: &FtioPlan, mode: OpenMode) -> OpenOptions {
             Scope::Private
         },
         api: Api::MpiIo,
-        hints: Hints::new(),
+        hints: plan.hints.clone(),
     }
 }
 
@@ -546,205 +568,333 @@ async fn delete_files<C: IoCtx>(ctx: &C, plan: &FtioPlan, p: u64) -> Result<(), 
     Ok(())
 }
 
-/// One DFT series over this rank's Square column: I steps of (read c bands,
-/// FFT I columns of length N, write c bands).
-async fn dft_series<C: IoCtx>(
-    m: &mut Meter<'_, C>,
-    file: &mut C::File,
-    plan: &FtioPlan,
-    base: u64,
-    line_fft: &mut Option<LineFft>,
-) -> Result<(), FtioError> {
-    let geo = plan.geo;
-    let band_bytes = (geo.band_elems() * ELEM_BYTES) as usize;
-    let mut bands: Vec<C::Buf> = (0..geo.c).map(|_| m.ctx.alloc(band_bytes)).collect();
-    for b in 0..geo.i {
-        for (q, buf) in bands.iter_mut().enumerate() {
-            m.xfer(file, Op::read_at(base + geo.band_offset(q as u64, b)), buf)
-                .await?;
-        }
-        m.compute(Kernel::fft(geo.n(), geo.i), || {
-            let mut slices: Vec<&mut [u8]> =
-                bands.iter_mut().filter_map(|buf| buf.bytes_mut()).collect();
-            if slices.len() == geo.c as usize {
-                let fft = line_fft.get_or_insert_with(|| LineFft::new(geo.n() as usize));
-                fft_band(&mut slices, geo, fft);
-            }
-        })
-        .await;
-        for (q, buf) in bands.iter_mut().enumerate() {
-            m.xfer(file, Op::write_at(base + geo.band_offset(q as u64, b)), buf)
-                .await?;
-        }
+/// Agree on the outcome of a step that every rank has finished (a collective:
+/// it also synchronises the ranks like a barrier). `Ok` on every rank when every
+/// rank succeeded; otherwise every rank gets the same message, naming the
+/// lowest failing rank and its error (the text is broadcast from that rank).
+async fn agree<C: IoCtx>(ctx: &C, step: &str, result: Result<(), FtioError>) -> Result<(), String> {
+    let rank = ctx.rank();
+    let mine = if result.is_err() {
+        rank as f64
+    } else {
+        f64::INFINITY
+    };
+    let who = ctx.allreduce_f64(mine, ReduceOp::Min).await;
+    if !who.is_finite() {
+        return Ok(());
     }
-    Ok(())
+    let who = who as usize;
+    let text = match &result {
+        Err(e) if who == rank => format!("{step}: rank {rank}: {e}"),
+        _ => String::new(),
+    };
+    Err(bcast_text(ctx, &text, who).await)
 }
 
-/// One rank's whole run: its measurements and the hints in effect on its file.
-async fn run_rank<C: IoCtx>(
-    plan: &FtioPlan,
-    ctx: &C,
-) -> Result<(FtioRankOutput, Hints), FtioError> {
-    let geo = plan.geo;
-    if ctx.size() as u64 != geo.c {
-        return Err(FtioError::RankMismatch {
-            planned: geo.c,
-            actual: ctx.size() as u64,
-        });
+/// Broadcast `text` from `root` (length, then 8 bytes per `bcast_u64`).
+async fn bcast_text<C: IoCtx>(ctx: &C, text: &str, root: usize) -> String {
+    let len = ctx.bcast_u64(text.len() as u64, root).await as usize;
+    let mut bytes = Vec::with_capacity(len);
+    let mine = text.as_bytes();
+    for k in (0..len).step_by(8) {
+        let mut word = [0u8; 8];
+        if let Some(src) = mine.get(k..(k + 8).min(len)) {
+            word[..src.len()].copy_from_slice(src);
+        }
+        let word = ctx.bcast_u64(u64::from_le_bytes(word), root).await;
+        bytes.extend_from_slice(&word.to_le_bytes()[..(len - k).min(8)]);
     }
-    let p = ctx.rank() as u64;
-    let path = plan.path(p);
-    let base = plan.region_base(p);
-    let band_bytes = (geo.band_elems() * ELEM_BYTES) as usize;
-    let mini_bytes = (geo.mini_elems() * ELEM_BYTES) as usize;
-    let square_bytes = (geo.square_elems() * ELEM_BYTES) as usize;
-    // Built on first use inside `compute`/verification: only where data exists.
-    let mut signal: Option<Signal> = None;
-    let mut line_fft: Option<LineFft> = None;
+    String::from_utf8_lossy(&bytes).into_owned()
+}
 
-    // A leftover file from an earlier run is removed before the clock starts.
-    delete_files(ctx, plan, p).await?;
-    let mut phases = Vec::with_capacity(Phase::ALL.len());
-    ctx.barrier().await;
-    let t_start = ctx.wtime();
+/// One rank's state through the run.
+struct RankRun<'a, C: IoCtx> {
+    ctx: &'a C,
+    plan: &'a FtioPlan,
+    /// This rank, p.
+    p: u64,
+    /// Byte offset of this rank's region in its file.
+    base: u64,
+    /// The data file while it is open.
+    file: Option<C::File>,
+    /// Hints in effect on the data file.
+    hints: Hints,
+    /// Statistics of the phases every rank completed.
+    phases: Vec<PhaseStats>,
+    /// The input and its transform, built on first use where data exists.
+    signal: Option<Signal>,
+    /// The 1-D FFT, planned on first use where data exists.
+    line_fft: Option<LineFft>,
+}
 
-    // 1. Initialization.
-    let mut m = Meter::new(ctx);
-    let t0 = ctx.wtime();
-    let mut file = ctx
-        .open(&path, &open_options(plan, OpenMode::CreateReadWrite))
-        .await?;
-    m.st.io_s += ctx.wtime() - t0;
-    let hints = ctx.hints_in_effect(&file);
-    let mut buf = ctx.alloc(band_bytes);
-    for b in 0..geo.i {
+impl<'a, C: IoCtx> RankRun<'a, C> {
+    fn file(&mut self) -> &mut C::File {
+        self.file
+            .as_mut()
+            .expect("the data file is open during the timed phases")
+    }
+
+    /// Run one timed phase: `body` accumulates into a fresh [`Meter`]; then all
+    /// ranks agree on success, which ends the phase for everyone at once.
+    async fn phase(&mut self, phase: Phase) -> Result<(), String> {
+        let ctx = self.ctx;
+        let mut m = Meter::new(ctx);
+        let t0 = ctx.wtime();
+        let result = match phase {
+            Phase::Init => self.init(&mut m).await,
+            Phase::Dft1 => self.dft_series(&mut m).await,
+            Phase::TransposeLocal => self.transpose_local(&mut m).await,
+            Phase::TransposeExchange => self.transpose_exchange(&mut m).await,
+            Phase::Dft2 => self.dft_series_and_close(&mut m).await,
+        };
+        agree(ctx, phase.name(), result).await?;
+        self.phases.push(PhaseStats {
+            wall_s: ctx.wtime() - t0,
+            ..m.st
+        });
+        Ok(())
+    }
+
+    /// 1. Initialization: open (create) the file, compute the input band by
+    /// band and write it.
+    async fn init(&mut self, m: &mut Meter<'_, C>) -> Result<(), FtioError> {
+        let (ctx, geo, p) = (self.ctx, self.plan.geo, self.p);
+        let t0 = ctx.wtime();
+        let file = ctx
+            .open(
+                &self.plan.path(p),
+                &open_options(self.plan, OpenMode::CreateReadWrite),
+            )
+            .await?;
+        m.st.io_s += ctx.wtime() - t0;
+        self.hints = ctx.hints_in_effect(&file);
+        self.file = Some(file);
+        let band_bytes = (geo.band_elems() * ELEM_BYTES) as usize;
+        let mut buf = ctx.alloc(band_bytes);
         for q in 0..geo.c {
-            m.compute(Kernel::memcpy(2 * band_bytes as u64), || {
-                if let Some(bytes) = buf.bytes_mut() {
-                    let sig = signal.get_or_insert_with(|| Signal::new(geo.n()));
-                    fill_band(bytes, geo, sig, p, q, b);
+            for b in 0..geo.i {
+                let signal = &mut self.signal;
+                m.compute(Kernel::memcpy(2 * band_bytes as u64), || {
+                    if let Some(bytes) = buf.bytes_mut() {
+                        let sig = signal.get_or_insert_with(|| Signal::new(geo.n()));
+                        fill_band(bytes, geo, sig, p, q, b);
+                    }
+                })
+                .await;
+                let at = self.base + geo.band_offset(q, b);
+                m.xfer(self.file(), Op::write_at(at), &mut buf).await?;
+            }
+        }
+        self.sync_if_asked(m).await
+    }
+
+    async fn sync_if_asked(&mut self, m: &mut Meter<'_, C>) -> Result<(), FtioError> {
+        if self.plan.fsync {
+            let file = self.file.as_mut().expect("the data file is open");
+            m.sync(file).await?;
+        }
+        Ok(())
+    }
+
+    /// 2. and 4. A DFT series over this rank's Square column: I steps of (read
+    /// c bands, FFT I columns of length N, write c bands).
+    async fn dft_series(&mut self, m: &mut Meter<'_, C>) -> Result<(), FtioError> {
+        let (ctx, geo) = (self.ctx, self.plan.geo);
+        let band_bytes = (geo.band_elems() * ELEM_BYTES) as usize;
+        let mut bands: Vec<C::Buf> = (0..geo.c).map(|_| ctx.alloc(band_bytes)).collect();
+        for b in 0..geo.i {
+            for (q, buf) in bands.iter_mut().enumerate() {
+                let at = self.base + geo.band_offset(q as u64, b);
+                m.xfer(self.file(), Op::read_at(at), buf).await?;
+            }
+            let line_fft = &mut self.line_fft;
+            m.compute(Kernel::fft(geo.n(), geo.i), || {
+                let mut slices: Vec<&mut [u8]> =
+                    bands.iter_mut().filter_map(|buf| buf.bytes_mut()).collect();
+                if slices.len() == geo.c as usize {
+                    let fft = line_fft.get_or_insert_with(|| LineFft::new(geo.n() as usize));
+                    fft_band(&mut slices, geo, fft);
                 }
             })
             .await;
-            m.xfer(
-                &mut file,
-                Op::write_at(base + geo.band_offset(q, b)),
-                &mut buf,
-            )
-            .await?;
-        }
-    }
-    if plan.fsync {
-        m.sync(&mut file).await?;
-    }
-    phases.push(m.finish(t0).await);
-
-    // 2. DFT series 1.
-    let mut m = Meter::new(ctx);
-    let t0 = ctx.wtime();
-    dft_series(&mut m, &mut file, plan, base, &mut line_fft).await?;
-    if plan.fsync {
-        m.sync(&mut file).await?;
-    }
-    phases.push(m.finish(t0).await);
-
-    // 3. Local transpose of every Square, Mini-Square by Mini-Square.
-    let mut m = Meter::new(ctx);
-    let t0 = ctx.wtime();
-    let (mut x, mut y) = (ctx.alloc(mini_bytes), ctx.alloc(mini_bytes));
-    let i = geo.i as usize;
-    for q in 0..geo.c {
-        for (a, b) in mini_square_pairs(geo.i) {
-            let at = |a, b| base + geo.mini_offset(q, a, b);
-            if a == b {
-                m.xfer(&mut file, Op::read_at(at(a, a)), &mut x).await?;
-                m.compute(Kernel::memcpy(mini_bytes as u64), || {
-                    if let Some(d) = x.bytes_mut() {
-                        transpose_mini(d, i);
-                    }
-                })
-                .await;
-                m.xfer(&mut file, Op::write_at(at(a, a)), &mut x).await?;
-            } else {
-                m.xfer(&mut file, Op::read_at(at(a, b)), &mut x).await?;
-                m.xfer(&mut file, Op::read_at(at(b, a)), &mut y).await?;
-                m.compute(Kernel::memcpy(2 * mini_bytes as u64), || {
-                    for d in [x.bytes_mut(), y.bytes_mut()].into_iter().flatten() {
-                        transpose_mini(d, i);
-                    }
-                })
-                .await;
-                m.xfer(&mut file, Op::write_at(at(b, a)), &mut x).await?;
-                m.xfer(&mut file, Op::write_at(at(a, b)), &mut y).await?;
+            for (q, buf) in bands.iter_mut().enumerate() {
+                let at = self.base + geo.band_offset(q as u64, b);
+                m.xfer(self.file(), Op::write_at(at), buf).await?;
             }
         }
+        self.sync_if_asked(m).await
     }
-    if plan.fsync {
-        m.sync(&mut file).await?;
-    }
-    phases.push(m.finish(t0).await);
 
-    // 4. Square exchange along the Diagonals.
-    let mut m = Meter::new(ctx);
-    let t0 = ctx.wtime();
-    let mut square: Option<C::Buf> = None; // allocated only if this rank exchanges (c > 1)
-    for d in 0..geo.c {
-        if let Some(q) = diagonal_partner(p, d, geo.c) {
+    /// 3. Local transpose of every Square, Mini-Square by Mini-Square: read a
+    /// Mini-Square and its conjugate, transpose both, write them swapped;
+    /// diagonal Mini-Squares in place.
+    async fn transpose_local(&mut self, m: &mut Meter<'_, C>) -> Result<(), FtioError> {
+        let (ctx, geo) = (self.ctx, self.plan.geo);
+        let mini_bytes = (geo.mini_elems() * ELEM_BYTES) as usize;
+        let (mut x, mut y) = (ctx.alloc(mini_bytes), ctx.alloc(mini_bytes));
+        let i = geo.i as usize;
+        for q in 0..geo.c {
+            for (a, b) in mini_square_pairs(geo.i) {
+                let at = |a, b| self.base + geo.mini_offset(q, a, b);
+                let (ab, ba) = (at(a, b), at(b, a));
+                let file = self.file.as_mut().expect("the data file is open");
+                if a == b {
+                    m.xfer(file, Op::read_at(ab), &mut x).await?;
+                    m.compute(Kernel::memcpy(mini_bytes as u64), || {
+                        if let Some(d) = x.bytes_mut() {
+                            transpose_mini(d, i);
+                        }
+                    })
+                    .await;
+                    m.xfer(file, Op::write_at(ab), &mut x).await?;
+                } else {
+                    m.xfer(file, Op::read_at(ab), &mut x).await?;
+                    m.xfer(file, Op::read_at(ba), &mut y).await?;
+                    m.compute(Kernel::memcpy(2 * mini_bytes as u64), || {
+                        for d in [x.bytes_mut(), y.bytes_mut()].into_iter().flatten() {
+                            transpose_mini(d, i);
+                        }
+                    })
+                    .await;
+                    m.xfer(file, Op::write_at(ba), &mut x).await?;
+                    m.xfer(file, Op::write_at(ab), &mut y).await?;
+                }
+            }
+        }
+        self.sync_if_asked(m).await
+    }
+
+    /// 3b. Square exchange along the Diagonals: on diagonal d read Square
+    /// `(q, p)`, `sendrecv_replace` it with q, write what arrived in its place.
+    /// A rank whose I/O failed keeps exchanging (its partners would otherwise
+    /// wait forever) but stops touching the file.
+    async fn transpose_exchange(&mut self, m: &mut Meter<'_, C>) -> Result<(), FtioError> {
+        let (ctx, geo, p) = (self.ctx, self.plan.geo, self.p);
+        let square_bytes = (geo.square_elems() * ELEM_BYTES) as usize;
+        let mut square: Option<C::Buf> = None; // allocated only if this rank exchanges (c > 1)
+        let mut error = None;
+        for d in 0..geo.c {
+            let Some(q) = diagonal_partner(p, d, geo.c) else {
+                continue;
+            };
             let sq = square.get_or_insert_with(|| ctx.alloc(square_bytes));
-            let at = base + geo.square_offset(q);
-            m.xfer(&mut file, Op::read_at(at), sq).await?;
+            let at = self.base + geo.square_offset(q);
+            let file = self.file.as_mut().expect("the data file is open");
+            if error.is_none() {
+                error = m.xfer(file, Op::read_at(at), sq).await.err();
+            }
             m.exchange(sq, q as usize).await;
-            m.xfer(&mut file, Op::write_at(at), sq).await?;
+            if error.is_none() {
+                error = m.xfer(file, Op::write_at(at), sq).await.err();
+            }
+        }
+        match error {
+            Some(e) => Err(e),
+            None => self.sync_if_asked(m).await,
         }
     }
-    drop(square);
-    if plan.fsync {
-        m.sync(&mut file).await?;
-    }
-    phases.push(m.finish(t0).await);
 
-    // 5. DFT series 2, then close.
-    let mut m = Meter::new(ctx);
-    let t0 = ctx.wtime();
-    dft_series(&mut m, &mut file, plan, base, &mut line_fft).await?;
-    if plan.fsync {
-        m.sync(&mut file).await?;
+    /// 4. DFT series 2, then close the file.
+    async fn dft_series_and_close(&mut self, m: &mut Meter<'_, C>) -> Result<(), FtioError> {
+        self.dft_series(m).await?;
+        let ctx = self.ctx;
+        let t0 = ctx.wtime();
+        let file = self.file.take().expect("the data file is open");
+        ctx.close(file).await?;
+        m.st.io_s += ctx.wtime() - t0;
+        Ok(())
     }
-    let tc = ctx.wtime();
-    ctx.close(file).await?;
-    m.st.io_s += ctx.wtime() - tc;
-    phases.push(m.finish(t0).await);
-    let total_s = ctx.wtime() - t_start;
 
-    // 6. Verification, not timed: every element read back and compared.
+    /// 5. Verification, not timed: reopen, read every band back and compare
+    /// every element with the closed form.
+    async fn verify(&mut self) -> Result<Verification, FtioError> {
+        let (ctx, geo, p) = (self.ctx, self.plan.geo, self.p);
+        let band_bytes = (geo.band_elems() * ELEM_BYTES) as usize;
+        let mut verification = Verification::default();
+        let mut buf = ctx.alloc(band_bytes);
+        let file = ctx
+            .open(&self.plan.path(p), &open_options(self.plan, OpenMode::Read))
+            .await?;
+        let file = self.file.insert(file);
+        for q in 0..geo.c {
+            for b in 0..geo.i {
+                let at = self.base + geo.band_offset(q, b);
+                let got = ctx.xfer(file, Op::read_at(at), &mut buf).await?;
+                if got != band_bytes {
+                    return Err(FtioError::Short {
+                        what: format!("verification read at byte {at}"),
+                        want: band_bytes,
+                        got,
+                    });
+                }
+                if let Some(bytes) = buf.bytes() {
+                    let sig = self.signal.get_or_insert_with(|| Signal::new(geo.n()));
+                    check_band(bytes, geo, sig, p, q, b, &mut verification);
+                }
+            }
+        }
+        let file = self.file.take().expect("just opened");
+        ctx.close(file).await?;
+        Ok(verification)
+    }
+
+    /// The whole run after the start barrier; `Err` (the same on every rank)
+    /// stops it where the first rank failed.
+    async fn run(&mut self, verification: &mut Verification) -> Result<f64, String> {
+        let ctx = self.ctx;
+        ctx.barrier().await;
+        let t_start = ctx.wtime();
+        for phase in Phase::ALL {
+            self.phase(phase).await?;
+        }
+        let total_s = ctx.wtime() - t_start;
+        let result = self.verify().await.map(|v| *verification = v);
+        agree(ctx, "verification", result).await?;
+        Ok(total_s)
+    }
+}
+
+/// One rank's whole run: its measurements, the hints in effect on its file and
+/// the failure every rank agreed on, if any.
+async fn run_rank<C: IoCtx>(plan: &FtioPlan, ctx: &C) -> (FtioRankOutput, Hints, Option<String>) {
+    let p = ctx.rank() as u64;
+    let mut run = RankRun {
+        ctx,
+        plan,
+        p,
+        base: plan.region_base(p),
+        file: None,
+        hints: Hints::new(),
+        phases: Vec::with_capacity(Phase::ALL.len()),
+        signal: None,
+        line_fft: None,
+    };
     let mut verification = Verification::default();
-    let mut file = ctx.open(&path, &open_options(plan, OpenMode::Read)).await?;
-    for q in 0..geo.c {
-        for b in 0..geo.i {
-            let at = base + geo.band_offset(q, b);
-            let got = ctx.xfer(&mut file, Op::read_at(at), &mut buf).await?;
-            if got != band_bytes {
-                return Err(FtioError::Short {
-                    what: format!("verification read at {at}"),
-                    want: band_bytes,
-                    got,
-                });
-            }
-            if let Some(bytes) = buf.bytes() {
-                let sig = signal.get_or_insert_with(|| Signal::new(geo.n()));
-                check_band(bytes, geo, sig, p, q, b, &mut verification);
-            }
-        }
+    // A leftover file from an earlier run is removed before the clock starts.
+    let cleared = agree(ctx, "removing old files", delete_files(ctx, plan, p).await).await;
+    let outcome = match cleared {
+        Ok(()) => run.run(&mut verification).await,
+        Err(e) => Err(e),
+    };
+    let (total_s, mut failure) = match outcome {
+        Ok(t) => (t, None),
+        Err(e) => (0.0, Some(e)),
+    };
+    // After a failure the file may still be open (every rank alike: the failure was agreed).
+    if let Some(file) = run.file.take() {
+        let _ = ctx.close(file).await;
     }
-    ctx.close(file).await?;
     if !plan.keep {
-        delete_files(ctx, plan, p).await?;
+        let removed = agree(ctx, "removing the files", delete_files(ctx, plan, p).await).await;
+        if failure.is_none() {
+            failure = removed.err();
+        }
     }
     let mine = FtioRankOutput {
         rank: p as usize,
-        phases,
+        phases: run.phases,
         total_s,
         verification,
     };
-    Ok((mine, hints))
+    (mine, run.hints, failure)
 }

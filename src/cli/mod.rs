@@ -16,6 +16,7 @@
 //! 2 bad input (unknown flag, bad value, unreadable scenario, unwritable output),
 //! reported before anything runs or is written.
 
+mod ftio;
 mod ior;
 
 use std::collections::BTreeMap;
@@ -123,6 +124,9 @@ enum Bench {
     /// IOR-style probe: bandwidth of N ranks writing/reading a shared file or a file per process.
     #[command(long_about = ior::LONG_ABOUT, after_help = ior::AFTER_HELP)]
     Ior(Box<ior::IorArgs>),
+    /// FTIO: out-of-core 2-D FFT (N = I²·c) and its I/O fraction.
+    #[command(long_about = ftio::LONG_ABOUT, after_help = ftio::AFTER_HELP)]
+    Ftio(Box<ftio::FtioCliArgs>),
 }
 
 #[derive(Debug, Subcommand)]
@@ -471,6 +475,13 @@ pub(crate) fn run(cli: Cli) -> Result<(), CliError> {
     match cli.command {
         Command::Run {
             bench: Bench::Ior(args),
+        } => {
+            let common = args.common.resolve()?;
+            let program = args.program(&common)?;
+            execute(&program, &common)
+        }
+        Command::Run {
+            bench: Bench::Ftio(args),
         } => {
             let common = args.common.resolve()?;
             let program = args.program(&common)?;

@@ -148,7 +148,7 @@ pub fn build_report(
         ]);
     }
 
-    let mut errors = Vec::new();
+    let mut errors: Vec<String> = outcome.failure.iter().cloned().collect();
     if verification.failed > 0 {
         let mut msg = format!(
             "verification failed: {} of {} elements beyond the relative tolerance 1e-9·log2 N; \
@@ -185,8 +185,9 @@ pub fn build_report(
 }
 
 /// The human summary of an FTIO report, in the style of the NAS benchmarks'
-/// "Benchmark Completed" block, followed by the per-phase table.
-pub fn nas_block(report: &RunReport) -> String {
+/// "Benchmark Completed" block, followed by the per-phase table. `dry_run`
+/// marks a report of the null back end (zero-cost I/O), whose mode is not real.
+pub fn nas_block(report: &RunReport, dry_run: bool) -> String {
     let metric = |k: &str| report.metrics.get(k).copied().unwrap_or(f64::NAN);
     let param = |k: &str| {
         report
@@ -200,9 +201,10 @@ pub fn nas_block(report: &RunReport) -> String {
     let mut out = String::from("\n FTIO Benchmark Completed.\n");
     out += &line(
         "Mode",
-        match report.mode {
-            Mode::Real => "real (MPI-IO)".to_string(),
-            Mode::Sim => "twin (predicted)".to_string(),
+        match (dry_run, report.mode) {
+            (true, _) => "dry run (zero-cost I/O)".to_string(),
+            (false, Mode::Real) => "real (MPI-IO)".to_string(),
+            (false, Mode::Sim) => "twin (predicted)".to_string(),
         },
     );
     out += &line("Size", format!("{n} x {n}"));

@@ -404,6 +404,7 @@ fn report_aggregates_ranks_and_flags_failures() {
     let outcome = |ranks: Vec<FtioRankOutput>| FtioOutcome {
         ranks,
         hints: Default::default(),
+        failure: None,
     };
     let all = outcome(vec![
         rank_output(0, 1.0, 4.0, ok.clone()),
@@ -423,7 +424,7 @@ fn report_aggregates_ranks_and_flags_failures() {
     assert_eq!(r.errors.len(), 1);
     assert!(r.errors[0].contains("row 1, col 2"), "{}", r.errors[0]);
     assert_eq!(r.params["n"], 8);
-    let text = nas_block(&r);
+    let text = nas_block(&r, false);
     assert!(
         text.contains("UNSUCCESSFUL")
             && text.contains("I/O fraction")
@@ -439,10 +440,10 @@ fn report_aggregates_ranks_and_flags_failures() {
     ]);
     let r = build_report(&args(2), &plan, Mode::Sim, BTreeMap::new(), &none);
     assert!(r.errors.is_empty() && !r.metrics.contains_key("max_rel_error"));
-    assert!(nas_block(&r).contains("NOT PERFORMED"));
+    assert!(nas_block(&r, false).contains("NOT PERFORMED"));
     let one = outcome(vec![rank_output(0, 1.0, 2.0, ok.clone())]);
     let r = build_report(&args(2), &plan, Mode::Real, BTreeMap::new(), &one);
-    assert!(nas_block(&r).contains("SUCCESSFUL"));
+    assert!(nas_block(&r, false).contains("SUCCESSFUL"));
 }
 
 #[test]
