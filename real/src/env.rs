@@ -67,7 +67,13 @@ extern "C" fn finalize_at_exit() {
 pub fn init() -> RealResult<Job> {
     let mut state = STATE.lock().unwrap_or_else(|e| e.into_inner());
     match &*state {
-        State::Running { job, .. } => return Ok(job.clone()),
+        // The launcher check is repeated: a refused job stays refused.
+        State::Running { job, .. } => {
+            return match launcher_mismatch(job) {
+                Some(e) => Err(e),
+                None => Ok(job.clone()),
+            };
+        }
         State::Finalized => return Err(RealError::Finalized),
         State::NotStarted => {}
     }
