@@ -172,6 +172,17 @@ pub fn flavour() -> Flavour {
     }
 }
 
+/// False where MPI's nonblocking collective file I/O (`MPI_File_iwrite_at_all`,
+/// `MPI_File_iread_at_all`) is known to crash: Open MPI 4.1 with its `romio321`
+/// component (`--mca io romio321`, seen as `OMPI_MCA_io` in the environment),
+/// whose file driver lacks those functions (a call jumps to address 0).
+pub fn nonblocking_collective_io_supported() -> bool {
+    let romio_in_ompi = std::env::var("OMPI_MCA_io")
+        .map(|v| v.contains("romio"))
+        .unwrap_or(false);
+    !(flavour() == Flavour::OpenMpi && romio_in_ompi)
+}
+
 /// True when this process was started by an MPI launcher (`PMI_RANK`,
 /// `OMPI_COMM_WORLD_RANK` or `PMIX_RANK` is set).
 pub fn under_launcher() -> bool {

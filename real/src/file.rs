@@ -348,9 +348,11 @@ impl File {
     }
 
     /// `MPI_File_iwrite_at_all` (MPI 3.1 nonblocking collective): every process of
-    /// the file must post it, in the same order.
+    /// the file must post it, in the same order. An error where
+    /// [`crate::nonblocking_collective_io_supported`] is false.
     pub fn iwrite_at_all(&self, offset: u64, buf: Vec<u8>) -> RealResult<Request> {
         const CALL: &str = "MPI_File_iwrite_at_all";
+        self.nonblocking_collective(CALL)?;
         let off = self.offset(offset, CALL)?;
         // SAFETY: the request owns the buffer until it completes.
         self.post(CALL, buf, |p, n, r| unsafe {
@@ -358,13 +360,27 @@ impl File {
         })
     }
 
-    /// `MPI_File_iread_at_all` (MPI 3.1 nonblocking collective).
+    /// `MPI_File_iread_at_all` (MPI 3.1 nonblocking collective); see [`File::iwrite_at_all`].
     pub fn iread_at_all(&self, offset: u64, buf: Vec<u8>) -> RealResult<Request> {
         const CALL: &str = "MPI_File_iread_at_all";
+        self.nonblocking_collective(CALL)?;
         let off = self.offset(offset, CALL)?;
         // SAFETY: the request owns the buffer until it completes.
         self.post(CALL, buf, |p, n, r| unsafe {
             ffi::MPI_File_iread_at_all(self.fh, off, p as *mut c_void, n, ffi::RSMPI_UINT8_T, r)
+        })
+    }
+
+    fn nonblocking_collective(&self, call: &'static str) -> RealResult<()> {
+        if crate::nonblocking_collective_io_supported() {
+            return Ok(());
+        }
+        Err(RealError::Invalid {
+            call,
+            path: Some(self.path.clone()),
+            reason: "Open MPI's romio321 component has no nonblocking collective file I/O (it crashes); \
+                     use OMPIO (the default) or blocking collective calls"
+                .into(),
         })
     }
 

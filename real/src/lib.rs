@@ -42,8 +42,8 @@ mod posix;
 pub use comm::{Comm, Reduce};
 pub use datatype::MpiType;
 pub use env::{
-    Flavour, Job, abort, finalize, flavour, init, library_version, mpiexec_command, under_launcher,
-    wtime,
+    Flavour, Job, abort, finalize, flavour, init, library_version, mpiexec_command,
+    nonblocking_collective_io_supported, under_launcher, wtime,
 };
 pub use error::{RealError, RealResult};
 pub use file::{File, OpenMode, Request, wait_all};

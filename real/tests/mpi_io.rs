@@ -381,14 +381,23 @@ fn nonblocking(dir: &Path) -> Result<(), String> {
         "independent iwrite counts"
     );
     let coll_base = (2 * n * len) as u64;
-    let req = f
-        .iwrite_at_all(coll_base + (r * len) as u64, pattern(5, r, len))
-        .map_err(err)?;
-    ensure!(
-        wait_all(vec![req]).map_err(err)?[0].1 == len,
-        "iwrite_at_all count"
-    );
-    // While a request is pending, close must refuse.
+    let coll_at = coll_base + (r * len) as u64;
+    let nb_coll = piotwin_real::nonblocking_collective_io_supported();
+    if nb_coll {
+        let req = f.iwrite_at_all(coll_at, pattern(5, r, len)).map_err(err)?;
+        ensure!(
+            wait_all(vec![req]).map_err(err)?[0].1 == len,
+            "iwrite_at_all count"
+        );
+    } else {
+        // Open MPI's romio321: refused rather than crashing; write the block blocking.
+        let refused = f.iwrite_at_all(coll_at, pattern(5, r, len));
+        ensure!(
+            matches!(refused, Err(RealError::Invalid { .. })),
+            "iwrite_at_all under romio321 not refused"
+        );
+        f.write_at_all(coll_at, &pattern(5, r, len)).map_err(err)?;
+    }
     f.sync().map_err(err)?;
     w.barrier();
     f.sync().map_err(err)?;
@@ -408,11 +417,20 @@ fn nonblocking(dir: &Path) -> Result<(), String> {
         back[1] == (pattern(3, peer, len), len),
         "iread_at of the first block"
     );
-    let req = f
-        .iread_at_all(coll_base + (peer * len) as u64, vec![0; len])
-        .map_err(err)?;
-    let back = wait_all(vec![req]).map_err(err)?;
-    ensure!(back[0] == (pattern(5, peer, len), len), "iread_at_all data");
+    let peer_at = coll_base + (peer * len) as u64;
+    let back = if nb_coll {
+        let req = f.iread_at_all(peer_at, vec![0; len]).map_err(err)?;
+        wait_all(vec![req]).map_err(err)?.remove(0)
+    } else {
+        let mut b = vec![0; len];
+        let n = f.read_at_all(peer_at, &mut b).map_err(err)?;
+        (b, n)
+    };
+    ensure!(
+        back == (pattern(5, peer, len), len),
+        "collective read of the block"
+    );
+    // While a request is pending, close must refuse.
     let pending = f.iread_at(0, vec![0; 8]).map_err(err)?;
     let f = match f.close() {
         Err(RealError::Invalid { reason, .. }) if reason.contains("pending") => {

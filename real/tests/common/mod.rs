@@ -145,14 +145,17 @@ pub fn datatype_cases(rank: u64) -> Vec<(&'static str, Datatype, u64, u64)> {
             12,
             33,
         ),
+        // The last block ends on an 8-byte boundary: MPICH does not pad an hindexed
+        // extent to its element type's alignment, Open MPI does (124 vs 128 bytes
+        // for a block at 100).
         (
             "hindexed",
             Hindexed {
-                blocks: vec![(0, 2), (100, 3)],
+                blocks: vec![(0, 2), (96, 3)],
                 inner: dt(Double),
             },
             40,
-            124,
+            120,
         ),
         (
             "subarray",
