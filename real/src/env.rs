@@ -148,6 +148,7 @@ pub fn library_version() -> String {
     let mut len: c_int = 0;
     // SAFETY: the buffer holds MPI_MAX_LIBRARY_VERSION_STRING characters.
     unsafe { ffi::MPI_Get_library_version(buf.as_mut_ptr(), &mut len) };
+    // Open MPI counts the terminating NUL in `len`; stop at the first NUL.
     let bytes: Vec<u8> = buf[..len.max(0) as usize]
         .iter()
         .map(|&c| c as u8)
