@@ -151,6 +151,7 @@ pub fn library_version() -> String {
     // Open MPI counts the terminating NUL in `len`; stop at the first NUL.
     let bytes: Vec<u8> = buf[..len.max(0) as usize]
         .iter()
+        .take_while(|&&c| c != 0)
         .map(|&c| c as u8)
         .collect();
     let text = String::from_utf8_lossy(&bytes);
