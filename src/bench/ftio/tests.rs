@@ -1,6 +1,7 @@
 //! Tests of FTIO that need no back end: validation, the whole algorithm over
 //! in-memory regions with the same layout and data functions the rank program
-//! uses (only the I/O calls are replaced by slice copies), and the report.
+//! uses (only the I/O calls are replaced by slice copies), and the report; and,
+//! on the null back end, a failure injected into one rank.
 
 use std::collections::BTreeMap;
 
@@ -466,5 +467,168 @@ fn rank_outputs_survive_the_f64_gather_encoding() {
         let fields = o.to_fields();
         assert_eq!(fields.len(), FtioRankOutput::FIELDS);
         assert_eq!(FtioRankOutput::from_fields(3, &fields), o);
+    }
+}
+
+#[test]
+fn a_rank_failing_in_the_exchange_stops_every_rank_with_its_message() {
+    // c = 4, I = 2: per rank, init writes c·I = 8 bands, a DFT series moves
+    // 2·c·I = 16 bands and the local transpose 8 Mini-Squares per Square (32):
+    // xfer 57 is rank 1's first read of the Square exchange. Its partners must
+    // not wait for it forever: the run ends on every rank with rank 1's error.
+    let plan = args(2).validate(4).unwrap();
+    let failing = FailingXfer {
+        inner: FtioProgram::new(plan),
+        rank: 1,
+        at: 57,
+    };
+    let outs = crate::backend::null::launch(4, &failing).unwrap();
+    for o in &outs {
+        let f = o
+            .failure
+            .as_deref()
+            .expect("every rank reports the failure");
+        assert!(
+            f.starts_with("transpose_exchange: rank 1: ftio: ") && f.contains("injected"),
+            "{f}"
+        );
+        assert_eq!(o.ranks.len(), 4);
+        assert!(o.ranks.iter().all(|r| r.phases.len() == 3), "{:?}", o.ranks);
+        assert_eq!(*o, outs[0]);
+    }
+    let r = build_report(
+        &args(2),
+        &failing.inner.plan,
+        Mode::Sim,
+        BTreeMap::new(),
+        &outs[0],
+    );
+    assert_eq!(r.tables["phases"].rows.len(), 5);
+    assert!(r.errors[0].contains("injected"), "{:?}", r.errors);
+    // The same without a failure: every phase, no message.
+    let ok = FailingXfer {
+        at: u64::MAX,
+        ..failing
+    };
+    let outs = crate::backend::null::launch(4, &ok).unwrap();
+    assert_eq!(outs[0].failure, None);
+    assert!(outs[0].ranks.iter().all(|r| r.phases.len() == 5));
+}
+
+/// Runs `inner` over a context whose rank `rank` fails its `at`-th xfer (from 1).
+struct FailingXfer {
+    inner: FtioProgram,
+    rank: usize,
+    at: u64,
+}
+
+impl RankProgram for FailingXfer {
+    type Output = FtioOutcome;
+    async fn run<C: IoCtx>(&self, ctx: &C) -> FtioOutcome {
+        let ctx = Failing {
+            inner: ctx,
+            rank: self.rank,
+            at: self.at,
+            xfers: std::cell::Cell::new(0),
+        };
+        self.inner.run(&ctx).await
+    }
+}
+
+struct Failing<'a, C> {
+    inner: &'a C,
+    rank: usize,
+    at: u64,
+    xfers: std::cell::Cell<u64>,
+}
+
+impl<C: IoCtx> IoCtx for Failing<'_, C> {
+    type Buf = C::Buf;
+    type File = C::File;
+    type Request = C::Request;
+    fn rank(&self) -> usize {
+        self.inner.rank()
+    }
+    fn size(&self) -> usize {
+        self.inner.size()
+    }
+    fn wtime(&self) -> f64 {
+        self.inner.wtime()
+    }
+    fn alloc(&self, len: usize) -> C::Buf {
+        self.inner.alloc(len)
+    }
+    async fn barrier(&self) {
+        self.inner.barrier().await
+    }
+    async fn bcast_u64(&self, value: u64, root: usize) -> u64 {
+        self.inner.bcast_u64(value, root).await
+    }
+    async fn allreduce_f64(&self, value: f64, op: ReduceOp) -> f64 {
+        self.inner.allreduce_f64(value, op).await
+    }
+    async fn allgather_f64(&self, value: f64) -> Vec<f64> {
+        self.inner.allgather_f64(value).await
+    }
+    async fn sendrecv_replace(&self, buf: &mut C::Buf, dest: usize, source: usize) {
+        self.inner.sendrecv_replace(buf, dest, source).await
+    }
+    async fn split(&self, _: Option<usize>, _: usize) -> Option<Self> {
+        unreachable!("FTIO does not split")
+    }
+    async fn open(&self, path: &str, opts: &OpenOptions) -> crate::ctx::IoResult<C::File> {
+        self.inner.open(path, opts).await
+    }
+    async fn set_view(
+        &self,
+        file: &mut C::File,
+        view: &crate::ctx::View,
+    ) -> crate::ctx::IoResult<()> {
+        self.inner.set_view(file, view).await
+    }
+    async fn xfer(
+        &self,
+        file: &mut C::File,
+        op: Op,
+        buf: &mut C::Buf,
+    ) -> crate::ctx::IoResult<usize> {
+        self.xfers.set(self.xfers.get() + 1);
+        if self.rank() == self.rank && self.xfers.get() == self.at {
+            return Err(IoError::Invalid("injected failure".into()));
+        }
+        self.inner.xfer(file, op, buf).await
+    }
+    async fn post(
+        &self,
+        file: &mut C::File,
+        op: Op,
+        buf: C::Buf,
+    ) -> crate::ctx::IoResult<C::Request> {
+        self.inner.post(file, op, buf).await
+    }
+    async fn wait_all(
+        &self,
+        file: &mut C::File,
+        r: Vec<C::Request>,
+    ) -> crate::ctx::IoResult<Vec<C::Buf>> {
+        self.inner.wait_all(file, r).await
+    }
+    async fn sync(&self, file: &mut C::File) -> crate::ctx::IoResult<()> {
+        self.inner.sync(file).await
+    }
+    async fn file_size(&self, file: &mut C::File) -> crate::ctx::IoResult<u64> {
+        self.inner.file_size(file).await
+    }
+    fn hints_in_effect(&self, file: &C::File) -> Hints {
+        self.inner.hints_in_effect(file)
+    }
+    async fn close(&self, file: C::File) -> crate::ctx::IoResult<()> {
+        self.inner.close(file).await
+    }
+    async fn delete(&self, path: &str) -> crate::ctx::IoResult<()> {
+        self.inner.delete(path).await
+    }
+    async fn compute<R>(&self, kernel: Kernel, work: impl FnOnce() -> R) -> Option<R> {
+        self.inner.compute(kernel, work).await
     }
 }
