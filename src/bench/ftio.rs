@@ -655,8 +655,8 @@ impl<'a, C: IoCtx> RankRun<'a, C> {
         Ok(())
     }
 
-    /// 1. Initialization: open (create) the file, compute the input band by
-    /// band and write it.
+    /// Phase 1, initialization: open (create) the file, compute the input
+    /// band by band and write it.
     async fn init(&mut self, m: &mut Meter<'_, C>) -> Result<(), FtioError> {
         let (ctx, geo, p) = (self.ctx, self.plan.geo, self.p);
         let t0 = ctx.wtime();
@@ -696,8 +696,8 @@ impl<'a, C: IoCtx> RankRun<'a, C> {
         Ok(())
     }
 
-    /// 2. and 4. A DFT series over this rank's Square column: I steps of (read
-    /// c bands, FFT I columns of length N, write c bands).
+    /// Phases 2 and 5, a DFT series over this rank's Square column: I steps of
+    /// (read c bands, FFT I columns of length N, write c bands).
     async fn dft_series(&mut self, m: &mut Meter<'_, C>) -> Result<(), FtioError> {
         let (ctx, geo) = (self.ctx, self.plan.geo);
         let band_bytes = (geo.band_elems() * ELEM_BYTES) as usize;
@@ -725,9 +725,9 @@ impl<'a, C: IoCtx> RankRun<'a, C> {
         self.sync_if_asked(m).await
     }
 
-    /// 3. Local transpose of every Square, Mini-Square by Mini-Square: read a
-    /// Mini-Square and its conjugate, transpose both, write them swapped;
-    /// diagonal Mini-Squares in place.
+    /// Phase 3, the local transpose of every Square, Mini-Square by
+    /// Mini-Square: read a Mini-Square and its conjugate, transpose both, write
+    /// them swapped; diagonal Mini-Squares in place.
     async fn transpose_local(&mut self, m: &mut Meter<'_, C>) -> Result<(), FtioError> {
         let (ctx, geo) = (self.ctx, self.plan.geo);
         let mini_bytes = (geo.mini_elems() * ELEM_BYTES) as usize;
@@ -764,7 +764,7 @@ impl<'a, C: IoCtx> RankRun<'a, C> {
         self.sync_if_asked(m).await
     }
 
-    /// 3b. Square exchange along the Diagonals: on diagonal d read Square
+    /// Phase 4, the Square exchange along the Diagonals: on diagonal d read Square
     /// `(q, p)`, `sendrecv_replace` it with q, write what arrived in its place.
     /// A rank whose I/O failed keeps exchanging (its partners would otherwise
     /// wait forever) but stops touching the file.
@@ -794,7 +794,7 @@ impl<'a, C: IoCtx> RankRun<'a, C> {
         }
     }
 
-    /// 4. DFT series 2, then close the file.
+    /// Phase 5, DFT series 2, then close the file.
     async fn dft_series_and_close(&mut self, m: &mut Meter<'_, C>) -> Result<(), FtioError> {
         self.dft_series(m).await?;
         let ctx = self.ctx;
@@ -805,7 +805,7 @@ impl<'a, C: IoCtx> RankRun<'a, C> {
         Ok(())
     }
 
-    /// 5. Verification, not timed: reopen, read every band back and compare
+    /// Verification, not timed: reopen, read every band back and compare
     /// every element with the closed form.
     async fn verify(&mut self) -> Result<Verification, FtioError> {
         let (ctx, geo, p) = (self.ctx, self.plan.geo, self.p);
