@@ -51,7 +51,10 @@ fn good_file_loads_with_exact_units() {
     assert_eq!(s.nodes[0].memory, 8 << 30);
     assert_eq!(s.nodes[0].nic_bw, 1.25e9);
     assert_eq!(s.server.nic_bw, 1.5 * (1u64 << 30) as f64);
-    assert_eq!(s.server.device.write_latency, 30e-6);
+    match &s.server.device {
+        piotwin_sim::scenario::Device::Ssd(d) => assert_eq!(d.write_latency, 30e-6),
+        other => panic!("an SSD by default, got {other:?}"),
+    }
     assert_eq!(s.node_count(), 2);
     assert_eq!(s.core_count(), 8);
     let shown = s.to_string();
@@ -76,7 +79,7 @@ fn unknown_key_names_line_path_and_allowed_keys() {
     assert_eq!(
         err(&text),
         "s.toml:24: server.device.writ_bw: unknown key; allowed in [server.device]: \
-         read_bw, write_bw, read_latency, write_latency, latency_jitter"
+         kind, read_bw, write_bw, read_latency, write_latency, latency_jitter, channels"
     );
 }
 
