@@ -233,7 +233,8 @@ impl Cache {
                     let first = map.range(..a).next_back().map(|(&s, _)| s).unwrap_or(a);
                     for (&s, e) in map.range(first..b) {
                         if e.state == State::Dirty && e.end > a && left > 0 {
-                            let (lo, hi) = (s.max(a), e.end.min(b).min(s.max(a) + left));
+                            let (lo, hi) =
+                                (s.max(a), e.end.min(b).min(s.max(a).saturating_add(left)));
                             found.push((file, lo, hi));
                             left -= hi - lo;
                         }
@@ -247,7 +248,7 @@ impl Cache {
                     }
                     let e = self.files[&file][&s];
                     if e.state == State::Dirty {
-                        let hi = e.end.min(s + left);
+                        let hi = e.end.min(s.saturating_add(left));
                         found.push((file, s, hi));
                         left -= hi - s;
                     }
