@@ -157,3 +157,32 @@ fn missing_key_and_bad_toml() {
         "{e}"
     );
 }
+
+#[test]
+fn every_shipped_scenario_loads() {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../scenarios");
+    let mut n = 0;
+    for e in std::fs::read_dir(&dir).unwrap() {
+        let p = e.unwrap().path();
+        if p.extension().is_some_and(|x| x == "toml") {
+            Scenario::load(&p).unwrap_or_else(|e| panic!("{e}"));
+            n += 1;
+        }
+    }
+    assert!(n >= 5, "{n} scenarios");
+}
+
+#[test]
+fn set_overrides_with_precise_errors() {
+    let s = Scenario::from_str_with(GOOD, "s.toml", &["nodes[0].count=3".into()]).unwrap();
+    assert_eq!(s.node_count(), 3);
+    let e =
+        Scenario::from_str_with(GOOD, "s.toml", &["network.bandwidth=fast".into()]).unwrap_err();
+    assert!(
+        e.to_string()
+            .starts_with("--set network.bandwidth=fast: network.bandwidth = fast:"),
+        "{e}"
+    );
+    let e = Scenario::from_str_with(GOOD, "s.toml", &["nodes[4].count=1".into()]).unwrap_err();
+    assert!(e.to_string().contains("`nodes` has 1 entry"), "{e}");
+}
