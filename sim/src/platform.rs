@@ -81,7 +81,7 @@ fn topology<T>(
 ) -> Result<(BTreeMap<String, usize>, Vec<Vec<Route>>), String> {
     use petgraph::graph::{NodeIndex, UnGraph};
     let mut names: BTreeMap<String, usize> = BTreeMap::new();
-    let mut order = vec!["core".to_string()];
+    let mut order: Vec<String> = Vec::new();
     for l in &scn.network.links {
         order.push(l.from.clone());
         order.push(l.to.clone());
