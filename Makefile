@@ -41,3 +41,13 @@ test: deps
 # Speed and memory figures: engine events/s and twin IOR wall time at 64, 1024, 4096 ranks.
 bench:
 	$(CARGO) run --release -p piotwin-sim --example engine_bench
+	$(CARGO) build --release --no-default-features --bin piotwin
+	@echo "twin IOR (-a MPIIO -b 16m -t 1m -e, scenarios/lustre-hdd.toml): wall time by ranks"; \
+	prev=""; prevn=""; \
+	for n in 64 1024 4096; do \
+	  s=$$( { /usr/bin/time -f "%e" $(BIN) run ior -a MPIIO -b 16m -t 1m -e --sim scenarios/lustre-hdd.toml --ranks $$n >/dev/null; } 2>&1 | tail -1 ); \
+	  if [ -n "$$prev" ]; then \
+	    awk -v n=$$n -v s=$$s -v p=$$prev -v pn=$$prevn 'BEGIN { r = s / (p > 0 ? p : 0.01); nl = (n * log(n)) / (pn * log(pn)); printf "%6d ranks: %7.2f s   ×%.1f vs %d ranks (N log N predicts ×%.1f)\n", n, s, r, pn, nl }'; \
+	  else printf "%6d ranks: %7.2f s\n" $$n $$s; fi; \
+	  prev=$$s; prevn=$$n; \
+	done

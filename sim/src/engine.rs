@@ -15,8 +15,7 @@ use std::collections::BinaryHeap;
 use std::future::Future;
 use std::pin::Pin;
 use std::rc::Rc;
-use std::sync::{Arc, Mutex};
-use std::task::{Context, Poll, Wake, Waker};
+use std::task::{Context, Poll, Waker};
 
 use crate::flow::{FlowNet, ResourceId};
 
@@ -41,6 +40,11 @@ impl Signal {
         for w in self.0.wakers.take() {
             w.wake();
         }
+    }
+
+    /// True if both are the same signal.
+    pub(crate) fn same(&self, other: &Signal) -> bool {
+        Rc::ptr_eq(&self.0, &other.0)
     }
 
     /// True once fired.
@@ -256,17 +260,15 @@ struct Ready {
     queued: Vec<bool>,
 }
 
+/// What a task's waker points at: its id and the shared ready queue.
 struct TaskWaker {
     id: usize,
-    ready: Arc<Mutex<Ready>>,
+    ready: Rc<RefCell<Ready>>,
 }
 
-impl Wake for TaskWaker {
-    fn wake(self: Arc<Self>) {
-        self.wake_by_ref();
-    }
-    fn wake_by_ref(self: &Arc<Self>) {
-        let mut r = self.ready.lock().expect("single-threaded");
+impl TaskWaker {
+    fn wake(&self) {
+        let mut r = self.ready.borrow_mut();
         if !r.queued[self.id] {
             r.queued[self.id] = true;
             r.queue.push(self.id);
@@ -274,11 +276,49 @@ impl Wake for TaskWaker {
     }
 }
 
+// A waker over `Rc<TaskWaker>`: the engine is single-threaded (tasks are not
+// `Send` and the executor never leaves the thread that runs it), so a plain
+// reference count and a `RefCell` queue replace `Arc` and a mutex per wake.
+mod rc_waker {
+    use super::TaskWaker;
+    use std::rc::Rc;
+    use std::task::{RawWaker, RawWakerVTable, Waker};
+
+    static VTABLE: RawWakerVTable = RawWakerVTable::new(clone, wake, wake_by_ref, drop);
+
+    unsafe fn clone(p: *const ()) -> RawWaker {
+        // SAFETY: `p` came from `Rc::into_raw` in `waker` (or this function) and is live.
+        unsafe { Rc::increment_strong_count(p as *const TaskWaker) };
+        RawWaker::new(p, &VTABLE)
+    }
+    unsafe fn wake(p: *const ()) {
+        // SAFETY: as above; this consumes the waker's count.
+        let w = unsafe { Rc::from_raw(p as *const TaskWaker) };
+        w.wake();
+    }
+    unsafe fn wake_by_ref(p: *const ()) {
+        // SAFETY: as above; the count stays with the waker.
+        unsafe { &*(p as *const TaskWaker) }.wake();
+    }
+    unsafe fn drop(p: *const ()) {
+        // SAFETY: as above; releases the waker's count.
+        std::mem::drop(unsafe { Rc::from_raw(p as *const TaskWaker) });
+    }
+
+    /// A waker for `w`. Only valid on the engine's thread (see the module note).
+    pub(super) fn waker(w: Rc<TaskWaker>) -> Waker {
+        // SAFETY: the vtable functions keep the `Rc` count balanced, and wakers
+        // never leave the single thread that runs the engine.
+        unsafe { Waker::from_raw(RawWaker::new(Rc::into_raw(w) as *const (), &VTABLE)) }
+    }
+}
+
 /// Polls woken tasks, in the order they were woken. Knows nothing of time.
 pub(crate) struct Executor<'a> {
     tasks: Vec<Option<Task<'a>>>,
     wakers: Vec<Waker>,
-    ready: Arc<Mutex<Ready>>,
+    daemon: Vec<bool>,
+    ready: Rc<RefCell<Ready>>,
     live: usize,
     batch: Vec<usize>,
 }
@@ -286,25 +326,38 @@ pub(crate) struct Executor<'a> {
 impl<'a> Executor<'a> {
     /// An executor whose tasks `0..tasks.len()` are all ready.
     pub(crate) fn new(tasks: Vec<Task<'a>>) -> Executor<'a> {
-        let n = tasks.len();
-        let ready = Arc::new(Mutex::new(Ready {
-            queue: (0..n).collect(),
-            queued: vec![true; n],
-        }));
-        let wakers = (0..n)
-            .map(|id| {
-                Waker::from(Arc::new(TaskWaker {
-                    id,
-                    ready: ready.clone(),
-                }))
-            })
-            .collect();
-        Executor {
-            tasks: tasks.into_iter().map(Some).collect(),
-            wakers,
-            ready,
-            live: n,
+        let mut e = Executor {
+            tasks: Vec::with_capacity(tasks.len()),
+            wakers: Vec::with_capacity(tasks.len()),
+            daemon: Vec::with_capacity(tasks.len()),
+            ready: Rc::new(RefCell::new(Ready {
+                queue: Vec::new(),
+                queued: Vec::new(),
+            })),
+            live: 0,
             batch: Vec::new(),
+        };
+        for t in tasks {
+            e.add(t, false);
+        }
+        e
+    }
+
+    /// Adds a ready task. A daemon (a model process such as a write-back
+    /// flusher) does not keep the run alive: the run ends when every other task has.
+    pub(crate) fn add(&mut self, task: Task<'a>, daemon: bool) {
+        let id = self.tasks.len();
+        self.tasks.push(Some(task));
+        self.daemon.push(daemon);
+        self.wakers.push(rc_waker::waker(Rc::new(TaskWaker {
+            id,
+            ready: self.ready.clone(),
+        })));
+        let mut r = self.ready.borrow_mut();
+        r.queued.push(true);
+        r.queue.push(id);
+        if !daemon {
+            self.live += 1;
         }
     }
 
@@ -313,7 +366,7 @@ impl<'a> Executor<'a> {
         let mut polls = 0;
         loop {
             {
-                let mut r = self.ready.lock().expect("single-threaded");
+                let mut r = self.ready.borrow_mut();
                 if r.queue.is_empty() {
                     return polls;
                 }
@@ -331,24 +384,26 @@ impl<'a> Executor<'a> {
                 let mut cx = Context::from_waker(&self.wakers[id]);
                 if task.as_mut().poll(&mut cx).is_ready() {
                     self.tasks[id] = None;
-                    self.live -= 1;
+                    if !self.daemon[id] {
+                        self.live -= 1;
+                    }
                 }
             }
             self.batch.clear();
         }
     }
 
-    /// Tasks not finished yet.
+    /// Tasks not finished yet, daemons not counted.
     pub(crate) fn live(&self) -> usize {
         self.live
     }
 
-    /// Ids of the tasks not finished yet, ascending.
+    /// Ids of the tasks (not daemons) not finished yet, ascending.
     pub(crate) fn pending(&self) -> Vec<usize> {
         self.tasks
             .iter()
             .enumerate()
-            .filter(|(_, t)| t.is_some())
+            .filter(|(i, t)| t.is_some() && !self.daemon[*i])
             .map(|(i, _)| i)
             .collect()
     }
@@ -356,9 +411,19 @@ impl<'a> Executor<'a> {
 
 /// Runs `exec`'s tasks against `engine` until all finish (`Ok`) or none can make
 /// progress and no event is pending (`Err` with the ids of the blocked tasks).
-pub(crate) fn run(engine: &RefCell<Engine>, exec: &mut Executor<'_>) -> Result<(), Vec<usize>> {
+pub(crate) fn run<'a>(
+    engine: &RefCell<Engine>,
+    exec: &mut Executor<'a>,
+    spawned: &RefCell<Vec<Task<'static>>>,
+) -> Result<(), Vec<usize>> {
     loop {
         exec.run_ready();
+        if !spawned.borrow().is_empty() {
+            for t in spawned.take() {
+                exec.add(t, false);
+            }
+            continue;
+        }
         let mut e = engine.borrow_mut();
         if e.step_now() || e.settle_flows() {
             continue;

@@ -69,10 +69,13 @@
 //!   replace the simple collective model in a later step.
 #![warn(missing_docs, unreachable_pub)]
 
+mod cache;
+mod device;
 mod engine;
 pub mod flow;
 mod platform;
 pub mod scenario;
+mod storage;
 pub mod units;
 mod world;
 

@@ -1,8 +1,7 @@
-//! The platform built from a scenario: where ranks run, which resources a
-//! transfer crosses, and what things cost. This is the interface the full storage
-//! model grows behind (page caches, HDD/RAID devices, striping over many servers,
-//! locking): callers ask for a *request* `(node, file, offset, len, access)` and get
-//! a latency and a path; they never look at the scenario themselves.
+//! The platform built from a scenario: where ranks run, the network (a petgraph
+//! topology of switches and links, shortest routes by latency) and what compute
+//! and messages cost. The storage side (servers' caches and devices, the file
+//! system) is in [`crate::storage`].
 //!
 //! ```text
 //!  rank ─ node ─ NIC tx/rx ──┐                 ┌── server NIC rx/tx ── device
@@ -11,8 +10,7 @@
 //!        └ memory bus (intra-node messages, memcpy bandwidth)
 //! ```
 
-use rand::Rng;
-use rand_pcg::Pcg64;
+use std::collections::BTreeMap;
 
 use crate::flow::{FlowNet, ResourceId};
 use crate::scenario::{ComputeRates, Scenario};
@@ -42,35 +40,131 @@ pub enum Compute {
 pub(crate) struct Node {
     tx: ResourceId,
     rx: ResourceId,
-    mem: ResourceId,
+    pub(crate) mem: ResourceId,
     nic_latency: f64,
     nic_bw: f64,
     rates: ComputeRates,
     /// Ranks per core on this node, at least 1 (oversubscription slows compute).
     oversubscription: f64,
+    switch: usize,
+}
+
+/// The network side of an I/O server.
+pub(crate) struct ServerNet {
+    pub(crate) tx: ResourceId,
+    pub(crate) rx: ResourceId,
+    switch: usize,
+}
+
+/// A route between two switches: latency and the resources crossed (backplanes and link directions).
+#[derive(Clone, Default)]
+struct Route {
+    latency: f64,
+    resources: Vec<ResourceId>,
 }
 
 pub(crate) struct Platform {
-    nodes: Vec<Node>,
+    pub(crate) nodes: Vec<Node>,
     rank_node: Vec<u32>,
-    net: ResourceId,
-    net_latency: f64,
     net_bw: f64,
-    srv_tx: ResourceId,
-    srv_rx: ResourceId,
-    device: ResourceId,
-    read_w: f64,
-    write_w: f64,
-    read_latency: f64,
-    write_latency: f64,
-    jitter: f64,
+    /// Routes between switches, `routes[a][b]`: shortest by latency (petgraph A*).
+    routes: Vec<Vec<Route>>,
+    pub(crate) servers: Vec<ServerNet>,
+}
+
+/// Builds the switch graph of `scn` (petgraph), its resources, and all-pairs
+/// shortest routes by latency (ties: fewer hops, then graph order). Errors name
+/// a switch that nothing connects.
+fn topology<T>(
+    scn: &Scenario,
+    flows: &mut FlowNet<T>,
+) -> Result<(BTreeMap<String, usize>, Vec<Vec<Route>>), String> {
+    use petgraph::graph::{NodeIndex, UnGraph};
+    let mut names: BTreeMap<String, usize> = BTreeMap::new();
+    let mut order: Vec<String> = Vec::new();
+    for l in &scn.network.links {
+        order.push(l.from.clone());
+        order.push(l.to.clone());
+    }
+    for g in &scn.nodes {
+        order.push(g.switch.clone());
+    }
+    order.push(scn.server.switch.clone());
+    let mut g: UnGraph<usize, usize> = UnGraph::new_undirected();
+    let mut backplane = Vec::new();
+    for n in order {
+        if !names.contains_key(&n) {
+            let i = names.len();
+            backplane.push(flows.add_resource(format!("switch {n}"), scn.network.bandwidth));
+            g.add_node(i);
+            names.insert(n, i);
+        }
+    }
+    // Each link: (a→b resource, b→a resource, latency).
+    let mut link_res = Vec::new();
+    for (i, l) in scn.network.links.iter().enumerate() {
+        let (a, b) = (names[&l.from], names[&l.to]);
+        link_res.push((
+            flows.add_resource(format!("link {}→{}", l.from, l.to), l.bandwidth),
+            flows.add_resource(format!("link {}→{}", l.to, l.from), l.bandwidth),
+            l.latency,
+            a,
+        ));
+        g.add_edge(NodeIndex::new(a), NodeIndex::new(b), i);
+    }
+    let n = names.len();
+    let mut routes = vec![vec![Route::default(); n]; n];
+    for a in 0..n {
+        for b in 0..n {
+            let found = petgraph::algo::astar(
+                &g,
+                NodeIndex::new(a),
+                |x| x.index() == b,
+                |e| link_res[*e.weight()].2 + scn.network.latency + 1e-15,
+                |_| 0.0,
+            );
+            let Some((_, path)) = found else {
+                let name = |i: usize| {
+                    names
+                        .iter()
+                        .find(|(_, v)| **v == i)
+                        .map(|(k, _)| k.clone())
+                        .unwrap_or_default()
+                };
+                return Err(format!(
+                    "no route from switch `{}` to switch `{}`: add a [[network.links]] entry joining them",
+                    name(a),
+                    name(b)
+                ));
+            };
+            let mut r = Route {
+                latency: scn.network.latency,
+                resources: vec![backplane[a]],
+            };
+            for w in path.windows(2) {
+                let (x, y) = (w[0], w[1]);
+                let e = g.find_edge(x, y).expect("route edge");
+                let (fwd, back, lat, from) = link_res[*g.edge_weight(e).expect("edge")];
+                r.resources.push(if from == x.index() { fwd } else { back });
+                r.resources.push(backplane[y.index()]);
+                r.latency += lat + scn.network.latency;
+            }
+            routes[a][b] = r;
+        }
+    }
+    Ok((names, routes))
 }
 
 impl Platform {
     /// Builds resources for `ranks` ranks of `scn` in `flows`. Ranks are placed by
     /// block: node after node, `cores` ranks each while cores last; beyond that,
     /// evenly in blocks over all nodes (oversubscribed).
-    pub(crate) fn build<T>(scn: &Scenario, ranks: usize, flows: &mut FlowNet<T>) -> Platform {
+    pub(crate) fn build<T>(
+        scn: &Scenario,
+        ranks: usize,
+        flows: &mut FlowNet<T>,
+    ) -> Result<Platform, String> {
+        let (switches, routes) = topology(scn, flows)?;
         let mut nodes = Vec::new();
         let mut cores = Vec::new();
         for g in &scn.nodes {
@@ -84,6 +178,7 @@ impl Platform {
                     nic_bw: g.nic_bw,
                     rates: g.compute.clone(),
                     oversubscription: 1.0,
+                    switch: switches[&g.switch],
                 });
                 cores.push(g.cores);
             }
@@ -106,22 +201,20 @@ impl Platform {
         for (n, node) in nodes.iter_mut().enumerate() {
             node.oversubscription = (on_node[n] as f64 / cores[n] as f64).max(1.0);
         }
-        let d = &scn.server.device;
-        Platform {
+        let servers = (0..scn.server.count)
+            .map(|i| ServerNet {
+                tx: flows.add_resource(format!("server{i}.nic.tx"), scn.server.nic_bw),
+                rx: flows.add_resource(format!("server{i}.nic.rx"), scn.server.nic_bw),
+                switch: switches[&scn.server.switch],
+            })
+            .collect();
+        Ok(Platform {
             nodes,
             rank_node,
-            net: flows.add_resource("switch", scn.network.bandwidth),
-            net_latency: scn.network.latency,
             net_bw: scn.network.bandwidth,
-            srv_tx: flows.add_resource("server.nic.tx", scn.server.nic_bw),
-            srv_rx: flows.add_resource("server.nic.rx", scn.server.nic_bw),
-            device: flows.add_resource("server.device", 1.0),
-            read_w: 1.0 / d.read_bw,
-            write_w: 1.0 / d.write_bw,
-            read_latency: d.read_latency,
-            write_latency: d.write_latency,
-            jitter: d.latency_jitter,
-        }
+            routes,
+            servers,
+        })
     }
 
     /// Node index of world rank `rank`.
@@ -129,41 +222,37 @@ impl Platform {
         self.rank_node[rank] as usize
     }
 
-    /// A data request from `node`: (latency in s, path). Latency is the client's
-    /// message latency, the switch, and the device's per-request service latency
-    /// (drawn with `rng` when the scenario gives a jitter).
-    pub(crate) fn io_request(
+    /// Number of nodes.
+    pub(crate) fn node_count(&self) -> usize {
+        self.nodes.len()
+    }
+
+    /// Network part of a data transfer between `node` and server `srv`, in the
+    /// direction `access` says (write: node → server): one-way latency and the
+    /// resources crossed (NICs, switch backplanes, links), appended to `path` with weight 1.
+    pub(crate) fn to_server(
         &self,
         node: usize,
+        srv: usize,
         access: Access,
-        rng: &mut Pcg64,
-    ) -> (f64, Vec<(ResourceId, f64)>) {
+        path: &mut Vec<(ResourceId, f64)>,
+    ) -> f64 {
         let n = &self.nodes[node];
-        let (dev_lat, w, path_net) = match access {
-            Access::Write => (
-                self.write_latency,
-                self.write_w,
-                [(n.tx, 1.0), (self.net, 1.0), (self.srv_rx, 1.0)],
-            ),
-            Access::Read => (
-                self.read_latency,
-                self.read_w,
-                [(self.srv_tx, 1.0), (self.net, 1.0), (n.rx, 1.0)],
-            ),
+        let s = &self.servers[srv];
+        let (r, first, last) = match access {
+            Access::Write => (&self.routes[n.switch][s.switch], n.tx, s.rx),
+            Access::Read => (&self.routes[s.switch][n.switch], s.tx, n.rx),
         };
-        let dev_lat = if self.jitter > 0.0 {
-            dev_lat * (1.0 + self.jitter * rng.random_range(-1.0..1.0))
-        } else {
-            dev_lat
-        };
-        let mut path = path_net.to_vec();
-        path.push((self.device, w));
-        (n.nic_latency + self.net_latency + dev_lat, path)
+        path.push((first, 1.0));
+        path.extend(r.resources.iter().map(|&x| (x, 1.0)));
+        path.push((last, 1.0));
+        n.nic_latency + r.latency
     }
 
     /// Round trip of a small message from `node` to the server (metadata calls), in s.
     pub(crate) fn server_rtt(&self, node: usize) -> f64 {
-        2.0 * (self.nodes[node].nic_latency + self.net_latency)
+        let n = &self.nodes[node];
+        2.0 * (n.nic_latency + self.routes[n.switch][self.servers[0].switch].latency)
     }
 
     /// A point-to-point message from world rank `src` to `dst`: (latency, path).
@@ -175,10 +264,11 @@ impl Platform {
             (na.nic_latency, vec![(na.mem, 1.0)])
         } else {
             let nb = &self.nodes[b];
-            (
-                na.nic_latency + self.net_latency + nb.nic_latency,
-                vec![(na.tx, 1.0), (self.net, 1.0), (nb.rx, 1.0)],
-            )
+            let r = &self.routes[na.switch][nb.switch];
+            let mut path = vec![(na.tx, 1.0)];
+            path.extend(r.resources.iter().map(|&x| (x, 1.0)));
+            path.push((nb.rx, 1.0));
+            (na.nic_latency + r.latency + nb.nic_latency, path)
         }
     }
 
@@ -200,7 +290,11 @@ impl Platform {
                 lat = lat.max(n.nic_latency);
                 bw = bw.min(n.rates.memcpy);
             } else {
-                lat = lat.max(2.0 * n.nic_latency + self.net_latency);
+                let worst = self.routes[n.switch]
+                    .iter()
+                    .map(|r| r.latency)
+                    .fold(0.0, f64::max);
+                lat = lat.max(2.0 * n.nic_latency + worst);
                 bw = bw.min(n.nic_bw).min(self.net_bw);
             }
         }

@@ -96,20 +96,24 @@ pub struct NodeGroup {
     pub count: usize,
     /// Cores per node: ranks beyond `count·cores` oversubscribe the cores.
     pub cores: usize,
-    /// Main memory per node in bytes (the page-cache model uses it in a later issue).
+    /// Main memory per node in bytes (the default page-cache capacity).
     pub memory: u64,
     /// NIC bandwidth per direction in bytes/s.
     pub nic_bw: f64,
     /// NIC latency per message in seconds.
     pub nic_latency: f64,
+    /// The switch the nodes' NICs attach to (a name from `[network]`).
+    pub switch: String,
     /// Per-core compute rates.
     pub compute: ComputeRates,
+    /// The client page cache, if the file system's clients cache (absent = none).
+    pub cache: Option<ClientCache>,
 }
 
 /// Per-core compute rates, one per kernel kind.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ComputeRates {
-    /// Memory copy bandwidth in bytes/s (also intra-node message bandwidth).
+    /// Memory copy bandwidth in bytes/s (also intra-node message bandwidth and page-cache copies).
     pub memcpy: f64,
     /// Complex FFT rate in flop/s.
     pub fft: f64,
@@ -119,27 +123,97 @@ pub struct ComputeRates {
     pub flops: f64,
 }
 
-/// The interconnect: one switch.
+/// A client node's page cache, modelled on Linux's write-back (`vm.dirty_ratio`,
+/// `vm.dirty_background_ratio`; Documentation/admin-guide/sysctl/vm.rst).
+#[derive(Debug, Clone, PartialEq)]
+pub struct ClientCache {
+    /// Bytes of file data the node can cache (clean + dirty).
+    pub capacity: u64,
+    /// Fraction of `capacity` that may be dirty before writers are throttled (Linux default 0.2).
+    pub dirty_ratio: f64,
+    /// Fraction of `capacity` dirty at which background write-back starts (Linux default 0.1).
+    pub dirty_background_ratio: f64,
+}
+
+/// The interconnect: switches (each with a backplane bandwidth) joined by links;
+/// routes are shortest paths by latency.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Network {
-    /// Aggregate switch (backplane) bandwidth in bytes/s, shared by all flows crossing it.
+    /// Backplane bandwidth of every switch in bytes/s, shared by all flows crossing it.
     pub bandwidth: f64,
-    /// One-way latency through the switch in seconds.
+    /// One-way latency through a switch in seconds.
+    pub latency: f64,
+    /// Links between switches (none: one switch, `core`).
+    pub links: Vec<Link>,
+}
+
+/// A full-duplex link between two switches.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Link {
+    /// One end (a switch name).
+    pub from: String,
+    /// The other end.
+    pub to: String,
+    /// Bandwidth per direction in bytes/s.
+    pub bandwidth: f64,
+    /// One-way latency in seconds.
     pub latency: f64,
 }
 
-/// The file server.
+/// The I/O servers (one for a local or NFS file system, several for a parallel one).
 #[derive(Debug, Clone, PartialEq)]
 pub struct Server {
+    /// Number of identical servers.
+    pub count: usize,
     /// Server NIC bandwidth per direction in bytes/s.
     pub nic_bw: f64,
-    /// Its storage device.
+    /// The switch the servers attach to.
+    pub switch: String,
+    /// CPU time per request at the server in seconds (requests queue FIFO on one CPU).
+    pub request_cpu: f64,
+    /// The server's cache, if any.
+    pub cache: Option<ServerCache>,
+    /// Each server's storage device.
     pub device: Device,
 }
 
-/// A storage device: per-request latency plus a transfer rate, reads and writes apart.
+/// A server's cache in front of its device: an LRU read cache, write-back or write-through.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Device {
+pub struct ServerCache {
+    /// Bytes it holds.
+    pub capacity: u64,
+    /// Copy bandwidth in and out of it in bytes/s.
+    pub bandwidth: f64,
+    /// True: writes complete in the cache and a flusher writes them to the device;
+    /// false: writes go through to the device before they complete.
+    pub write_back: bool,
+    /// Fraction of `capacity` that may be dirty (write-back only); writes beyond go through.
+    pub dirty_ratio: f64,
+}
+
+/// Order in which an HDD serves queued requests.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum QueueOrder {
+    /// Arrival order: each request seeks from the previous one.
+    Fifo,
+    /// Elevator (SCAN): a request joins the sorted sweep and seeks from its nearest queued neighbour.
+    Elevator,
+}
+
+/// A storage device.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Device {
+    /// Flash: per-request latency, bandwidth, internal channels.
+    Ssd(Ssd),
+    /// Disk: seek over distance, rotation, zoned transfer rate, queue order.
+    Hdd(Hdd),
+    /// RAID 0, 5 or 6 over identical member devices.
+    Raid(Raid),
+}
+
+/// A solid-state device.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Ssd {
     /// Read bandwidth in bytes/s.
     pub read_bw: f64,
     /// Write bandwidth in bytes/s.
@@ -151,6 +225,67 @@ pub struct Device {
     /// Relative spread of the request latency: each request's latency is drawn
     /// uniformly from `latency·(1 ± jitter)` with the rank's seeded RNG. 0 = none.
     pub latency_jitter: f64,
+    /// Requests whose latency phases overlap (internal channels / dies); more queue.
+    pub channels: usize,
+}
+
+/// A hard disk (Ruemmler & Wilkes, *An introduction to disk drive modeling*, IEEE Computer 27(3), 1994).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Hdd {
+    /// Capacity in bytes (seek distances are fractions of it).
+    pub capacity: u64,
+    /// Spindle speed in revolutions per minute.
+    pub rpm: f64,
+    /// Track-to-track seek time in seconds (shortest non-zero seek).
+    pub seek_track: f64,
+    /// Full-stroke seek time in seconds.
+    pub seek_full: f64,
+    /// Media transfer rate at the outer edge (offset 0) in bytes/s.
+    pub transfer_rate: f64,
+    /// Media transfer rate at the inner edge in bytes/s (zoned recording).
+    pub transfer_rate_inner: f64,
+    /// Queue order.
+    pub queue: QueueOrder,
+}
+
+/// A RAID array (Chen, Lee, Gibson, Katz & Patterson, *RAID: High-Performance,
+/// Reliable Secondary Storage*, ACM Computing Surveys 26(2), 1994).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Raid {
+    /// 0, 5 or 6.
+    pub level: u8,
+    /// Member devices (data + parity).
+    pub disks: usize,
+    /// Stripe unit in bytes (contiguous bytes on one member).
+    pub stripe_unit: u64,
+    /// The member device (every member alike; not itself a RAID).
+    pub member: Box<Device>,
+}
+
+/// Kind of file system.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FsKind {
+    /// A local file system: the one "server" is the node's own block layer.
+    Local,
+    /// NFS-like: one server; clients flush dirty data on close (close-to-open consistency).
+    Nfs,
+    /// Parallel (Lustre/PVFS2/GPFS-like): files striped over the servers.
+    Parallel,
+}
+
+/// The file system.
+#[derive(Debug, Clone, PartialEq)]
+pub struct FileSystem {
+    /// Kind.
+    pub kind: FsKind,
+    /// Stripe size in bytes (parallel; consecutive stripes go to consecutive servers).
+    pub stripe_size: u64,
+    /// Servers a file is striped over (parallel; ≤ server count).
+    pub stripe_count: usize,
+    /// Extent-lock granularity in bytes (Lustre LDLM / GPFS byte-range tokens); `None` = no locking.
+    pub lock_granularity: Option<u64>,
+    /// Time to revoke a lock held by another client (callback round trip), in seconds.
+    pub lock_revoke: f64,
 }
 
 /// Metadata operation costs at the server, in seconds each; the server runs them one at a time.
@@ -164,7 +299,7 @@ pub struct Metadata {
     pub close: f64,
     /// Delete.
     pub delete: f64,
-    /// `fsync`/`MPI_File_sync`: a server round trip forcing data to stable storage.
+    /// `fsync`/`MPI_File_sync`: the journal commit after the dirty data reached the servers.
     pub sync: f64,
 }
 
@@ -193,24 +328,38 @@ pub struct Scenario {
     pub nodes: Vec<NodeGroup>,
     /// The interconnect.
     pub network: Network,
-    /// The file server.
+    /// The I/O servers.
     pub server: Server,
+    /// The file system.
+    pub filesystem: FileSystem,
     /// Metadata costs.
     pub metadata: Metadata,
     /// MPI-IO middleware costs.
     pub mpiio: MpiIo,
 }
 
-/// Reading context: the file name and its text (for line numbers and values).
+/// Reading context: the file name, the text it was parsed from (the file, then
+/// one line per `--set` override) and where each override's text lies.
 struct Doc<'t> {
     file: &'t str,
     text: &'t str,
+    /// (start of the override's text in `text`, the override as given: `KEY=VALUE`).
+    overrides: Vec<(usize, String)>,
 }
 
 impl Doc<'_> {
     fn line(&self, span: &Range<usize>) -> usize {
         let end = span.start.min(self.text.len());
         self.text[..end].bytes().filter(|&b| b == b'\n').count() + 1
+    }
+
+    /// The `--set` override a span lies in, if any.
+    fn override_of(&self, span: &Range<usize>) -> Option<&str> {
+        self.overrides
+            .iter()
+            .rev()
+            .find(|(start, _)| span.start >= *start)
+            .map(|(_, o)| o.as_str())
     }
 
     fn err(
@@ -221,9 +370,13 @@ impl Doc<'_> {
         message: impl Into<String>,
     ) -> ScenarioError {
         let raw = self.text.get(span.clone()).map(str::trim).unwrap_or("");
+        let (file, line) = match self.override_of(span) {
+            Some(o) => (format!("--set {o}"), None),
+            None => (self.file.to_string(), Some(self.line(span))),
+        };
         ScenarioError {
-            file: self.file.to_string(),
-            line: Some(self.line(span)),
+            file,
+            line,
             key: (!key.is_empty()).then(|| key.to_string()),
             value: (value && !raw.is_empty()).then(|| raw.to_string()),
             message: message.into(),
@@ -317,6 +470,26 @@ impl<'a, 'i> Tbl<'a, 'i> {
         self.string_of(k, v, what)
     }
 
+    fn string_or(&self, k: &str, what: &str, default: &str) -> Result<String, ScenarioError> {
+        match self.opt(k) {
+            Some(v) => self.string_of(k, v, what),
+            None => Ok(default.to_string()),
+        }
+    }
+
+    /// One of `choices` (a quoted word); its index.
+    fn choice(&self, k: &str, choices: &[&str], default: usize) -> Result<usize, ScenarioError> {
+        let Some(v) = self.opt(k) else {
+            return Ok(default);
+        };
+        let what = format!("one of {}", choices.join(", "));
+        let s = self.string_of(k, v, &what)?;
+        choices
+            .iter()
+            .position(|c| *c == s)
+            .ok_or_else(|| self.bad(k, v, format!("expected {what}")))
+    }
+
     fn unit<T>(
         &self,
         k: &str,
@@ -347,12 +520,32 @@ impl<'a, 'i> Tbl<'a, 'i> {
         Ok(s)
     }
 
+    fn size_or(&self, k: &str, default: u64) -> Result<u64, ScenarioError> {
+        if self.opt(k).is_some() {
+            self.size(k)
+        } else {
+            Ok(default)
+        }
+    }
+
     fn rate(&self, k: &str) -> Result<f64, ScenarioError> {
-        self.unit(k, "a rate like \"200MB/s\"", units::parse_rate)
+        let r = self.unit(k, "a rate like \"200MB/s\"", units::parse_rate)?;
+        if r <= 0.0 {
+            return Err(self.bad(k, self.req(k, "")?, "a rate must be positive"));
+        }
+        Ok(r)
     }
 
     fn time(&self, k: &str) -> Result<f64, ScenarioError> {
         self.unit(k, "a time like \"5ms\"", units::parse_time)
+    }
+
+    fn time_or(&self, k: &str, default: f64) -> Result<f64, ScenarioError> {
+        if self.opt(k).is_some() {
+            self.time(k)
+        } else {
+            Ok(default)
+        }
     }
 
     fn flops(&self, k: &str) -> Result<f64, ScenarioError> {
@@ -369,6 +562,14 @@ impl<'a, 'i> Tbl<'a, 'i> {
         match n {
             Some(n) if n >= 0 && n as u64 >= min => Ok(n as u64),
             _ => Err(self.bad(k, v, format!("expected {what}"))),
+        }
+    }
+
+    fn int_or(&self, k: &str, min: u64, default: u64) -> Result<u64, ScenarioError> {
+        if self.opt(k).is_some() {
+            self.int(k, min)
+        } else {
+            Ok(default)
         }
     }
 
@@ -406,6 +607,34 @@ impl<'a, 'i> Tbl<'a, 'i> {
             )),
         }
     }
+
+    fn sub_opt(&self, k: &str, allowed: &[&str]) -> Result<Option<Tbl<'a, 'i>>, ScenarioError> {
+        if self.opt(k).is_some() {
+            self.sub(k, allowed).map(Some)
+        } else {
+            Ok(None)
+        }
+    }
+
+    /// An array of tables `[[k]]` (absent = empty).
+    fn tables(&self, k: &str, allowed: &[&str]) -> Result<Vec<Tbl<'a, 'i>>, ScenarioError> {
+        let Some(v) = self.opt(k) else {
+            return Ok(Vec::new());
+        };
+        let DeValue::Array(arr) = v.get_ref() else {
+            return Err(self.bad(k, v, format!("expected [[{}]] tables", self.key(k))));
+        };
+        arr.iter()
+            .enumerate()
+            .map(|(i, g)| {
+                let path = format!("{}[{i}]", self.key(k));
+                match g.get_ref() {
+                    DeValue::Table(t) => Tbl::new(self.doc, path, g.span(), t, allowed),
+                    _ => Err(self.doc.err(&g.span(), &path, true, "expected a table")),
+                }
+            })
+            .collect()
+    }
 }
 
 fn join(path: &str, k: &str) -> String {
@@ -416,9 +645,119 @@ fn join(path: &str, k: &str) -> String {
     }
 }
 
+const SSD_KEYS: &[&str] = &[
+    "kind",
+    "read_bw",
+    "write_bw",
+    "read_latency",
+    "write_latency",
+    "latency_jitter",
+    "channels",
+];
+const HDD_KEYS: &[&str] = &[
+    "kind",
+    "capacity",
+    "rpm",
+    "seek_track",
+    "seek_full",
+    "transfer_rate",
+    "transfer_rate_inner",
+    "queue",
+];
+const RAID_KEYS: &[&str] = &["kind", "level", "disks", "stripe_unit", "member"];
+
+/// Reads a `[…device]` table: `kind = "ssd"` (the default), `"hdd"` or `"raid"`.
+fn device(parent: &Tbl<'_, '_>, k: &str, nested: bool) -> Result<Device, ScenarioError> {
+    // Read `kind` first (any keys allowed); the kind's own table then checks the keys.
+    let keys: Vec<String> = match parent.req(k, "a table")?.get_ref() {
+        DeValue::Table(t) => t.iter().map(|(k, _)| k.get_ref().to_string()).collect(),
+        _ => Vec::new(),
+    };
+    let keys: Vec<&str> = keys.iter().map(String::as_str).collect();
+    let probe = parent.sub(k, &keys)?;
+    let kinds: &[&str] = if nested {
+        &["ssd", "hdd"]
+    } else {
+        &["ssd", "hdd", "raid"]
+    };
+    let kind = probe.choice("kind", kinds, 0)?;
+    Ok(match kinds[kind] {
+        "ssd" => {
+            let d = parent.sub(k, SSD_KEYS)?;
+            Device::Ssd(Ssd {
+                read_bw: d.rate("read_bw")?,
+                write_bw: d.rate("write_bw")?,
+                read_latency: d.time("read_latency")?,
+                write_latency: d.time("write_latency")?,
+                latency_jitter: d.fraction("latency_jitter")?.unwrap_or(0.0),
+                channels: d.int_or("channels", 1, 1)? as usize,
+            })
+        }
+        "hdd" => {
+            let d = parent.sub(k, HDD_KEYS)?;
+            let outer = d.rate("transfer_rate")?;
+            let inner = if d.opt("transfer_rate_inner").is_some() {
+                d.rate("transfer_rate_inner")?
+            } else {
+                outer
+            };
+            if inner > outer {
+                return Err(d.bad(
+                    "transfer_rate_inner",
+                    d.req("transfer_rate_inner", "")?,
+                    "the inner-zone rate cannot exceed the outer-zone `transfer_rate`",
+                ));
+            }
+            let rpm = d.int("rpm", 1)? as f64;
+            let (track, full) = (d.time("seek_track")?, d.time("seek_full")?);
+            if full < track {
+                return Err(d.bad(
+                    "seek_full",
+                    d.req("seek_full", "")?,
+                    "the full-stroke seek cannot be shorter than `seek_track`",
+                ));
+            }
+            Device::Hdd(Hdd {
+                capacity: d.size("capacity")?,
+                rpm,
+                seek_track: track,
+                seek_full: full,
+                transfer_rate: outer,
+                transfer_rate_inner: inner,
+                queue: [QueueOrder::Fifo, QueueOrder::Elevator]
+                    [d.choice("queue", &["fifo", "elevator"], 0)?],
+            })
+        }
+        _ => {
+            let d = parent.sub(k, RAID_KEYS)?;
+            let lv = d.req("level", "0, 5 or 6")?;
+            let level = d.int("level", 0)?;
+            if ![0, 5, 6].contains(&level) {
+                return Err(d.bad("level", lv, "expected RAID level 0, 5 or 6"));
+            }
+            let min = [1, 3, 4][[0, 5, 6].iter().position(|&l| l == level).expect("checked")];
+            let disks = d.int("disks", min)? as usize;
+            Device::Raid(Raid {
+                level: level as u8,
+                disks,
+                stripe_unit: d.size("stripe_unit")?,
+                member: Box::new(device(&d, "member", true)?),
+            })
+        }
+    })
+}
+
 impl Scenario {
     /// Reads and checks a scenario file.
     pub fn load(path: &Path) -> Result<Scenario, ScenarioError> {
+        Scenario::load_with(path, &[])
+    }
+
+    /// Reads a scenario file and applies `--set KEY=VALUE` overrides (each given
+    /// as `KEY=VALUE`, e.g. `filesystem.stripe_count=8`, `nodes[0].memory=16GiB`)
+    /// before checking it. An override's value is TOML (`8`, `"4MiB"`, `true`) or
+    /// a bare word taken as a string (`4MiB`); errors in it name the override.
+    pub fn load_with(path: &Path, overrides: &[String]) -> Result<Scenario, ScenarioError> {
         let file = path.display().to_string();
         let text = std::fs::read_to_string(path).map_err(|e| ScenarioError {
             file: file.clone(),
@@ -427,17 +766,35 @@ impl Scenario {
             value: None,
             message: format!("cannot read the scenario: {e}"),
         })?;
-        Scenario::from_str(&text, &file)
+        Scenario::from_str_with(&text, &file, overrides)
     }
 
     /// Parses and checks scenario `text`; `file_name` names it in errors.
     #[allow(clippy::should_implement_trait)]
     pub fn from_str(text: &str, file_name: &str) -> Result<Scenario, ScenarioError> {
+        Scenario::from_str_with(text, file_name, &[])
+    }
+
+    /// [`Scenario::from_str`] with `--set` overrides (see [`Scenario::load_with`]).
+    pub fn from_str_with(
+        text: &str,
+        file_name: &str,
+        overrides: &[String],
+    ) -> Result<Scenario, ScenarioError> {
+        // The file, then one line per override: spans past the file's end name the override.
+        let mut all = text.to_string();
+        let mut starts = Vec::new();
+        for o in overrides {
+            all.push('\n');
+            starts.push((all.len(), o.clone()));
+            all.push_str(o);
+        }
         let doc = Doc {
             file: file_name,
-            text,
+            text: &all,
+            overrides: starts,
         };
-        let root = DeTable::parse(text).map_err(|e| {
+        let mut root = DeTable::parse(&all[..text.len()]).map_err(|e| {
             let span = e.span().unwrap_or(0..0);
             ScenarioError {
                 file: file_name.to_string(),
@@ -447,8 +804,15 @@ impl Scenario {
                 message: format!("not valid TOML: {}", e.message().trim()),
             }
         })?;
+        for (start, o) in &doc.overrides {
+            apply_override(&doc, root.get_mut(), &all, *start, o)?;
+        }
+        Scenario::read(&doc, &root)
+    }
+
+    fn read(doc: &Doc<'_>, root: &Spanned<DeTable<'_>>) -> Result<Scenario, ScenarioError> {
         let top = Tbl::new(
-            &doc,
+            doc,
             String::new(),
             root.span(),
             root.get_ref(),
@@ -460,6 +824,7 @@ impl Scenario {
                 "nodes",
                 "network",
                 "server",
+                "filesystem",
                 "metadata",
                 "mpiio",
             ],
@@ -489,70 +854,180 @@ impl Scenario {
         }
 
         let nodes_v = top.req("nodes", "one or more [[nodes]] groups")?;
-        let DeValue::Array(arr) = nodes_v.get_ref() else {
-            return Err(top.bad(
-                "nodes",
-                nodes_v,
-                "expected [[nodes]] groups (an array of tables)",
-            ));
-        };
+        let groups = top.tables(
+            "nodes",
+            &[
+                "name",
+                "count",
+                "cores",
+                "memory",
+                "nic_bw",
+                "nic_latency",
+                "switch",
+                "compute",
+                "cache",
+            ],
+        )?;
         let mut nodes = Vec::new();
-        for (i, g) in arr.iter().enumerate() {
-            let path = format!("nodes[{i}]");
-            let DeValue::Table(t) = g.get_ref() else {
-                return Err(doc.err(&g.span(), &path, true, "expected a table"));
-            };
-            let n = Tbl::new(
-                &doc,
-                path,
-                g.span(),
-                t,
-                &[
-                    "name",
-                    "count",
-                    "cores",
-                    "memory",
-                    "nic_bw",
-                    "nic_latency",
-                    "compute",
-                ],
-            )?;
+        for n in &groups {
             let c = n.sub("compute", &["memcpy", "fft", "bt", "flops"])?;
+            let memory = n.size("memory")?;
+            let cache = match n.sub_opt(
+                "cache",
+                &["capacity", "dirty_ratio", "dirty_background_ratio"],
+            )? {
+                Some(t) => {
+                    let dirty = t.fraction("dirty_ratio")?.unwrap_or(0.2);
+                    let bg = t.fraction("dirty_background_ratio")?.unwrap_or(0.1);
+                    if bg > dirty {
+                        return Err(t.bad(
+                            "dirty_background_ratio",
+                            t.req("dirty_background_ratio", "")?,
+                            format!("must not exceed dirty_ratio ({dirty})"),
+                        ));
+                    }
+                    Some(ClientCache {
+                        capacity: t.size_or("capacity", memory)?,
+                        dirty_ratio: dirty,
+                        dirty_background_ratio: bg,
+                    })
+                }
+                None => None,
+            };
             nodes.push(NodeGroup {
                 name: n.string("name", "a group name")?,
                 count: n.int("count", 1)? as usize,
                 cores: n.int("cores", 1)? as usize,
-                memory: n.size("memory")?,
+                memory,
                 nic_bw: n.rate("nic_bw")?,
                 nic_latency: n.time("nic_latency")?,
+                switch: n.string_or("switch", "a switch name", "core")?,
                 compute: ComputeRates {
                     memcpy: c.rate("memcpy")?,
                     fft: c.flops("fft")?,
                     bt: c.flops("bt")?,
                     flops: c.flops("flops")?,
                 },
+                cache,
             });
         }
         if nodes.is_empty() {
             return Err(top.bad("nodes", nodes_v, "at least one [[nodes]] group is needed"));
         }
 
-        let net = top.sub("network", &["bandwidth", "latency"])?;
-        let srv = top.sub("server", &["nic_bw", "device"])?;
-        let dev = srv.sub(
-            "device",
+        let net = top.sub("network", &["bandwidth", "latency", "links"])?;
+        let mut links = Vec::new();
+        for l in net.tables("links", &["from", "to", "bandwidth", "latency"])? {
+            links.push(Link {
+                from: l.string("from", "a switch name")?,
+                to: l.string("to", "a switch name")?,
+                bandwidth: l.rate("bandwidth")?,
+                latency: l.time("latency")?,
+            });
+        }
+        let srv = top.sub(
+            "server",
             &[
-                "read_bw",
-                "write_bw",
-                "read_latency",
-                "write_latency",
-                "latency_jitter",
+                "count",
+                "nic_bw",
+                "switch",
+                "request_cpu",
+                "cache",
+                "device",
             ],
         )?;
+        let server_cache =
+            match srv.sub_opt("cache", &["capacity", "bandwidth", "policy", "dirty_ratio"])? {
+                Some(t) => Some(ServerCache {
+                    capacity: t.size("capacity")?,
+                    bandwidth: t.rate("bandwidth")?,
+                    write_back: t.choice("policy", &["write-back", "write-through"], 0)? == 0,
+                    dirty_ratio: t.fraction("dirty_ratio")?.unwrap_or(0.5),
+                }),
+                None => None,
+            };
+        let server = Server {
+            count: srv.int_or("count", 1, 1)? as usize,
+            nic_bw: srv.rate("nic_bw")?,
+            switch: srv.string_or("switch", "a switch name", "core")?,
+            request_cpu: srv.time_or("request_cpu", 0.0)?,
+            cache: server_cache,
+            device: device(&srv, "device", false)?,
+        };
+
+        let (fs_kind, fs) = match top.sub_opt(
+            "filesystem",
+            &[
+                "kind",
+                "stripe_size",
+                "stripe_count",
+                "lock_granularity",
+                "lock_revoke",
+            ],
+        )? {
+            Some(f) => {
+                let kind = [FsKind::Local, FsKind::Nfs, FsKind::Parallel]
+                    [f.choice("kind", &["local", "nfs", "parallel"], 0)?];
+                (kind, Some(f))
+            }
+            None => (FsKind::Local, None),
+        };
+        let filesystem = match &fs {
+            Some(f) => {
+                let stripe_count = f.int_or("stripe_count", 1, 1)? as usize;
+                if stripe_count > server.count {
+                    return Err(f.bad(
+                        "stripe_count",
+                        f.req("stripe_count", "")?,
+                        format!(
+                            "at most server.count = {} (a file is striped over distinct servers)",
+                            server.count
+                        ),
+                    ));
+                }
+                if fs_kind != FsKind::Parallel && server.count != 1 {
+                    return Err(f.bad(
+                        "kind",
+                        f.req("kind", "").unwrap_or_else(|_| f.req("stripe_count", "").expect("table")),
+                        format!(
+                            "a {} file system has one server, but server.count = {}; use kind = \"parallel\"",
+                            if fs_kind == FsKind::Nfs { "nfs" } else { "local" },
+                            server.count
+                        ),
+                    ));
+                }
+                FileSystem {
+                    kind: fs_kind,
+                    stripe_size: f.size_or("stripe_size", 1 << 20)?,
+                    stripe_count,
+                    lock_granularity: if f.opt("lock_granularity").is_some() {
+                        Some(f.size("lock_granularity")?)
+                    } else {
+                        None
+                    },
+                    lock_revoke: f.time_or("lock_revoke", 0.0)?,
+                }
+            }
+            None => FileSystem {
+                kind: FsKind::Local,
+                stripe_size: 1 << 20,
+                stripe_count: 1,
+                lock_granularity: None,
+                lock_revoke: 0.0,
+            },
+        };
+        if fs.is_none() && server.count != 1 {
+            return Err(srv.bad(
+                "count",
+                srv.req("count", "")?,
+                "several servers need a [filesystem] with kind = \"parallel\"",
+            ));
+        }
+
         let md = top.sub("metadata", &["open", "create", "close", "delete", "sync"])?;
         let mpiio = top.sub("mpiio", &["shared_pointer"])?;
         Ok(Scenario {
-            file: file_name.to_string(),
+            file: doc.file.to_string(),
             name: top.string("name", "a scenario name")?,
             description: match top.opt("description") {
                 Some(v) => top.string_of("description", v, "a one-line description")?,
@@ -564,17 +1039,10 @@ impl Scenario {
             network: Network {
                 bandwidth: net.rate("bandwidth")?,
                 latency: net.time("latency")?,
+                links,
             },
-            server: Server {
-                nic_bw: srv.rate("nic_bw")?,
-                device: Device {
-                    read_bw: dev.rate("read_bw")?,
-                    write_bw: dev.rate("write_bw")?,
-                    read_latency: dev.time("read_latency")?,
-                    write_latency: dev.time("write_latency")?,
-                    latency_jitter: dev.fraction("latency_jitter")?.unwrap_or(0.0),
-                },
-            },
+            server,
+            filesystem,
             metadata: Metadata {
                 open: md.time("open")?,
                 create: md.time("create")?,
@@ -597,6 +1065,135 @@ impl Scenario {
     pub fn core_count(&self) -> usize {
         self.nodes.iter().map(|g| g.count * g.cores).sum()
     }
+}
+
+/// Puts one `--set KEY=VALUE` (its text at `all[start..]`) into the parsed tree.
+fn apply_override<'i>(
+    doc: &Doc<'_>,
+    root: &mut DeTable<'i>,
+    all: &'i str,
+    start: usize,
+    o: &str,
+) -> Result<(), ScenarioError> {
+    let whole = start..start + o.len();
+    let usage = |m: &str| doc.err(&whole, "", false, m.to_string());
+    let Some(eq) = o.find('=') else {
+        return Err(usage(
+            "expected KEY=VALUE, e.g. filesystem.stripe_count=8 or nodes[0].memory=16GiB",
+        ));
+    };
+    let key = o[..eq].trim();
+    let vtext = &all[start + eq + 1..start + o.len()];
+    let lead = vtext.len() - vtext.trim_start().len();
+    let vstart = start + eq + 1 + lead;
+    let vtrim = vtext.trim();
+    let vspan = vstart..vstart + vtrim.len();
+    if key.is_empty() || vtrim.is_empty() {
+        return Err(usage("expected KEY=VALUE with a key path and a value"));
+    }
+    // TOML if it parses as a single value, else the bare text as a string.
+    let value = match DeValue::parse(vtrim) {
+        Ok(v) => match v.into_inner() {
+            DeValue::Array(_) | DeValue::Table(_) => {
+                return Err(doc.err(
+                    &vspan,
+                    key,
+                    true,
+                    "--set takes one value (a number, a string, true or false), not an array or table",
+                ));
+            }
+            v => v,
+        },
+        Err(_) => DeValue::String(std::borrow::Cow::Borrowed(&all[vspan.clone()])),
+    };
+    let kspan = start..start + eq;
+    let mut table: &mut DeTable<'i> = root;
+    let segs: Vec<&str> = key.split('.').map(str::trim).collect();
+    let mut path = String::new();
+    for (i, seg) in segs.iter().enumerate() {
+        let (name, index) = match seg.split_once('[') {
+            Some((n, rest)) => {
+                let idx = rest.strip_suffix(']').and_then(|x| x.parse::<usize>().ok());
+                match idx {
+                    Some(ix) => (n, Some(ix)),
+                    None => {
+                        return Err(doc.err(
+                            &kspan,
+                            key,
+                            false,
+                            format!("`{seg}`: an index is written name[N], e.g. nodes[0]"),
+                        ));
+                    }
+                }
+            }
+            None => (*seg, None),
+        };
+        if name.is_empty() {
+            return Err(doc.err(&kspan, key, false, "empty key segment"));
+        }
+        path = join(&path, name);
+        let last = i + 1 == segs.len();
+        let k = Spanned::new(kspan.clone(), std::borrow::Cow::Owned(name.to_string()));
+        if last && index.is_none() {
+            table.insert(k, Spanned::new(vspan.clone(), value));
+            return Ok(());
+        }
+        if !table.contains_key(name) {
+            if index.is_some() {
+                return Err(doc.err(
+                    &kspan,
+                    key,
+                    false,
+                    format!(
+                        "`{path}` does not exist in the scenario, so `{seg}` cannot be indexed"
+                    ),
+                ));
+            }
+            table.insert(
+                k,
+                Spanned::new(kspan.clone(), DeValue::Table(DeTable::new())),
+            );
+        }
+        let entry = table.get_mut(name).expect("present").get_mut();
+        let next = match (entry, index) {
+            (DeValue::Table(t), None) => t,
+            (DeValue::Array(a), Some(ix)) => {
+                let n = a.len();
+                match a.get_mut(ix).map(Spanned::get_mut) {
+                    Some(DeValue::Table(t)) => t,
+                    _ => {
+                        return Err(doc.err(
+                            &kspan,
+                            key,
+                            false,
+                            format!(
+                                "`{path}` has {n} entr{} (index 0..{n}); `{seg}` does not exist",
+                                if n == 1 { "y" } else { "ies" }
+                            ),
+                        ));
+                    }
+                }
+            }
+            (DeValue::Array(_), None) => {
+                return Err(doc.err(
+                    &kspan,
+                    key,
+                    false,
+                    format!("`{path}` is a list of tables: name one, e.g. {name}[0]"),
+                ));
+            }
+            _ => {
+                return Err(doc.err(
+                    &kspan,
+                    key,
+                    false,
+                    format!("`{path}` is a value, not a table: it has no keys below it"),
+                ));
+            }
+        };
+        table = next;
+    }
+    Ok(())
 }
 
 impl fmt::Display for Scenario {
@@ -638,19 +1235,72 @@ impl fmt::Display for Scenario {
             fmt_rate(self.network.bandwidth),
             fmt_time(self.network.latency)
         )?;
-        let d = &self.server.device;
+        let sv = &self.server;
         writeln!(
             f,
-            "  server: NIC {}; device read {} + {}/req, write {} + {}/req{}",
-            fmt_rate(self.server.nic_bw),
-            fmt_rate(d.read_bw),
-            fmt_time(d.read_latency),
-            fmt_rate(d.write_bw),
-            fmt_time(d.write_latency),
-            if d.latency_jitter > 0.0 {
-                format!(", latency jitter ±{:.0}%", d.latency_jitter * 100.0)
-            } else {
-                String::new()
+            "  servers: {} × (NIC {}, CPU {}/request, on switch `{}`); device: {}",
+            sv.count,
+            fmt_rate(sv.nic_bw),
+            fmt_time(sv.request_cpu),
+            sv.switch,
+            sv.device
+        )?;
+        if let Some(c) = &sv.cache {
+            writeln!(
+                f,
+                "  server cache: {} at {}, {}",
+                fmt_size(c.capacity),
+                fmt_rate(c.bandwidth),
+                if c.write_back {
+                    format!("write-back (dirty ≤ {:.0}%)", c.dirty_ratio * 100.0)
+                } else {
+                    "write-through".to_string()
+                }
+            )?;
+        }
+        for g in &self.nodes {
+            if let Some(c) = &g.cache {
+                writeln!(
+                    f,
+                    "  page cache of `{}`: {}, dirty_ratio {:.0}%, dirty_background_ratio {:.0}%",
+                    g.name,
+                    fmt_size(c.capacity),
+                    c.dirty_ratio * 100.0,
+                    c.dirty_background_ratio * 100.0
+                )?;
+            }
+        }
+        for l in &self.network.links {
+            writeln!(
+                f,
+                "  link {} ↔ {}: {} / {}",
+                l.from,
+                l.to,
+                fmt_rate(l.bandwidth),
+                fmt_time(l.latency)
+            )?;
+        }
+        let fs = &self.filesystem;
+        writeln!(
+            f,
+            "  file system: {}{}",
+            match fs.kind {
+                FsKind::Local => "local".to_string(),
+                FsKind::Nfs => "NFS-like, one server".to_string(),
+                FsKind::Parallel => format!(
+                    "parallel, stripe {} over {} of {} servers",
+                    fmt_size(fs.stripe_size),
+                    fs.stripe_count,
+                    sv.count
+                ),
+            },
+            match fs.lock_granularity {
+                Some(g) => format!(
+                    "; extent locks of {}, revoke {}",
+                    fmt_size(g),
+                    fmt_time(fs.lock_revoke)
+                ),
+                None => String::new(),
             }
         )?;
         let m = &self.metadata;
@@ -672,5 +1322,49 @@ impl fmt::Display for Scenario {
             writeln!(f, "  source[{k}]: {v}")?;
         }
         Ok(())
+    }
+}
+
+impl fmt::Display for Device {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        use units::{fmt_rate, fmt_size, fmt_time};
+        match self {
+            Device::Ssd(d) => write!(
+                f,
+                "SSD read {} + {}/req, write {} + {}/req, {} channel(s){}",
+                fmt_rate(d.read_bw),
+                fmt_time(d.read_latency),
+                fmt_rate(d.write_bw),
+                fmt_time(d.write_latency),
+                d.channels,
+                if d.latency_jitter > 0.0 {
+                    format!(", latency jitter ±{:.0}%", d.latency_jitter * 100.0)
+                } else {
+                    String::new()
+                }
+            ),
+            Device::Hdd(d) => write!(
+                f,
+                "HDD {} at {} rpm, seek {}..{}, {}..{}, {} queue",
+                fmt_size(d.capacity),
+                d.rpm,
+                fmt_time(d.seek_track),
+                fmt_time(d.seek_full),
+                fmt_rate(d.transfer_rate),
+                fmt_rate(d.transfer_rate_inner),
+                match d.queue {
+                    QueueOrder::Fifo => "FIFO",
+                    QueueOrder::Elevator => "elevator",
+                }
+            ),
+            Device::Raid(r) => write!(
+                f,
+                "RAID{} over {} × [{}], stripe unit {}",
+                r.level,
+                r.disks,
+                r.member,
+                fmt_size(r.stripe_unit)
+            ),
+        }
     }
 }

@@ -25,14 +25,13 @@ use std::pin::Pin;
 use std::rc::Rc;
 
 use piotwin_types::{Datatype, View};
-use rand::SeedableRng;
-use rand_pcg::Pcg64;
 
 use crate::SimError;
-use crate::engine::{self, Engine, Executor, Signal};
+use crate::engine::{self, Engine, Executor, Signal, Task};
 use crate::flow::FlowNet;
 use crate::platform::{Access, Compute, Platform};
 use crate::scenario::{Metadata, Scenario};
+use crate::storage::{self, Storage};
 
 /// Whether all ranks of the file's communicator take part in a data access.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -209,8 +208,9 @@ struct SharedPtr {
     free_at: f64,
 }
 
-struct Model {
-    platform: Platform,
+pub(crate) struct Model {
+    pub(crate) platform: Platform,
+    pub(crate) storage: Storage,
     md: Metadata,
     shared_pointer_cost: f64,
     files: Vec<FileMeta>,
@@ -220,7 +220,6 @@ struct Model {
     rendezvous: BTreeMap<(u32, u64), Rendezvous>,
     mail: BTreeMap<(u32, usize, usize), Mailbox>,
     ptrs: Vec<SharedPtr>,
-    rngs: Vec<Pcg64>,
     waiting: Vec<Wait>,
 }
 
@@ -246,9 +245,12 @@ impl Model {
     }
 }
 
-struct Core {
-    engine: RefCell<Engine>,
-    model: RefCell<Model>,
+/// The engine and the model of one simulation; tasks reach both through it.
+pub(crate) struct Core {
+    pub(crate) engine: RefCell<Engine>,
+    pub(crate) model: RefCell<Model>,
+    /// Tasks started by tasks (nonblocking I/O), picked up by the executor.
+    pub(crate) spawned: RefCell<Vec<Task<'static>>>,
 }
 
 /// One simulation of a scenario with a fixed number of ranks.
@@ -281,8 +283,8 @@ pub struct File {
 
 /// A started nonblocking access, completed by [`Rank::wait_all`].
 pub struct Pending {
+    started: Option<Signal>,
     access: Access,
-    started: Vec<(Signal, usize, u64)>,
     deferred: Option<(u64, u64)>,
     bytes: u64,
 }
@@ -325,9 +327,11 @@ impl Twin {
             ));
         }
         let mut flows = FlowNet::new();
-        let platform = Platform::build(scenario, ranks, &mut flows);
+        let platform = Platform::build(scenario, ranks, &mut flows).map_err(SimError::Setup)?;
+        let storage = Storage::build(scenario, &platform, seed, &mut flows);
         let mut model = Model {
             platform,
+            storage,
             md: scenario.metadata.clone(),
             shared_pointer_cost: scenario.mpiio.shared_pointer,
             files: Vec::new(),
@@ -337,15 +341,13 @@ impl Twin {
             rendezvous: BTreeMap::new(),
             mail: BTreeMap::new(),
             ptrs: Vec::new(),
-            rngs: (0..ranks)
-                .map(|r| Pcg64::seed_from_u64(seed.wrapping_add(r as u64)))
-                .collect(),
             waiting: vec![Wait::Running; ranks],
         };
         let world = model.new_comm((0..ranks).collect());
         let core = Rc::new(Core {
             engine: RefCell::new(Engine::new(flows)),
             model: RefCell::new(model),
+            spawned: RefCell::new(Vec::new()),
         });
         Ok(Twin { core, world })
     }
@@ -375,7 +377,18 @@ impl Twin {
     ) -> Result<RunStats, SimError> {
         assert_eq!(tasks.len(), self.size(), "one task per rank");
         let mut exec = Executor::new(tasks);
-        match engine::run(&self.core.engine, &mut exec) {
+        let core = &*self.core;
+        let (nodes, servers) = {
+            let m = core.model.borrow();
+            (m.storage.cached_nodes(), m.storage.write_back_servers())
+        };
+        for n in nodes {
+            exec.add(Box::pin(storage::node_flusher(core, n)), true);
+        }
+        for s in servers {
+            exec.add(Box::pin(storage::server_flusher(core, s)), true);
+        }
+        match engine::run(&core.engine, &mut exec, &core.spawned) {
             Ok(()) => {
                 let e = self.core.engine.borrow();
                 Ok(RunStats {
@@ -383,7 +396,9 @@ impl Twin {
                     end_time: e.now(),
                 })
             }
-            Err(blocked) => Err(self.deadlock(blocked)),
+            Err(blocked) => {
+                Err(self.deadlock(blocked.into_iter().filter(|&r| r < self.size()).collect()))
+            }
         }
     }
 
@@ -721,48 +736,56 @@ impl Rank {
         Ok(())
     }
 
-    /// Starts one request per extent; returns (signal, inode, end offset for writes) each and the bytes moved.
-    fn start_io(
+    /// The requests `ext` of `file` as the file-system layer takes them:
+    /// (node, requests (inode, offset, bytes), bytes moved). Reads stop at the end of the file.
+    fn requests(
         &self,
         file: &File,
         access: Access,
         ext: &[(u64, u64)],
-    ) -> (Vec<(Signal, usize, u64)>, u64) {
-        let mut m = self.core.model.borrow_mut();
-        let mut e = self.core.engine.borrow_mut();
-        let node = m.platform.node_of(self.world);
-        let mut started = Vec::with_capacity(ext.len());
-        let mut moved = 0;
-        for &(off, len) in ext {
-            let bytes = match access {
-                Access::Write => len,
-                Access::Read => len.min(m.files[file.inode].size.saturating_sub(off)),
-            };
-            let m = &mut *m;
-            let (lat, path) = m.platform.io_request(node, access, &mut m.rngs[self.world]);
-            let s = Signal::new();
-            e.transfer(lat, path, bytes as f64, s.clone());
-            started.push((
-                s,
-                file.inode,
-                if access == Access::Write {
-                    off + len
-                } else {
-                    0
-                },
-            ));
-            moved += bytes;
-        }
-        (started, moved)
+    ) -> (usize, Vec<(usize, u64, u64)>, u64) {
+        let m = self.core.model.borrow();
+        let size = m.files[file.inode].size;
+        let reqs: Vec<(usize, u64, u64)> = ext
+            .iter()
+            .map(|&(off, len)| {
+                let n = match access {
+                    Access::Write => len,
+                    Access::Read => len.min(size.saturating_sub(off)),
+                };
+                (file.inode, off, n)
+            })
+            .collect();
+        let moved = reqs.iter().map(|r| r.2).sum();
+        (m.platform.node_of(self.world), reqs, moved)
     }
 
-    async fn finish_io(&self, started: Vec<(Signal, usize, u64)>) {
-        for (s, inode, end) in started {
-            self.wait(&s, Wait::Io).await;
-            let mut m = self.core.model.borrow_mut();
-            let f = &mut m.files[inode];
-            f.size = f.size.max(end);
+    /// Does this rank's accesses `ext` of `file` through the file-system layer; returns the bytes moved.
+    async fn do_io(&self, file: &File, access: Access, ext: &[(u64, u64)]) -> u64 {
+        let (node, reqs, moved) = self.requests(file, access, ext);
+        self.core.model.borrow_mut().waiting[self.world] = Wait::Io;
+        storage::io(&self.core, node, access, &reqs).await;
+        let mut m = self.core.model.borrow_mut();
+        m.waiting[self.world] = Wait::Running;
+        if access == Access::Write {
+            grow(&mut m, &reqs);
         }
+        moved
+    }
+
+    /// Starts `ext` of `file` as a task of its own; the signal fires when it is done.
+    fn spawn_io(&self, file: &File, access: Access, ext: &[(u64, u64)]) -> (Signal, u64) {
+        let (node, reqs, moved) = self.requests(file, access, ext);
+        let done = Signal::new();
+        let (core, fired) = (self.core.clone(), done.clone());
+        self.core.spawned.borrow_mut().push(Box::pin(async move {
+            storage::io(&core, node, access, &reqs).await;
+            if access == Access::Write {
+                grow(&mut core.model.borrow_mut(), &reqs);
+            }
+            fired.fire();
+        }));
+        (done, moved)
     }
 
     /// `MPI_File_*_shared`: takes the shared pointer under its lock (one update at a
@@ -800,9 +823,7 @@ impl Rank {
             (Coord::Independent, Pos::At(off)) => {
                 let mut moved = 0;
                 for x in extents(&file.view, off, len) {
-                    let (st, n) = self.start_io(file, access, &[x]);
-                    self.finish_io(st).await;
-                    moved += n;
+                    moved += self.do_io(file, access, &[x]).await;
                 }
                 Ok(moved)
             }
@@ -815,8 +836,9 @@ impl Rank {
                     Kind::Barrier,
                 )
                 .await;
-                let (st, n) = self.start_io(file, access, &extents(&file.view, off, len));
-                self.finish_io(st).await;
+                let n = self
+                    .do_io(file, access, &extents(&file.view, off, len))
+                    .await;
                 self.collective(
                     &file.comm,
                     file.rank,
@@ -829,8 +851,9 @@ impl Rank {
             }
             (Coord::Independent, Pos::SharedPointer) => {
                 let off = self.take_shared_pointer(file, len).await;
-                let (st, n) = self.start_io(file, access, &extents(&file.view, off, len));
-                self.finish_io(st).await;
+                let n = self
+                    .do_io(file, access, &extents(&file.view, off, len))
+                    .await;
                 Ok(n)
             }
             (Coord::Collective, Pos::SharedPointer) => {
@@ -847,8 +870,9 @@ impl Rank {
                     Some(CollOut::Offsets(o)) => o[file.rank],
                     _ => unreachable!("ordered access yields offsets"),
                 };
-                let (st, n) = self.start_io(file, access, &extents(&file.view, off, len));
-                self.finish_io(st).await;
+                let n = self
+                    .do_io(file, access, &extents(&file.view, off, len))
+                    .await;
                 self.collective(
                     &file.comm,
                     file.rank,
@@ -875,14 +899,14 @@ impl Rank {
         self.check(file, access, coord, pos)?;
         match (coord, pos) {
             (Coord::Independent, Pos::At(off)) => {
-                let (started, bytes) = self.start_io(file, access, &extents(&file.view, off, len));
-                Ok(Pending { access, started, deferred: None, bytes })
+                let (started, bytes) = self.spawn_io(file, access, &extents(&file.view, off, len));
+                Ok(Pending { access, started: Some(started), deferred: None, bytes })
             }
-            (Coord::Collective, Pos::At(off)) => Ok(Pending { access, started: Vec::new(), deferred: Some((off, len)), bytes: 0 }),
+            (Coord::Collective, Pos::At(off)) => Ok(Pending { access, started: None, deferred: Some((off, len)), bytes: 0 }),
             (Coord::Independent, Pos::SharedPointer) => {
                 let off = self.take_shared_pointer(file, len).await;
-                let (started, bytes) = self.start_io(file, access, &extents(&file.view, off, len));
-                Ok(Pending { access, started, deferred: None, bytes })
+                let (started, bytes) = self.spawn_io(file, access, &extents(&file.view, off, len));
+                Ok(Pending { access, started: Some(started), deferred: None, bytes })
             }
             (Coord::Collective, Pos::SharedPointer) => Err(FileError::Invalid(
                 "nonblocking ordered (collective shared-pointer) access does not exist in MPI; use the blocking call".into(),
@@ -897,7 +921,9 @@ impl Rank {
         let mut out: Vec<u64> = reqs.iter().map(|r| r.bytes).collect();
         let any_collective = reqs.iter().any(|r| r.deferred.is_some());
         for r in &reqs {
-            self.finish_io(r.started.clone()).await;
+            if let Some(s) = &r.started {
+                self.wait(s, Wait::Io).await;
+            }
         }
         if any_collective {
             self.collective(
@@ -911,12 +937,14 @@ impl Rank {
             let mut started = Vec::new();
             for (i, r) in reqs.iter().enumerate() {
                 if let Some((off, len)) = r.deferred {
-                    let (st, n) = self.start_io(file, r.access, &extents(&file.view, off, len));
-                    started.extend(st);
+                    let (s, n) = self.spawn_io(file, r.access, &extents(&file.view, off, len));
+                    started.push(s);
                     out[i] = n;
                 }
             }
-            self.finish_io(started).await;
+            for s in &started {
+                self.wait(s, Wait::Io).await;
+            }
             self.collective(
                 &file.comm,
                 file.rank,
@@ -942,9 +970,12 @@ impl Rank {
             )
             .await;
         }
+        let node = self.core.model.borrow().platform.node_of(self.world);
+        self.core.model.borrow_mut().waiting[self.world] = Wait::Io;
+        storage::sync(&self.core, node, file.inode).await;
         let t = {
             let m = self.core.model.borrow();
-            self.now() + m.platform.server_rtt(m.platform.node_of(self.world)) + m.md.sync
+            self.now() + m.platform.server_rtt(node) + m.md.sync
         };
         self.until(t, Wait::Io).await;
     }
@@ -961,6 +992,9 @@ impl Rank {
 
     /// Closes `file` (collective over the file's ranks when it was opened shared).
     pub async fn close(&self, file: File) {
+        let node = self.core.model.borrow().platform.node_of(self.world);
+        self.core.model.borrow_mut().waiting[self.world] = Wait::Io;
+        storage::close(&self.core, node, file.inode).await;
         if file.comm.members.len() > 1 {
             self.collective(&file.comm, file.rank, &file.seq, Contrib::None, Kind::Close)
                 .await;
@@ -979,7 +1013,9 @@ impl Rank {
     pub async fn delete(&self, path: &str) {
         let t = {
             let mut m = self.core.model.borrow_mut();
-            m.by_path.remove(path);
+            if let Some(inode) = m.by_path.remove(path) {
+                storage::delete(&mut m.storage, inode);
+            }
             let node = m.platform.node_of(self.world);
             let cost = m.md.delete;
             m.md_op(self.now(), node, cost)
@@ -997,6 +1033,14 @@ impl File {
     /// The I/O library it was opened through.
     pub fn api(&self) -> FileApi {
         self.api
+    }
+}
+
+/// Files grow to the end of the writes `reqs` = (inode, offset, bytes).
+fn grow(m: &mut Model, reqs: &[(usize, u64, u64)]) {
+    for &(inode, off, len) in reqs {
+        let f = &mut m.files[inode];
+        f.size = f.size.max(off + len);
     }
 }
 

@@ -51,7 +51,10 @@ fn good_file_loads_with_exact_units() {
     assert_eq!(s.nodes[0].memory, 8 << 30);
     assert_eq!(s.nodes[0].nic_bw, 1.25e9);
     assert_eq!(s.server.nic_bw, 1.5 * (1u64 << 30) as f64);
-    assert_eq!(s.server.device.write_latency, 30e-6);
+    match &s.server.device {
+        piotwin_sim::scenario::Device::Ssd(d) => assert_eq!(d.write_latency, 30e-6),
+        other => panic!("an SSD by default, got {other:?}"),
+    }
     assert_eq!(s.node_count(), 2);
     assert_eq!(s.core_count(), 8);
     let shown = s.to_string();
@@ -76,7 +79,7 @@ fn unknown_key_names_line_path_and_allowed_keys() {
     assert_eq!(
         err(&text),
         "s.toml:24: server.device.writ_bw: unknown key; allowed in [server.device]: \
-         read_bw, write_bw, read_latency, write_latency, latency_jitter"
+         kind, read_bw, write_bw, read_latency, write_latency, latency_jitter, channels"
     );
 }
 
@@ -153,4 +156,33 @@ fn missing_key_and_bad_toml() {
         e.starts_with("/nonexistent/x.toml: cannot read the scenario"),
         "{e}"
     );
+}
+
+#[test]
+fn every_shipped_scenario_loads() {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../scenarios");
+    let mut n = 0;
+    for e in std::fs::read_dir(&dir).unwrap() {
+        let p = e.unwrap().path();
+        if p.extension().is_some_and(|x| x == "toml") {
+            Scenario::load(&p).unwrap_or_else(|e| panic!("{e}"));
+            n += 1;
+        }
+    }
+    assert!(n >= 5, "{n} scenarios");
+}
+
+#[test]
+fn set_overrides_with_precise_errors() {
+    let s = Scenario::from_str_with(GOOD, "s.toml", &["nodes[0].count=3".into()]).unwrap();
+    assert_eq!(s.node_count(), 3);
+    let e =
+        Scenario::from_str_with(GOOD, "s.toml", &["network.bandwidth=fast".into()]).unwrap_err();
+    assert!(
+        e.to_string()
+            .starts_with("--set network.bandwidth=fast: network.bandwidth = fast:"),
+        "{e}"
+    );
+    let e = Scenario::from_str_with(GOOD, "s.toml", &["nodes[4].count=1".into()]).unwrap_err();
+    assert!(e.to_string().contains("`nodes` has 1 entry"), "{e}");
 }

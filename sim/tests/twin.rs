@@ -10,7 +10,8 @@ use piotwin_sim::{
 };
 
 /// A scenario where only what a test names costs anything: zero latencies,
-/// links far faster than the device. `extra` replaces lines (`key = value`).
+/// links far faster than the device, no caches, an SSD with 64 channels (request
+/// latencies overlap). `extra` replaces lines (`key = value`).
 fn scenario(cores: usize, nodes: usize, extra: &[(&str, &str)]) -> Scenario {
     let mut lines: Vec<(String, String)> = [
         ("nic_bw", "\"1TB/s\""),
@@ -46,7 +47,7 @@ fn scenario(cores: usize, nodes: usize, extra: &[(&str, &str)]) -> Scenario {
         "name = \"test\"\nseed = 1\n[[nodes]]\nname = \"n\"\ncount = {nodes}\ncores = {cores}\nmemory = \"1GiB\"\n\
          nic_bw = {}\nnic_latency = {}\n[nodes.compute]\nmemcpy = {}\nfft = \"1Gflop/s\"\nbt = \"2Gflop/s\"\nflops = \"4Gflop/s\"\n\
          [network]\nbandwidth = {}\nlatency = {}\n[server]\nnic_bw = {}\n[server.device]\nread_bw = {}\nwrite_bw = {}\n\
-         read_latency = {}\nwrite_latency = {}\nlatency_jitter = {}\n[metadata]\nopen = {}\ncreate = {}\nclose = {}\n\
+         read_latency = {}\nwrite_latency = {}\nlatency_jitter = {}\nchannels = 64\n[metadata]\nopen = {}\ncreate = {}\nclose = {}\n\
          delete = {}\nsync = {}\n[mpiio]\nshared_pointer = {}\n",
         g("nic_bw"),
         g("nic_latency"),

@@ -144,6 +144,9 @@ pub(crate) struct CommonArgs {
     /// Run in the twin of the storage system described by this scenario file (TOML) instead of for real.
     #[arg(long, value_name = "SCENARIO", help_heading = "Where it runs")]
     sim: Option<PathBuf>,
+    /// Override a scenario value for --sim, e.g. --set filesystem.stripe_count=8 --set nodes[0].memory=16GiB (repeatable; checked like the file).
+    #[arg(long = "set", value_name = "KEY=VALUE", help_heading = "Where it runs")]
+    set: Vec<String>,
     /// Number of ranks for --sim or --dry-run (for real runs, mpiexec -n decides).
     #[arg(long, value_name = "N", help_heading = "Where it runs", allow_hyphen_values = true,
           value_parser = clap::value_parser!(u64).range(1..))]
@@ -270,9 +273,12 @@ impl CommonArgs {
                 "--sim and --dry-run exclude each other: pick the twin or the null back end".into(),
             );
         }
+        if !self.set.is_empty() && self.sim.is_none() {
+            return usage("--set overrides a scenario value: it needs --sim SCENARIO".into());
+        }
         let backend = match (&self.sim, self.dry_run, self.ranks) {
             (Some(path), _, Some(ranks)) => {
-                let scenario = Scenario::load(path)
+                let scenario = Scenario::load_with(path, &self.set)
                     .map_err(|e| CliError::Usage(format!("--sim `{}`: {e}", path.display())))?;
                 Backend::Sim {
                     path: path.clone(),

@@ -1,0 +1,339 @@
+//! Extent caches: a client node's page cache and an I/O server's cache.
+//!
+//! State is kept per file as extent ranges (an interval map `start → (end,
+//! stamp, state)`), never per page, so memory stays bounded by the number of
+//! distinct accesses however large the files are. Each extent carries the
+//! stamp of its last access; eviction takes the least recently used *clean*
+//! extents first (dirty data must be written back before it can go). A
+//! sequential run appended to an extent of the same state merges into it and
+//! refreshes its stamp: a stream is one LRU unit.
+//!
+//! Dirty accounting follows Linux's write-back (Documentation/admin-guide/
+//! sysctl/vm.rst): above `dirty_background_ratio` a flusher writes back the
+//! oldest dirty data; above `dirty_ratio` writers are throttled until it
+//! falls below; `fsync` writes back one file's dirty data.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+/// State of cached bytes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum State {
+    /// Same as on the server (or device).
+    Clean,
+    /// Written here, not yet written back.
+    Dirty,
+    /// Being written back.
+    Writeback,
+}
+
+#[derive(Debug, Clone, Copy)]
+struct Ext {
+    end: u64,
+    stamp: u64,
+    state: State,
+}
+
+/// An LRU extent cache with dirty accounting; offsets are file offsets in bytes.
+pub(crate) struct Cache {
+    /// Bytes it may hold.
+    pub(crate) capacity: u64,
+    /// Dirty + writeback bytes above which writers wait (Linux `dirty_ratio`).
+    pub(crate) dirty_limit: u64,
+    /// Dirty bytes above which write-back starts (Linux `dirty_background_ratio`).
+    pub(crate) background: u64,
+    files: BTreeMap<usize, BTreeMap<u64, Ext>>,
+    /// (stamp, file, start) of every extent: least recently used first.
+    lru: BTreeSet<(u64, usize, u64)>,
+    stamp: u64,
+    /// Bytes held.
+    pub(crate) bytes: u64,
+    /// Dirty bytes (not being written back).
+    pub(crate) dirty: u64,
+    /// Bytes being written back.
+    pub(crate) writeback: u64,
+}
+
+impl Cache {
+    pub(crate) fn new(capacity: u64, dirty_ratio: f64, background_ratio: f64) -> Cache {
+        Cache {
+            capacity,
+            dirty_limit: (capacity as f64 * dirty_ratio) as u64,
+            background: (capacity as f64 * background_ratio) as u64,
+            files: BTreeMap::new(),
+            lru: BTreeSet::new(),
+            stamp: 0,
+            bytes: 0,
+            dirty: 0,
+            writeback: 0,
+        }
+    }
+
+    fn count(&mut self, state: State, len: u64, add: bool) {
+        let c = match state {
+            State::Clean => None,
+            State::Dirty => Some(&mut self.dirty),
+            State::Writeback => Some(&mut self.writeback),
+        };
+        if add {
+            self.bytes += len;
+            if let Some(c) = c {
+                *c += len;
+            }
+        } else {
+            self.bytes -= len;
+            if let Some(c) = c {
+                *c -= len;
+            }
+        }
+    }
+
+    /// Removes `[a, b)` of `file`; returns the removed pieces `(start, end, state)` in order.
+    fn cut(&mut self, file: usize, a: u64, b: u64) -> Vec<(u64, u64, State)> {
+        let mut out = Vec::new();
+        let Some(map) = self.files.get_mut(&file) else {
+            return out;
+        };
+        let first = map.range(..a).next_back().map(|(&s, _)| s).unwrap_or(a);
+        let keys: Vec<u64> = map.range(first..b).map(|(&s, _)| s).collect();
+        let mut put = Vec::new();
+        for s in keys {
+            let e = map[&s];
+            if e.end <= a || s >= b {
+                continue;
+            }
+            map.remove(&s);
+            self.lru.remove(&(e.stamp, file, s));
+            if s < a {
+                put.push((s, Ext { end: a, ..e }));
+            }
+            if e.end > b {
+                put.push((b, e));
+            }
+            out.push((s.max(a), e.end.min(b), e.state));
+        }
+        for (s, e) in put {
+            map.insert(s, e);
+            self.lru.insert((e.stamp, file, s));
+        }
+        for &(s, e, st) in &out {
+            self.count(st, e - s, false);
+        }
+        if self.files.get(&file).is_some_and(BTreeMap::is_empty) {
+            self.files.remove(&file);
+        }
+        out
+    }
+
+    /// Puts `[a, b)` of `file` in `state`, as the most recently used data.
+    pub(crate) fn insert(&mut self, file: usize, a: u64, b: u64, state: State) {
+        if a >= b {
+            return;
+        }
+        self.cut(file, a, b);
+        self.stamp += 1;
+        let stamp = self.stamp;
+        let map = self.files.entry(file).or_default();
+        let mut start = a;
+        if let Some((&s, e)) = map.range(..a).next_back()
+            && e.end == a
+            && e.state == state
+        {
+            let e = *e;
+            map.remove(&s);
+            self.lru.remove(&(e.stamp, file, s));
+            self.count(state, a - s, false);
+            start = s;
+        }
+        let map = self.files.entry(file).or_default();
+        map.insert(
+            start,
+            Ext {
+                end: b,
+                stamp,
+                state,
+            },
+        );
+        self.lru.insert((stamp, file, start));
+        self.count(state, b - start, true);
+    }
+
+    /// Evicts least recently used clean extents until the cache fits its capacity.
+    pub(crate) fn evict(&mut self) {
+        if self.bytes <= self.capacity {
+            return;
+        }
+        let mut victims = Vec::new();
+        let mut over = self.bytes - self.capacity;
+        for &(_, file, s) in &self.lru {
+            if over == 0 {
+                break;
+            }
+            let e = self.files[&file][&s];
+            if e.state == State::Clean {
+                let take = (e.end - s).min(over);
+                victims.push((file, s, s + take));
+                over -= take;
+            }
+        }
+        for (file, a, b) in victims {
+            self.cut(file, a, b);
+        }
+    }
+
+    /// Splits `[a, b)` of `file` into cached and missing ranges, in order, and
+    /// marks the cached extents as just used.
+    pub(crate) fn lookup(
+        &mut self,
+        file: usize,
+        a: u64,
+        b: u64,
+    ) -> (Vec<(u64, u64)>, Vec<(u64, u64)>) {
+        let (mut hits, mut misses) = (Vec::new(), Vec::new());
+        let mut at = a;
+        self.stamp += 1;
+        let stamp = self.stamp;
+        if let Some(map) = self.files.get_mut(&file) {
+            let first = map.range(..a).next_back().map(|(&s, _)| s).unwrap_or(a);
+            let keys: Vec<u64> = map.range(first..b).map(|(&s, _)| s).collect();
+            for s in keys {
+                let e = map.get_mut(&s).expect("listed");
+                if e.end <= a {
+                    continue;
+                }
+                let (lo, hi) = (s.max(a), e.end.min(b));
+                if lo > at {
+                    misses.push((at, lo));
+                }
+                hits.push((lo, hi));
+                at = hi;
+                self.lru.remove(&(e.stamp, file, s));
+                e.stamp = stamp;
+                self.lru.insert((stamp, file, s));
+            }
+        }
+        if at < b {
+            misses.push((at, b));
+        }
+        (hits, misses)
+    }
+
+    /// Marks up to `limit` bytes of dirty data as being written back and returns
+    /// it as `(file, start, end)`: of `only` = `(file, start, end)` when given
+    /// (fsync, lock revocation), else the oldest dirty extents (the flusher).
+    pub(crate) fn take_dirty(
+        &mut self,
+        only: Option<(usize, u64, u64)>,
+        limit: u64,
+    ) -> Vec<(usize, u64, u64)> {
+        let mut found = Vec::new();
+        let mut left = limit;
+        match only {
+            Some((file, a, b)) => {
+                if let Some(map) = self.files.get(&file) {
+                    let first = map.range(..a).next_back().map(|(&s, _)| s).unwrap_or(a);
+                    for (&s, e) in map.range(first..b) {
+                        if e.state == State::Dirty && e.end > a && left > 0 {
+                            let (lo, hi) =
+                                (s.max(a), e.end.min(b).min(s.max(a).saturating_add(left)));
+                            found.push((file, lo, hi));
+                            left -= hi - lo;
+                        }
+                    }
+                }
+            }
+            None => {
+                for &(_, file, s) in &self.lru {
+                    if left == 0 {
+                        break;
+                    }
+                    let e = self.files[&file][&s];
+                    if e.state == State::Dirty {
+                        let hi = e.end.min(s.saturating_add(left));
+                        found.push((file, s, hi));
+                        left -= hi - s;
+                    }
+                }
+            }
+        }
+        for &(file, a, b) in &found {
+            self.set_state(file, a, b, State::Dirty, State::Writeback);
+        }
+        found
+    }
+
+    /// Changes the parts of `[a, b)` of `file` that are in state `from` to `to`,
+    /// keeping their stamps.
+    pub(crate) fn set_state(&mut self, file: usize, a: u64, b: u64, from: State, to: State) {
+        for (s, e, st) in self.cut(file, a, b) {
+            let st = if st == from { to } else { st };
+            let map = self.files.entry(file).or_default();
+            self.stamp += 1;
+            map.insert(
+                s,
+                Ext {
+                    end: e,
+                    stamp: self.stamp,
+                    state: st,
+                },
+            );
+            self.lru.insert((self.stamp, file, s));
+            self.count(st, e - s, true);
+        }
+    }
+
+    /// Drops the clean parts of `[a, b)` of `file` (another client wrote there).
+    pub(crate) fn invalidate(&mut self, file: usize, a: u64, b: u64) {
+        for (s, e, st) in self.cut(file, a, b) {
+            if st != State::Clean {
+                self.files.entry(file).or_default().insert(
+                    s,
+                    Ext {
+                        end: e,
+                        stamp: 0,
+                        state: st,
+                    },
+                );
+                self.lru.insert((0, file, s));
+                self.count(st, e - s, true);
+            }
+        }
+    }
+
+    /// Forgets `file` entirely (it was deleted).
+    pub(crate) fn remove_file(&mut self, file: usize) {
+        self.cut(file, 0, u64::MAX);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn insert_merge_lookup_evict() {
+        let mut c = Cache::new(100, 0.2, 0.1);
+        c.insert(1, 0, 40, State::Dirty);
+        c.insert(1, 40, 60, State::Dirty); // merges with [0, 40)
+        assert_eq!((c.bytes, c.dirty), (60, 60));
+        let (h, m) = c.lookup(1, 50, 80);
+        assert_eq!((h, m), (vec![(50, 60)], vec![(60, 80)]));
+        let wb = c.take_dirty(None, 1000);
+        assert_eq!(wb, vec![(1, 0, 60)]);
+        assert_eq!((c.dirty, c.writeback), (0, 60));
+        c.set_state(1, 0, 60, State::Writeback, State::Clean);
+        c.insert(2, 0, 70, State::Clean); // 130 > 100: the oldest clean bytes go
+        c.evict();
+        assert_eq!(c.bytes, 100);
+        let (h, _) = c.lookup(1, 0, 60);
+        assert_eq!(h, vec![(30, 60)]);
+    }
+
+    #[test]
+    fn dirty_data_is_never_evicted() {
+        let mut c = Cache::new(50, 0.9, 0.5);
+        c.insert(1, 0, 40, State::Dirty);
+        c.insert(2, 0, 30, State::Clean);
+        c.evict();
+        assert_eq!((c.bytes, c.dirty), (50, 40));
+    }
+}

@@ -1,0 +1,735 @@
+//! The file-system layer: what a rank's data requests cost on the storage system.
+//!
+//! **The seam.** Everything above (the MPI-IO semantics in `world`, and the
+//! ROMIO-like collective buffering and data sieving that sit on top of it)
+//! hands this layer, per rank, a list of `(file, offset, len)` requests and
+//! read or write ([`io`]); plus `sync`, `close` and `delete` hooks. Below, a
+//! request becomes flows over its whole path:
+//!
+//! ```text
+//!  write: rank ─ page cache (memcpy) ┄┄ flusher ┐
+//!                └─(no cache)────────────────────┴─ node NIC ─ switches/links ─ server NIC
+//!                      ─ server CPU (FIFO, per request) ─ server cache (write-back) ┄┄ flusher ┐
+//!                                                     └─(write-through/full)───────────────────┴─ device
+//!  read:  the same backwards; cached bytes (client, then server) at memory speed
+//! ```
+//!
+//! * **File systems**: local and NFS-like map a file to its one server;
+//!   parallel ones stripe it (Lustre manual, "Managing File Layout"): stripe
+//!   `k` of size `stripe_size` goes to server `(first + k mod stripe_count) mod
+//!   servers`, `first` round-robin over files, at object offset `⌊k/stripe_count⌋·stripe_size`.
+//!   Each object is placed on its server's device at 1/64 of the device apart
+//!   (block-group style), so distinct files are far apart on a disk.
+//! * **Client page cache** (Linux write-back): writes copy into the cache at
+//!   memcpy speed and are dirty; a flusher daemon per node writes the oldest
+//!   dirty data back while more than `dirty_background_ratio` is dirty;
+//!   writers wait while `dirty_ratio` is reached; `sync` writes the file's
+//!   dirty bytes back and waits; NFS also does that at close (close-to-open).
+//!   Reads of cached bytes cost a memcpy; missing ones come from the servers
+//!   and stay cached (LRU). A write invalidates other nodes' clean copies.
+//! * **Server cache**: write-back (writes end in server memory while under its
+//!   dirty limit; a flusher per server writes to the device) or write-through;
+//!   an LRU read cache either way.
+//! * **Extent locks** (Lustre LDLM / GPFS tokens, granularity
+//!   `lock_granularity`): a write takes the lock units it touches. A unit held
+//!   by another client is revoked: wait for the holder's write in progress,
+//!   have it write back its dirty bytes in the unit, pay `lock_revoke`. Two
+//!   writers of one unit therefore serialise.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use rand::{Rng, SeedableRng};
+use rand_pcg::Pcg64;
+
+use crate::cache::{Cache, State};
+use crate::device::{self, Layout, Unit};
+use crate::engine::{Engine, Signal};
+use crate::flow::{FlowNet, ResourceId};
+use crate::platform::{Access, Platform};
+use crate::scenario::{FileSystem, FsKind, Scenario};
+use crate::world::Core;
+
+/// Bytes the flusher writes back per round (Linux writes back in chunks of
+/// `MAX_WRITEBACK_PAGES`-like batches; 16 MiB keeps flows few and large).
+const FLUSH_CHUNK: u64 = 16 << 20;
+
+struct SrvCache {
+    cache: Cache,
+    mem: ResourceId,
+    write_back: bool,
+    kick: Option<Signal>,
+}
+
+struct Srv {
+    layout: Layout,
+    capacity: u64,
+    cpu_free: f64,
+    request_cpu: f64,
+    cache: Option<SrvCache>,
+}
+
+struct NodeCache {
+    cache: Cache,
+    /// Set while the flusher sleeps: fire to wake it.
+    kick: Option<Signal>,
+    /// Writers waiting for dirty data to drop below the limit.
+    throttled: Vec<Signal>,
+    /// Write-back in flight: (file, fired when done).
+    inflight: Vec<(usize, Signal)>,
+}
+
+struct LockUnit {
+    holder: usize,
+    busy: Signal,
+}
+
+/// State of the storage system: servers, devices, caches, layouts, locks.
+pub(crate) struct Storage {
+    fs: FileSystem,
+    units: Vec<Unit>,
+    servers: Vec<Srv>,
+    nodes: Vec<Option<NodeCache>>,
+    objects: BTreeMap<(usize, usize), u64>,
+    next_obj: Vec<u64>,
+    locks: BTreeMap<usize, BTreeMap<u64, LockUnit>>,
+    cached_on: BTreeMap<usize, BTreeSet<usize>>,
+    rng: Pcg64,
+}
+
+/// Pieces of a request at one server: (file offset, object offset, length).
+type Pieces = Vec<(u64, u64, u64)>;
+
+/// Started flows of remote requests: their signals and HDD queue entries to drop.
+#[derive(Default)]
+pub(crate) struct Started {
+    signals: Vec<Signal>,
+    queued: Vec<(usize, u64)>,
+}
+
+impl Storage {
+    pub(crate) fn build<T>(
+        scn: &Scenario,
+        platform: &Platform,
+        seed: u64,
+        flows: &mut FlowNet<T>,
+    ) -> Storage {
+        let mut units = Vec::new();
+        let servers = (0..scn.server.count)
+            .map(|i| {
+                let (layout, capacity) = device::build(
+                    &scn.server.device,
+                    &format!("server{i}.device"),
+                    &mut units,
+                    flows,
+                );
+                Srv {
+                    layout,
+                    capacity,
+                    cpu_free: 0.0,
+                    request_cpu: scn.server.request_cpu,
+                    cache: scn.server.cache.as_ref().map(|c| SrvCache {
+                        cache: Cache::new(
+                            c.capacity,
+                            if c.write_back { c.dirty_ratio } else { 0.0 },
+                            0.0,
+                        ),
+                        mem: flows.add_resource(format!("server{i}.cache"), c.bandwidth),
+                        write_back: c.write_back,
+                        kick: None,
+                    }),
+                }
+            })
+            .collect();
+        let mut nodes = Vec::new();
+        for g in &scn.nodes {
+            for _ in 0..g.count {
+                nodes.push(g.cache.as_ref().map(|c| NodeCache {
+                    cache: Cache::new(c.capacity, c.dirty_ratio, c.dirty_background_ratio),
+                    kick: None,
+                    throttled: Vec::new(),
+                    inflight: Vec::new(),
+                }));
+            }
+        }
+        debug_assert_eq!(nodes.len(), platform.node_count());
+        Storage {
+            fs: scn.filesystem.clone(),
+            units,
+            servers,
+            nodes,
+            objects: BTreeMap::new(),
+            next_obj: vec![0; scn.server.count],
+            locks: BTreeMap::new(),
+            cached_on: BTreeMap::new(),
+            rng: Pcg64::seed_from_u64(seed ^ 0x5EED_0F_D15C),
+        }
+    }
+
+    /// Nodes with a page cache (each gets a flusher daemon).
+    pub(crate) fn cached_nodes(&self) -> Vec<usize> {
+        (0..self.nodes.len())
+            .filter(|&n| self.nodes[n].is_some())
+            .collect()
+    }
+
+    /// Servers with a write-back cache (each gets a flusher daemon).
+    pub(crate) fn write_back_servers(&self) -> Vec<usize> {
+        (0..self.servers.len())
+            .filter(|&s| self.servers[s].cache.as_ref().is_some_and(|c| c.write_back))
+            .collect()
+    }
+
+    /// Splits `[a, b)` of `file` into per-server pieces, servers ascending.
+    fn map(&self, file: usize, a: u64, b: u64) -> BTreeMap<usize, Pieces> {
+        let mut out: BTreeMap<usize, Pieces> = BTreeMap::new();
+        if self.fs.kind != FsKind::Parallel {
+            out.insert(0, vec![(a, a, b - a)]);
+            return out;
+        }
+        let (ss, sc) = (self.fs.stripe_size, self.fs.stripe_count as u64);
+        let n = self.servers.len() as u64;
+        let first = (file as u64 * sc) % n;
+        let mut x = a;
+        while x < b {
+            let k = x / ss;
+            let take = (ss - x % ss).min(b - x);
+            let srv = ((first + k % sc) % n) as usize;
+            let obj = (k / sc) * ss + x % ss;
+            let v = out.entry(srv).or_default();
+            match v.last_mut() {
+                Some(l) if l.0 + l.2 == x && l.1 + l.2 == obj => l.2 += take,
+                _ => v.push((x, obj, take)),
+            }
+            x += take;
+        }
+        out
+    }
+
+    /// Device offset of `obj` offset of `file`'s object on server `srv`.
+    fn dev_offset(&mut self, srv: usize, file: usize, obj: u64) -> u64 {
+        let cap = self.servers[srv].capacity;
+        let base = match self.objects.get(&(srv, file)) {
+            Some(&b) => b,
+            None => {
+                let k = self.next_obj[srv];
+                self.next_obj[srv] += 1;
+                let b = (k % 64) * (cap / 64);
+                self.objects.insert((srv, file), b);
+                b
+            }
+        };
+        (base + obj) % cap
+    }
+
+    /// Device part of a request at server `srv`: (delay, busy-seconds entries, HDD queue entries).
+    fn device(
+        &mut self,
+        now: f64,
+        srv: usize,
+        file: usize,
+        pieces: &[(u64, u64)],
+        access: Access,
+        started: &mut Started,
+    ) -> (f64, Vec<(ResourceId, f64)>) {
+        let exts: Vec<(u64, u64)> = pieces
+            .iter()
+            .map(|&(obj, len)| (self.dev_offset(srv, file, obj), len))
+            .collect();
+        let Storage {
+            units,
+            servers,
+            rng,
+            ..
+        } = self;
+        let p = device::plan(units, &servers[srv].layout, now, &exts, access);
+        started.queued.extend(p.queued);
+        let jitter = match servers[srv].layout {
+            Layout::Single(u) => units[u].jitter(),
+            Layout::Raid { ref members, .. } => units[members[0]].jitter(),
+        };
+        let delay = if jitter > 0.0 {
+            p.delay * (1.0 + jitter * rng.random_range(-1.0..1.0))
+        } else {
+            p.delay
+        };
+        (delay, p.busy)
+    }
+
+    /// Starts the remote part of requests `list` = (file, start, end) from `node`.
+    pub(crate) fn start_remote(
+        &mut self,
+        platform: &Platform,
+        e: &mut Engine,
+        node: usize,
+        access: Access,
+        list: &[(usize, u64, u64)],
+    ) -> Started {
+        let mut st = Started::default();
+        let now = e.now();
+        for &(file, a, b) in list {
+            if a >= b {
+                continue;
+            }
+            for (srv, pieces) in self.map(file, a, b) {
+                let mut net = Vec::new();
+                let lat = platform.to_server(node, srv, access, &mut net);
+                let s = &mut self.servers[srv];
+                let begin = (now + lat).max(s.cpu_free);
+                s.cpu_free = begin + s.request_cpu;
+                let lat = s.cpu_free - now;
+                let bytes: u64 = pieces.iter().map(|p| p.2).sum();
+                // (file offsets served from the server cache, pieces that need the device)
+                let (hit, dev): (u64, Vec<(u64, u64)>) = match (&mut s.cache, access) {
+                    (Some(c), Access::Write) => {
+                        let fits = c.write_back && c.cache.dirty + bytes <= c.cache.dirty_limit;
+                        for &(fo, _, len) in &pieces {
+                            c.cache.insert(
+                                file,
+                                fo,
+                                fo + len,
+                                if fits { State::Dirty } else { State::Clean },
+                            );
+                        }
+                        c.cache.evict();
+                        if fits {
+                            if c.cache.dirty > 0
+                                && let Some(k) = c.kick.take()
+                            {
+                                k.fire();
+                            }
+                            (bytes, Vec::new())
+                        } else {
+                            (0, pieces.iter().map(|p| (p.1, p.2)).collect())
+                        }
+                    }
+                    (Some(c), Access::Read) => {
+                        let mut hit = 0;
+                        let mut dev = Vec::new();
+                        for &(fo, obj, len) in &pieces {
+                            let (h, m) = c.cache.lookup(file, fo, fo + len);
+                            hit += h.iter().map(|r| r.1 - r.0).sum::<u64>();
+                            for (x, y) in m {
+                                dev.push((obj + (x - fo), y - x));
+                                c.cache.insert(file, x, y, State::Clean);
+                            }
+                        }
+                        c.cache.evict();
+                        (hit, dev)
+                    }
+                    (None, _) => (0, pieces.iter().map(|p| (p.1, p.2)).collect()),
+                };
+                if hit > 0 {
+                    let mem = self.servers[srv]
+                        .cache
+                        .as_ref()
+                        .expect("hit in a cache")
+                        .mem;
+                    let mut path = net.clone();
+                    path.push((mem, 1.0));
+                    let sig = Signal::new();
+                    e.transfer(lat, path, hit as f64, sig.clone());
+                    st.signals.push(sig);
+                }
+                if !dev.is_empty() {
+                    let dbytes: u64 = dev.iter().map(|p| p.1).sum();
+                    let (delay, busy) = self.device(now, srv, file, &dev, access, &mut st);
+                    let mut path = net;
+                    path.extend(busy.into_iter().map(|(r, secs)| (r, secs / dbytes as f64)));
+                    let sig = Signal::new();
+                    e.transfer(lat + delay, path, dbytes as f64, sig.clone());
+                    st.signals.push(sig);
+                }
+            }
+        }
+        st
+    }
+
+    /// Bookkeeping once started remote requests completed.
+    pub(crate) fn finish_remote(&mut self, queued: &[(usize, u64)]) {
+        for &(u, end) in queued {
+            self.units[u].complete(end);
+        }
+    }
+}
+
+async fn wait_started(core: &Core, st: Started) {
+    for s in &st.signals {
+        s.wait().await;
+    }
+    core.model.borrow_mut().storage.finish_remote(&st.queued);
+}
+
+async fn transfer(core: &Core, latency: f64, path: Vec<(ResourceId, f64)>, bytes: u64) {
+    let s = Signal::new();
+    core.engine
+        .borrow_mut()
+        .transfer(latency, path, bytes as f64, s.clone());
+    s.wait().await;
+}
+
+/// Writes back `list` (marked as writeback in `node`'s cache) and marks it clean.
+async fn write_back(core: &Core, node: usize, list: Vec<(usize, u64, u64)>) {
+    if list.is_empty() {
+        return;
+    }
+    let done = Signal::new();
+    let st = {
+        let mut m = core.model.borrow_mut();
+        let m = &mut *m;
+        let nc = m.storage.nodes[node].as_mut().expect("a cached node");
+        for &(f, _, _) in &list {
+            nc.inflight.push((f, done.clone()));
+        }
+        let mut e = core.engine.borrow_mut();
+        m.storage
+            .start_remote(&m.platform, &mut e, node, Access::Write, &list)
+    };
+    wait_started(core, st).await;
+    let mut m = core.model.borrow_mut();
+    let nc = m.storage.nodes[node].as_mut().expect("a cached node");
+    for &(f, a, b) in &list {
+        nc.cache.set_state(f, a, b, State::Writeback, State::Clean);
+    }
+    nc.cache.evict();
+    nc.inflight.retain(|(_, s)| !s.same(&done));
+    done.fire();
+    if nc.cache.dirty + nc.cache.writeback < nc.cache.dirty_limit {
+        for s in nc.throttled.drain(..) {
+            s.fire();
+        }
+    }
+}
+
+/// The write-back daemon of `node`'s page cache: while more than the
+/// background threshold is dirty, writes back the oldest dirty data.
+pub(crate) async fn node_flusher(core: &Core, node: usize) {
+    loop {
+        let job = {
+            let mut m = core.model.borrow_mut();
+            let nc = m.storage.nodes[node].as_mut().expect("a cached node");
+            if nc.cache.dirty > nc.cache.background {
+                Ok(nc.cache.take_dirty(None, FLUSH_CHUNK))
+            } else {
+                let k = Signal::new();
+                nc.kick = Some(k.clone());
+                Err(k)
+            }
+        };
+        match job {
+            Ok(list) => write_back(core, node, list).await,
+            Err(k) => k.wait().await,
+        }
+    }
+}
+
+/// The write-back daemon of server `srv`'s cache: writes dirty data to the device.
+pub(crate) async fn server_flusher(core: &Core, srv: usize) {
+    loop {
+        let job = {
+            let mut m = core.model.borrow_mut();
+            let c = m.storage.servers[srv]
+                .cache
+                .as_mut()
+                .expect("a cached server");
+            if c.cache.dirty > 0 {
+                Ok(c.cache.take_dirty(None, FLUSH_CHUNK))
+            } else {
+                let k = Signal::new();
+                c.kick = Some(k.clone());
+                Err(k)
+            }
+        };
+        match job {
+            Ok(list) => server_write_back(core, srv, list).await,
+            Err(k) => k.wait().await,
+        }
+    }
+}
+
+/// Writes `list` (file ranges marked writeback in `srv`'s cache) to its device.
+async fn server_write_back(core: &Core, srv: usize, list: Vec<(usize, u64, u64)>) {
+    let mut st = Started::default();
+    {
+        let mut m = core.model.borrow_mut();
+        let s = &mut m.storage;
+        let mut e = core.engine.borrow_mut();
+        let now = e.now();
+        for &(file, a, b) in &list {
+            let pieces: Vec<(u64, u64)> = s
+                .map(file, a, b)
+                .remove(&srv)
+                .unwrap_or_default()
+                .iter()
+                .map(|p| (p.1, p.2))
+                .collect();
+            let bytes: u64 = pieces.iter().map(|p| p.1).sum();
+            if bytes == 0 {
+                continue;
+            }
+            let (delay, busy) = s.device(now, srv, file, &pieces, Access::Write, &mut st);
+            let path = busy
+                .into_iter()
+                .map(|(r, secs)| (r, secs / bytes as f64))
+                .collect();
+            let sig = Signal::new();
+            e.transfer(delay, path, bytes as f64, sig.clone());
+            st.signals.push(sig);
+        }
+    }
+    wait_started(core, st).await;
+    let mut m = core.model.borrow_mut();
+    let c = m.storage.servers[srv]
+        .cache
+        .as_mut()
+        .expect("a cached server");
+    for &(f, a, b) in &list {
+        c.cache.set_state(f, a, b, State::Writeback, State::Clean);
+    }
+    c.cache.evict();
+}
+
+/// Takes the extent locks of `[a, b)` of `file` for `node` (writes), or only
+/// makes other holders write back their dirty bytes there (reads). Returns the
+/// signal to fire when this access is done (it keeps the units busy until then).
+async fn lock(
+    core: &Core,
+    node: usize,
+    file: usize,
+    a: u64,
+    b: u64,
+    access: Access,
+) -> Option<Signal> {
+    let (g, revoke) = {
+        let m = core.model.borrow();
+        (m.storage.fs.lock_granularity?, m.storage.fs.lock_revoke)
+    };
+    let mine = Signal::new();
+    for u in a / g..b.div_ceil(g) {
+        let other = {
+            let mut m = core.model.borrow_mut();
+            let units = m.storage.locks.entry(file).or_default();
+            match units.get_mut(&u) {
+                Some(l) if l.holder != node => Some((l.holder, l.busy.clone())),
+                Some(l) => {
+                    if access == Access::Write {
+                        l.busy = mine.clone();
+                    }
+                    None
+                }
+                None => {
+                    if access == Access::Write {
+                        units.insert(
+                            u,
+                            LockUnit {
+                                holder: node,
+                                busy: mine.clone(),
+                            },
+                        );
+                    }
+                    None
+                }
+            }
+        };
+        let Some((holder, busy)) = other else {
+            continue;
+        };
+        busy.wait().await;
+        flush(core, holder, file, u * g, (u + 1) * g).await;
+        let t = core.engine.borrow().now() + revoke;
+        let s = Signal::new();
+        core.engine.borrow_mut().fire_at(t, s.clone());
+        s.wait().await;
+        if access == Access::Write {
+            let mut m = core.model.borrow_mut();
+            let units = m.storage.locks.entry(file).or_default();
+            units.insert(
+                u,
+                LockUnit {
+                    holder: node,
+                    busy: mine.clone(),
+                },
+            );
+        }
+    }
+    Some(mine)
+}
+
+/// Writes back `node`'s dirty bytes of `[a, b)` of `file` and waits for write-back in flight of it.
+pub(crate) async fn flush(core: &Core, node: usize, file: usize, a: u64, b: u64) {
+    let (list, inflight) = {
+        let mut m = core.model.borrow_mut();
+        match m.storage.nodes[node].as_mut() {
+            None => return,
+            Some(nc) => (
+                nc.cache.take_dirty(Some((file, a, b)), u64::MAX),
+                nc.inflight
+                    .iter()
+                    .filter(|(f, _)| *f == file)
+                    .map(|(_, s)| s.clone())
+                    .collect::<Vec<_>>(),
+            ),
+        }
+    };
+    write_back(core, node, list).await;
+    for s in inflight {
+        s.wait().await;
+    }
+}
+
+/// One rank's data requests `reqs` = (file, offset, len) from `node`, all of one
+/// `access`, done one after the other. This is the file-system layer's seam:
+/// MPI-IO middleware (two-phase I/O, data sieving) calls it with the requests
+/// it decided on. Returns when every byte is where the file system puts it
+/// (a page cache, a server cache or a device).
+pub(crate) async fn io(core: &Core, node: usize, access: Access, reqs: &[(usize, u64, u64)]) {
+    for &(file, off, len) in reqs {
+        if len == 0 {
+            continue;
+        }
+        let (a, b) = (off, off + len);
+        let held = lock(core, node, file, a, b, access).await;
+        let cached = core.model.borrow().storage.nodes[node].is_some();
+        match (access, cached) {
+            (Access::Write, true) => loop {
+                let wait = {
+                    let mut m = core.model.borrow_mut();
+                    let nc = m.storage.nodes[node].as_mut().expect("cached");
+                    if nc.cache.dirty + nc.cache.writeback + len > nc.cache.dirty_limit
+                        && nc.cache.dirty + nc.cache.writeback > 0
+                    {
+                        let s = Signal::new();
+                        nc.throttled.push(s.clone());
+                        if let Some(k) = nc.kick.take() {
+                            k.fire();
+                        }
+                        Some(s)
+                    } else {
+                        None
+                    }
+                };
+                match wait {
+                    Some(s) => s.wait().await,
+                    None => break,
+                }
+            },
+            _ => {}
+        }
+        match (access, cached) {
+            (Access::Write, true) => {
+                let mem = core.model.borrow().platform.nodes[node].mem;
+                transfer(core, 0.0, vec![(mem, 1.0)], len).await;
+                let mut m = core.model.borrow_mut();
+                let st = &mut m.storage;
+                let others: Vec<usize> = st
+                    .cached_on
+                    .entry(file)
+                    .or_default()
+                    .iter()
+                    .copied()
+                    .filter(|&n| n != node)
+                    .collect();
+                for n in others {
+                    if let Some(nc) = st.nodes[n].as_mut() {
+                        nc.cache.invalidate(file, a, b);
+                    }
+                }
+                st.cached_on.entry(file).or_default().insert(node);
+                let nc = st.nodes[node].as_mut().expect("cached");
+                nc.cache.insert(file, a, b, State::Dirty);
+                nc.cache.evict();
+                if nc.cache.dirty > nc.cache.background
+                    && let Some(k) = nc.kick.take()
+                {
+                    k.fire();
+                }
+            }
+            (Access::Read, true) => {
+                let (hits, misses, mem) = {
+                    let mut m = core.model.borrow_mut();
+                    let mem = m.platform.nodes[node].mem;
+                    let nc = m.storage.nodes[node].as_mut().expect("cached");
+                    let (h, mi) = nc.cache.lookup(file, a, b);
+                    (h, mi, mem)
+                };
+                let hit: u64 = hits.iter().map(|r| r.1 - r.0).sum();
+                let list: Vec<(usize, u64, u64)> =
+                    misses.iter().map(|&(x, y)| (file, x, y)).collect();
+                let st = {
+                    let mut m = core.model.borrow_mut();
+                    let m = &mut *m;
+                    let mut e = core.engine.borrow_mut();
+                    m.storage
+                        .start_remote(&m.platform, &mut e, node, access, &list)
+                };
+                if hit > 0 {
+                    transfer(core, 0.0, vec![(mem, 1.0)], hit).await;
+                }
+                wait_started(core, st).await;
+                let mut m = core.model.borrow_mut();
+                m.storage.cached_on.entry(file).or_default().insert(node);
+                let nc = m.storage.nodes[node].as_mut().expect("cached");
+                for (x, y) in misses {
+                    nc.cache.insert(file, x, y, State::Clean);
+                }
+                nc.cache.evict();
+            }
+            (_, false) => {
+                let st = {
+                    let mut m = core.model.borrow_mut();
+                    let m = &mut *m;
+                    let mut e = core.engine.borrow_mut();
+                    m.storage
+                        .start_remote(&m.platform, &mut e, node, access, &[(file, a, b)])
+                };
+                wait_started(core, st).await;
+            }
+        }
+        if let Some(s) = held {
+            s.fire();
+        }
+    }
+}
+
+/// `fsync`: `node` writes back its dirty bytes of `file`; servers with a
+/// write-back cache write theirs to their devices (NFS COMMIT, OST sync).
+pub(crate) async fn sync(core: &Core, node: usize, file: usize) {
+    flush(core, node, file, 0, u64::MAX).await;
+    let jobs: Vec<(usize, Vec<(usize, u64, u64)>)> = {
+        let mut m = core.model.borrow_mut();
+        m.storage
+            .servers
+            .iter_mut()
+            .enumerate()
+            .filter_map(|(i, s)| {
+                let c = s.cache.as_mut()?;
+                let l = c.cache.take_dirty(Some((file, 0, u64::MAX)), u64::MAX);
+                (!l.is_empty()).then_some((i, l))
+            })
+            .collect()
+    };
+    for (srv, list) in jobs {
+        server_write_back(core, srv, list).await;
+    }
+}
+
+/// What `close` costs beyond metadata: NFS clients write back the file's dirty data.
+pub(crate) async fn close(core: &Core, node: usize, file: usize) {
+    let nfs = core.model.borrow().storage.fs.kind == FsKind::Nfs;
+    if nfs {
+        sync(core, node, file).await;
+    }
+}
+
+/// Forgets a deleted file in every cache and lock table.
+pub(crate) fn delete(s: &mut Storage, file: usize) {
+    for nc in s.nodes.iter_mut().flatten() {
+        nc.cache.remove_file(file);
+    }
+    for sv in &mut s.servers {
+        if let Some(c) = &mut sv.cache {
+            c.cache.remove_file(file);
+        }
+    }
+    s.locks.remove(&file);
+    s.cached_on.remove(&file);
+}

@@ -1,0 +1,328 @@
+//! The storage model pinned to hand-computable truths (each test's comment
+//! gives the system and the arithmetic, as SimGrid's max–min tests do).
+
+use std::cell::RefCell;
+use std::future::Future;
+use std::pin::Pin;
+
+use piotwin_sim::{Access, Coord, FileApi, OpenMode, Pos, Rank, Scenario, Twin};
+
+/// 1 GB/s memcpy, links and NICs at 1 TB/s, zero latencies and metadata costs,
+/// `servers` servers each with an SSD of 100 MB/s (read and write), 0 latency.
+/// `set` overrides anything (`--set` syntax).
+fn scenario(nodes: usize, servers: usize, set: &[&str]) -> Scenario {
+    with_device(nodes, servers, SSD, set)
+}
+
+const SSD: &str = "read_bw = \"100MB/s\"\nwrite_bw = \"100MB/s\"\nread_latency = \"0s\"\nwrite_latency = \"0s\"\nchannels = 64";
+
+/// [`scenario`] with `device` as the body of `[server.device]`.
+fn with_device(nodes: usize, servers: usize, device: &str, set: &[&str]) -> Scenario {
+    let text = format!(
+        r#"name = "model"
+seed = 1
+[[nodes]]
+name = "n"
+count = {nodes}
+cores = 1
+memory = "1GiB"
+nic_bw = "1TB/s"
+nic_latency = "0s"
+[nodes.compute]
+memcpy = "1GB/s"
+fft = "1Gflop/s"
+bt = "1Gflop/s"
+flops = "1Gflop/s"
+[network]
+bandwidth = "1TB/s"
+latency = "0s"
+[server]
+count = {servers}
+nic_bw = "1TB/s"
+[server.device]
+{device}
+[filesystem]
+kind = "{kind}"
+stripe_size = "1MB"
+stripe_count = {servers}
+[metadata]
+open = "0s"
+create = "0s"
+close = "0s"
+delete = "0s"
+sync = "0s"
+[mpiio]
+shared_pointer = "0s"
+"#,
+        kind = if servers > 1 { "parallel" } else { "local" }
+    );
+    let set: Vec<String> = set.iter().map(|s| s.to_string()).collect();
+    Scenario::from_str_with(&text, "model.toml", &set).unwrap()
+}
+
+type Task<'a> = Pin<Box<dyn Future<Output = ()> + 'a>>;
+
+/// Runs `body` on `n` ranks; returns what each recorded.
+fn run<T: Clone + 'static>(scn: &Scenario, n: usize, body: impl AsyncFn(&Rank) -> T) -> Vec<T> {
+    let twin = Twin::new(scn, n, 1).unwrap();
+    let ranks: Vec<Rank> = (0..n).map(|r| twin.rank(r)).collect();
+    let out: Vec<RefCell<Option<T>>> = (0..n).map(|_| RefCell::new(None)).collect();
+    let body = &body;
+    let tasks: Vec<Task<'_>> = ranks
+        .iter()
+        .zip(&out)
+        .map(|(r, o)| Box::pin(async move { *o.borrow_mut() = Some(body(r).await) }) as Task<'_>)
+        .collect();
+    twin.run(tasks).unwrap();
+    out.into_iter().map(|o| o.into_inner().unwrap()).collect()
+}
+
+fn close(a: f64, b: f64) -> bool {
+    (a - b).abs() <= 1e-9 * a.abs().max(b.abs()).max(1e-3)
+}
+
+/// Each rank writes (or reads) `len` bytes at `off` of its own file (`per_rank`)
+/// or of one shared file; returns the seconds it took.
+async fn xfer(r: &Rank, path: &str, access: Access, off: u64, len: u64) -> f64 {
+    let mut f = r
+        .open(path, OpenMode::CreateReadWrite, false, FileApi::Posix)
+        .await
+        .unwrap();
+    let t0 = r.now();
+    r.xfer(&mut f, access, Coord::Independent, Pos::At(off), len)
+        .await
+        .unwrap();
+    let t = r.now() - t0;
+    r.close(f).await;
+    t
+}
+
+/// One stream alone reaches the device: 100 MB at 100 MB/s = 1 s.
+#[test]
+fn one_stream_reaches_device_bandwidth() {
+    let t = run(&scenario(1, 1, &[]), 1, async |r| {
+        xfer(r, "/a", Access::Write, 0, 100_000_000).await
+    });
+    assert!(close(t[0], 1.0), "{t:?}");
+}
+
+/// Two streams on one link split it: server NIC 100 MB/s, device 1 TB/s;
+/// two nodes write 50 MB each: 50 MB/s each, both end at 1 s.
+#[test]
+fn two_streams_on_one_link_split_it() {
+    let scn = scenario(
+        2,
+        1,
+        &["server.nic_bw=100MB/s", "server.device.write_bw=1TB/s"],
+    );
+    let t = run(&scn, 2, async |r| {
+        xfer(r, &format!("/f{}", r.rank()), Access::Write, 0, 50_000_000).await
+    });
+    assert!(close(t[0], 1.0) && close(t[1], 1.0), "{t:?}");
+}
+
+/// Page cache of 1 GiB, dirty_ratio 0.2, background 0.1 (107 MB): 100 MB of
+/// writes stay dirty and cost a memcpy, 100 MB / 1 GB/s = 0.1 s; `sync` then
+/// writes them to the device, 100 MB / 100 MB/s = 1 s; re-reading costs a memcpy again, 0.1 s.
+#[test]
+fn page_cache_writes_at_memory_speed_until_sync_and_rereads_from_memory() {
+    let scn = scenario(
+        1,
+        1,
+        &[
+            "nodes[0].cache.dirty_ratio=0.2",
+            "nodes[0].cache.dirty_background_ratio=0.1",
+        ],
+    );
+    let t = run(&scn, 1, async |r| {
+        let mut f = r
+            .open("/c", OpenMode::CreateReadWrite, false, FileApi::Posix)
+            .await
+            .unwrap();
+        let t0 = r.now();
+        r.xfer(
+            &mut f,
+            Access::Write,
+            Coord::Independent,
+            Pos::At(0),
+            100_000_000,
+        )
+        .await
+        .unwrap();
+        let t1 = r.now();
+        r.sync(&mut f).await;
+        let t2 = r.now();
+        r.xfer(
+            &mut f,
+            Access::Read,
+            Coord::Independent,
+            Pos::At(0),
+            100_000_000,
+        )
+        .await
+        .unwrap();
+        let t3 = r.now();
+        vec![t1 - t0, t2 - t1, t3 - t2]
+    });
+    let t = &t[0];
+    assert!(
+        close(t[0], 0.1) && close(t[1], 1.0) && close(t[2], 0.1),
+        "{t:?}"
+    );
+}
+
+/// A file striped over k servers (1 MB stripes, 100 MB/s devices): 400 MB takes
+/// 4 s on one server, 1 s on four. With the client NIC at 200 MB/s the network
+/// saturates first: 400 MB / 200 MB/s = 2 s.
+#[test]
+fn striping_scales_until_the_network_saturates() {
+    let one = run(
+        &scenario(1, 4, &["filesystem.stripe_count=1"]),
+        1,
+        async |r| xfer(r, "/s", Access::Write, 0, 400_000_000).await,
+    );
+    let four = run(&scenario(1, 4, &[]), 1, async |r| {
+        xfer(r, "/s", Access::Write, 0, 400_000_000).await
+    });
+    let capped = run(
+        &scenario(1, 4, &["nodes[0].nic_bw=200MB/s"]),
+        1,
+        async |r| xfer(r, "/s", Access::Write, 0, 400_000_000).await,
+    );
+    assert!(
+        close(one[0], 4.0) && close(four[0], 1.0) && close(capped[0], 2.0),
+        "{one:?} {four:?} {capped:?}"
+    );
+}
+
+const HDD: &str = "kind = \"hdd\"\ncapacity = \"100GB\"\nrpm = 7200\nseek_track = \"1ms\"\nseek_full = \"10ms\"\ntransfer_rate = \"100MB/s\"\nqueue = \"fifo\"";
+
+/// Random 4 KB reads on an HDD are seek-bound: each pays at least a track seek
+/// (1 ms) plus half a revolution at 7200 rpm (4.1667 ms) on top of 40.96 µs of
+/// transfer; 100 sequential 4 KB reads cost 100 · 40.96 µs = 4.096 ms in all.
+#[test]
+fn random_small_hdd_requests_are_seek_bound() {
+    let scn = with_device(1, 1, HDD, &[]);
+    let t = run(&scn, 1, async |r| {
+        let mut f = r
+            .open("/h", OpenMode::CreateReadWrite, false, FileApi::Posix)
+            .await
+            .unwrap();
+        r.xfer(
+            &mut f,
+            Access::Write,
+            Coord::Independent,
+            Pos::At(0),
+            10_000_000_000,
+        )
+        .await
+        .unwrap();
+        let t0 = r.now();
+        for i in 0..100u64 {
+            r.xfer(
+                &mut f,
+                Access::Read,
+                Coord::Independent,
+                Pos::At(i * 4096),
+                4096,
+            )
+            .await
+            .unwrap();
+        }
+        let seq = r.now() - t0;
+        let mut x: u64 = 12345;
+        let t1 = r.now();
+        for _ in 0..100 {
+            x = x
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            let off = (x >> 20) % 2_000_000 * 4096;
+            r.xfer(&mut f, Access::Read, Coord::Independent, Pos::At(off), 4096)
+                .await
+                .unwrap();
+        }
+        (seq, r.now() - t1)
+    });
+    let (seq, rand) = t[0];
+    // The first sequential read seeks back from the end of the 10 GB write.
+    let first = 1e-3 + 9e-3 * (0.1f64).sqrt() + 30.0 / 7200.0;
+    assert!(close(seq, first + 100.0 * 4096.0 / 100e6), "{seq}");
+    assert!(
+        rand >= 100.0 * (1e-3 + 30.0 / 7200.0 + 4096.0 / 100e6),
+        "{rand}"
+    );
+}
+
+/// RAID over 5 SSDs (1 ms per request, 100 MB/s), stripe unit 64 KB. A 4 KB
+/// write on RAID 0 costs 1 ms + 40.96 µs. On RAID 5 it is a read-modify-write:
+/// read old data and parity (1 ms), write both (1 ms), each disk moving 4 KB
+/// twice: 2 ms + 81.92 µs. A full-stripe write (4 × 64 KB) reads nothing:
+/// 1 ms + 64 KB / 100 MB/s = 1.65536 ms.
+#[test]
+fn raid5_small_writes_pay_read_modify_write() {
+    let raid = |level: &str| {
+        let dev = format!(
+            "kind = \"raid\"\nlevel = {level}\ndisks = 5\nstripe_unit = \"64kB\"\n[server.device.member]\n\
+             read_bw = \"100MB/s\"\nwrite_bw = \"100MB/s\"\nread_latency = \"1ms\"\nwrite_latency = \"1ms\""
+        );
+        with_device(1, 1, &dev, &[])
+    };
+    let small = async |r: &Rank| xfer(r, "/r", Access::Write, 0, 4_000).await;
+    let r0 = run(&raid("0"), 1, small);
+    let r5 = run(&raid("5"), 1, small);
+    let full = run(&raid("5"), 1, async |r| {
+        xfer(r, "/r", Access::Write, 0, 256_000).await
+    });
+    assert!(close(r0[0], 1e-3 + 4e-5), "{r0:?}");
+    assert!(close(r5[0], 2e-3 + 8e-5), "{r5:?}");
+    assert!(close(full[0], 1e-3 + 64e-5), "{full:?}");
+}
+
+/// Extent locks of 1 MiB, revoke 1 ms, two nodes, no caches, device 100 MB/s.
+/// Two writers of 512 KiB in one lock unit serialise: the first alone at
+/// 100 MB/s ends at 5.24288 ms; the second waits for it, pays the 1 ms
+/// revocation, then writes alone: 11.48576 ms. In different units they share
+/// the device: both end at 2 · 5.24288 = 10.48576 ms.
+#[test]
+fn two_writers_in_one_lock_extent_serialise() {
+    let scn = scenario(
+        2,
+        2,
+        &[
+            "filesystem.stripe_count=1",
+            "filesystem.lock_granularity=1MiB",
+            "filesystem.lock_revoke=1ms",
+        ],
+    );
+    let ends = |gap: u64| {
+        run(&scn, 2, async move |r| {
+            let mut f = r
+                .open("/l", OpenMode::Create, true, FileApi::MpiIo)
+                .await
+                .unwrap();
+            let t0 = r.now();
+            r.xfer(
+                &mut f,
+                Access::Write,
+                Coord::Independent,
+                Pos::At(r.rank() as u64 * gap),
+                524_288,
+            )
+            .await
+            .unwrap();
+            let t = r.now() - t0;
+            r.close(f).await;
+            t
+        })
+    };
+    let same = ends(524_288);
+    let apart = ends(1 << 20);
+    assert!(
+        close(same[0], 5.24288e-3) && close(same[1], 11.48576e-3),
+        "{same:?}"
+    );
+    assert!(
+        close(apart[0], 10.48576e-3) && close(apart[1], 10.48576e-3),
+        "{apart:?}"
+    );
+}
