@@ -282,7 +282,8 @@ impl BtioConfig {
 
     /// Whether step `step` (1-based) ends with a dump.
     pub fn dumps_after(&self, step: u64) -> bool {
-        self.subtype != Subtype::None && (step % self.wr_interval == 0 || step == self.niter)
+        self.subtype != Subtype::None
+            && (step.is_multiple_of(self.wr_interval) || step == self.niter)
     }
 
     /// The shared output file (`DIR/btio.out`, NPB's `filenm`).

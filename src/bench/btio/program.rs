@@ -769,3 +769,330 @@ impl RankProgram for KernelProgram {
         })
     }
 }
+
+#[cfg(test)]
+mod tests {
+    //! The programs on one rank over an in-memory test context (no back end is
+    //! needed): what they write must be the canonical layout, checked here by an
+    //! independent reader, and a flipped byte must fail verification. The context
+    //! keeps files as byte vectors and supports the views a single rank uses (one
+    //! cell covering the whole grid, i.e. a contiguous record).
+
+    use std::cell::{Cell as StdCell, RefCell};
+    use std::collections::BTreeMap;
+
+    use piotwin_types::{Datatype, View};
+
+    use super::*;
+    use crate::bench::btio::config::{BtioArgs, BtioKernelArgs, Grid};
+    use crate::bench::btio::output::{btio_report, kernel_block, npb_block};
+    use crate::ctx::{Position, block_on};
+
+    struct MemBuf(Vec<u8>);
+
+    impl IoBuf for MemBuf {
+        fn len(&self) -> usize {
+            self.0.len()
+        }
+        fn bytes(&self) -> Option<&[u8]> {
+            Some(&self.0)
+        }
+        fn bytes_mut(&mut self) -> Option<&mut [u8]> {
+            Some(&mut self.0)
+        }
+    }
+
+    struct MemFile {
+        path: String,
+        /// Bytes per etype of the view (1 without a view).
+        etype: u64,
+    }
+
+    #[derive(Default)]
+    struct MemCtx {
+        files: RefCell<BTreeMap<String, Vec<u8>>>,
+        clock: StdCell<f64>,
+        /// Flip this byte of this file when it is opened for reading.
+        corrupt: Option<(String, usize)>,
+    }
+
+    /// The whole grid as one subarray: the only filetype a single rank has.
+    fn whole_array(t: &Datatype) -> bool {
+        match t {
+            Datatype::Resized { lb: 0, inner, .. } => whole_array(inner),
+            Datatype::Struct { fields } => {
+                matches!(fields.as_slice(), [(0, 1, Datatype::Subarray { sizes, subsizes, .. })] if sizes == subsizes)
+            }
+            _ => false,
+        }
+    }
+
+    impl MemCtx {
+        fn move_data(&self, file: &MemFile, op: Op, buf: &mut MemBuf) -> usize {
+            let Position::At(pos) = op.pos else {
+                panic!("BTIO uses explicit offsets only")
+            };
+            let at = (pos * file.etype) as usize;
+            let mut files = self.files.borrow_mut();
+            let data = files.get_mut(&file.path).expect("open file");
+            match op.access {
+                Access::Write => {
+                    if data.len() < at + buf.0.len() {
+                        data.resize(at + buf.0.len(), 0);
+                    }
+                    data[at..at + buf.0.len()].copy_from_slice(&buf.0);
+                    buf.0.len()
+                }
+                Access::Read => {
+                    let n = data.len().saturating_sub(at).min(buf.0.len());
+                    buf.0[..n].copy_from_slice(&data[at..at + n]);
+                    n
+                }
+            }
+        }
+    }
+
+    impl IoCtx for MemCtx {
+        type Buf = MemBuf;
+        type File = MemFile;
+        type Request = (Op, MemBuf);
+
+        fn rank(&self) -> usize {
+            0
+        }
+        fn size(&self) -> usize {
+            1
+        }
+        fn wtime(&self) -> f64 {
+            self.clock.set(self.clock.get() + 0.001);
+            self.clock.get()
+        }
+        fn alloc(&self, len: usize) -> MemBuf {
+            MemBuf(vec![0; len])
+        }
+        async fn barrier(&self) {}
+        async fn bcast_u64(&self, value: u64, _root: usize) -> u64 {
+            value
+        }
+        async fn allreduce_f64(&self, value: f64, _op: ReduceOp) -> f64 {
+            value
+        }
+        async fn allgather_f64(&self, value: f64) -> Vec<f64> {
+            vec![value]
+        }
+        async fn sendrecv_replace(&self, _buf: &mut MemBuf, _dest: usize, _source: usize) {}
+        async fn split(&self, _color: Option<usize>, _key: usize) -> Option<Self> {
+            None
+        }
+        async fn open(&self, path: &str, opts: &OpenOptions) -> IoResult<MemFile> {
+            let mut files = self.files.borrow_mut();
+            match opts.mode {
+                OpenMode::Read => {
+                    let data = files
+                        .get_mut(path)
+                        .ok_or_else(|| IoError::Invalid(format!("{path}: no such file")))?;
+                    if let Some((p, at)) = &self.corrupt
+                        && p == path
+                    {
+                        data[*at] ^= 0x04;
+                    }
+                }
+                _ => {
+                    files.entry(path.to_string()).or_default();
+                }
+            }
+            Ok(MemFile {
+                path: path.to_string(),
+                etype: 1,
+            })
+        }
+        async fn set_view(&self, file: &mut MemFile, view: &View) -> IoResult<()> {
+            if view.disp != 0 || !whole_array(&view.filetype) {
+                return Err(IoError::Invalid(
+                    "the test context supports one-rank views only".into(),
+                ));
+            }
+            file.etype = match &view.etype {
+                Datatype::Byte => 1,
+                Datatype::Contiguous { count: 5, inner } if **inner == Datatype::Double => 40,
+                other => return Err(IoError::Invalid(format!("etype {other:?}"))),
+            };
+            Ok(())
+        }
+        async fn xfer(&self, file: &mut MemFile, op: Op, buf: &mut MemBuf) -> IoResult<usize> {
+            Ok(self.move_data(file, op, buf))
+        }
+        async fn post(&self, _file: &mut MemFile, op: Op, buf: MemBuf) -> IoResult<(Op, MemBuf)> {
+            Ok((op, buf))
+        }
+        async fn wait_all(
+            &self,
+            file: &mut MemFile,
+            requests: Vec<(Op, MemBuf)>,
+        ) -> IoResult<Vec<MemBuf>> {
+            Ok(requests
+                .into_iter()
+                .map(|(op, mut b)| {
+                    self.move_data(file, op, &mut b);
+                    b
+                })
+                .collect())
+        }
+        async fn sync(&self, _file: &mut MemFile) -> IoResult<()> {
+            Ok(())
+        }
+        async fn file_size(&self, file: &mut MemFile) -> IoResult<u64> {
+            Ok(self.files.borrow()[&file.path].len() as u64)
+        }
+        fn hints_in_effect(&self, _file: &MemFile) -> Hints {
+            Hints::new()
+        }
+        async fn close(&self, _file: MemFile) -> IoResult<()> {
+            Ok(())
+        }
+        async fn delete(&self, path: &str) -> IoResult<()> {
+            self.files.borrow_mut().remove(path);
+            Ok(())
+        }
+        async fn compute<R>(&self, _kernel: Kernel, work: impl FnOnce() -> R) -> Option<R> {
+            Some(work())
+        }
+    }
+
+    /// An independent reader of the canonical layout: the i-th double is i + 1.
+    fn assert_canonical(data: &[u8], doubles: usize) {
+        assert_eq!(data.len(), doubles * 8);
+        for (i, chunk) in data.chunks_exact(8).enumerate() {
+            let v = f64::from_le_bytes(chunk.try_into().unwrap());
+            assert_eq!(v, (i + 1) as f64, "double {i}");
+        }
+    }
+
+    fn btio_args(subtype: Subtype) -> BtioArgs {
+        BtioArgs {
+            class: crate::bench::btio::Class::S,
+            grid: Some(Grid([6, 7, 8])),
+            steps: Some(7),
+            wr_interval: Some(5),
+            subtype,
+            input: None,
+            path: "/mem".into(),
+        }
+    }
+
+    #[test]
+    fn every_subtype_writes_the_canonical_file_and_verifies() {
+        for subtype in [
+            Subtype::Full,
+            Subtype::Simple,
+            Subtype::Fortran,
+            Subtype::Epio,
+        ] {
+            let cfg = btio_args(subtype).resolve(1).unwrap();
+            let ctx = MemCtx::default();
+            let out = block_on(BtioProgram::new(cfg.clone(), &Hints::new()).run(&ctx)).unwrap();
+            assert_eq!(out.verification, Verification::Successful, "{subtype:?}");
+            assert_eq!((out.dumps, out.bytes_written), (2, 2 * 40 * 6 * 7 * 8));
+            let path = if subtype == Subtype::Epio {
+                cfg.epio_path(0)
+            } else {
+                cfg.file_path()
+            };
+            assert_canonical(&ctx.files.borrow()[&path], 2 * 5 * 6 * 7 * 8);
+            assert!(out.mops > 0.0 && out.io_time_s > 0.0 && out.effective_output_mb_s > 0.0);
+            let report = btio_report(&cfg, &out, crate::report::Mode::Sim, BTreeMap::new());
+            for m in [
+                "io_rate_mb_s",
+                "effective_output_mb_s",
+                "io_time_s",
+                "io_percent",
+                "total_time_s",
+                "mops",
+            ] {
+                assert!(report.metrics.contains_key(m), "{m}");
+            }
+            assert_eq!(report.metrics["verified"], 1.0);
+            assert!(npb_block(&cfg, &out).contains("Verification    =               SUCCESSFUL"));
+        }
+        let cfg = btio_args(Subtype::None).resolve(1).unwrap();
+        let ctx = MemCtx::default();
+        let out = block_on(BtioProgram::new(cfg, &Hints::new()).run(&ctx)).unwrap();
+        assert_eq!(
+            (out.verification, out.dumps),
+            (Verification::NotPerformed, 0)
+        );
+        assert!(ctx.files.borrow().is_empty());
+    }
+
+    #[test]
+    fn a_flipped_byte_fails_verification() {
+        for subtype in [Subtype::Full, Subtype::Simple, Subtype::Epio] {
+            let cfg = btio_args(subtype).resolve(1).unwrap();
+            let path = if subtype == Subtype::Epio {
+                cfg.epio_path(0)
+            } else {
+                cfg.file_path()
+            };
+            // Byte 3 of the double of dump 1, point (2, 1, 0), component 4.
+            let element = 5 * (6 * 7 * 8) + 5 * (2 + 6) + 4;
+            let ctx = MemCtx {
+                corrupt: Some((path, element * 8 + 3)),
+                ..Default::default()
+            };
+            let out = block_on(BtioProgram::new(cfg.clone(), &Hints::new()).run(&ctx)).unwrap();
+            let Verification::Failed(why) = &out.verification else {
+                panic!("{subtype:?} passed")
+            };
+            assert!(
+                why.starts_with("record 1, component 4, point (2, 1, 0)"),
+                "{why}"
+            );
+            assert!(why.contains(&format!("at byte {}", element * 8)), "{why}");
+            let report = btio_report(&cfg, &out, crate::report::Mode::Real, BTreeMap::new());
+            assert_eq!(report.metrics["verified"], 0.0);
+            assert_eq!(report.errors.len(), 1);
+        }
+    }
+
+    #[test]
+    fn every_kernel_method_writes_reads_and_verifies() {
+        for method in 0..=3u8 {
+            let args = |mode: &str| BtioKernelArgs {
+                method: Some(method),
+                mode: Some(mode.into()),
+                records: Some(3),
+                grid: Some(Grid([5, 4, 3])),
+                input: None,
+                path: Some("/mem".into()),
+            };
+            let ctx = MemCtx::default();
+            let cfg = args("w").resolve(1).unwrap();
+            let out = block_on(KernelProgram::new(cfg.clone(), &Hints::new()).run(&ctx)).unwrap();
+            assert_eq!(
+                out.verification,
+                Verification::Successful,
+                "method {method}"
+            );
+            assert_canonical(&ctx.files.borrow()[&cfg.file_path()], 3 * 5 * 60);
+            let rcfg = args("r").resolve(1).unwrap();
+            let out = block_on(KernelProgram::new(rcfg.clone(), &Hints::new()).run(&ctx)).unwrap();
+            assert_eq!(
+                out.verification,
+                Verification::Successful,
+                "method {method} read"
+            );
+            assert_eq!(out.bytes, 3 * 40 * 60);
+            let block = kernel_block(&rcfg, &out);
+            assert!(
+                block.contains("read  operation only") && block.contains("SUCCESSFUL"),
+                "{block}"
+            );
+            // Reading more records than the file holds is an error, not a pass.
+            let mut more = args("r");
+            more.records = Some(4);
+            let e = block_on(KernelProgram::new(more.resolve(1).unwrap(), &Hints::new()).run(&ctx))
+                .unwrap_err();
+            assert!(e.to_string().contains("fewer than 4 records"), "{e}");
+        }
+    }
+}

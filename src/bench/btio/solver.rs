@@ -84,6 +84,8 @@ fn jac<T: Real>(u: &V5<T>) -> M5<T> {
 }
 
 /// Solve `B·X = [C | r]` in place by Gauss–Jordan without pivoting (`binvcrhs`).
+// Indices mirror the algebra: row p is read while row q is updated.
+#[allow(clippy::needless_range_loop)]
 fn binvcrhs<T: Real>(b: &mut M5<T>, c: &mut M5<T>, r: &mut V5<T>) {
     for p in 0..5 {
         let inv = T::lit(1.0) / b[p][p];
