@@ -60,7 +60,8 @@ impl Hints {
     /// These hints with `other`'s laid over them (`other` wins on a shared key).
     pub fn merged(&self, other: &Hints) -> Hints {
         let mut out = self.clone();
-        out.0.extend(other.0.iter().map(|(k, v)| (k.clone(), v.clone())));
+        out.0
+            .extend(other.0.iter().map(|(k, v)| (k.clone(), v.clone())));
         out
     }
 
@@ -113,8 +114,11 @@ mod tests {
     fn parses_items_and_files() {
         let mut h = Hints::new();
         h.parse_item("cb_nodes=4", "--hint").unwrap();
-        h.parse_file_text("# comment\ncb_buffer_size 16777216\nromio_cb_write=enable\n", "h.txt")
-            .unwrap();
+        h.parse_file_text(
+            "# comment\ncb_buffer_size 16777216\nromio_cb_write=enable\n",
+            "h.txt",
+        )
+        .unwrap();
         assert_eq!(h.get_u64("cb_nodes"), Some(4));
         assert_eq!(h.get_u64("cb_buffer_size"), Some(16 << 20));
         assert_eq!(h.get("romio_cb_write"), Some("enable"));

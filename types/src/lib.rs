@@ -10,7 +10,8 @@
 #![warn(missing_docs, unreachable_pub)]
 
 mod datatype;
+mod flatten;
 mod hints;
 
-pub use datatype::{Datatype, Distrib, Extents, Order, View, ViewExtents, DARG_DEFAULT};
+pub use datatype::{DARG_DEFAULT, Datatype, Distrib, Extents, Order, TypeError, View, ViewExtents};
 pub use hints::{Hints, HintsError};

@@ -321,11 +321,7 @@ mod tests {
         out
     }
 
-    // Needs piotwin-types' `size`/`lb`/`extent`/`extents`/`View::extents`, which are
-    // `todo!()` on this branch and implemented on the types branch: un-ignore after
-    // that merge.
     #[test]
-    #[ignore = "needs the Datatype flattening of the piotwin-types branch"]
     fn filetypes_flatten_to_the_rank_rows() {
         for (grid, nprocs) in [
             ([12, 12, 12], 1),
