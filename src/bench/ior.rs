@@ -47,8 +47,7 @@ use crate::report::{Mode, RunReport, Table};
 const MIB: f64 = 1_048_576.0;
 
 /// An error in the probe's options: names the option, the value and what is allowed.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("{option} `{value}`: {reason}")]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct OptionError {
     /// The option, e.g. `-t`.
     pub option: String,
@@ -57,6 +56,17 @@ pub struct OptionError {
     /// What is wrong and what is allowed.
     pub reason: String,
 }
+
+impl std::fmt::Display for OptionError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self.value.as_str() {
+            "" => write!(f, "{}: {}", self.option, self.reason),
+            value => write!(f, "{} `{value}`: {}", self.option, self.reason),
+        }
+    }
+}
+
+impl std::error::Error for OptionError {}
 
 fn opt_err(option: &str, value: impl ToString, reason: impl Into<String>) -> OptionError {
     OptionError {

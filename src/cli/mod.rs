@@ -25,7 +25,7 @@ use std::path::{Path, PathBuf};
 use clap::{Args, Parser, Subcommand};
 use piotwin::backend;
 use piotwin::ctx::{Hints, RankProgram};
-use piotwin::report::{Mode, RunReport};
+use piotwin::report::{Mode, RunReport, compare};
 use piotwin_sim::Scenario;
 
 /// What went wrong, and so the exit code.
@@ -83,6 +83,39 @@ enum Command {
         #[command(subcommand)]
         command: ScenarioCommand,
     },
+    /// Work with run reports (the JSON written by --json).
+    Report {
+        #[command(subcommand)]
+        command: ReportCommand,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+enum ReportCommand {
+    /// Print a measured and a predicted report of one benchmark side by side, with the error of each metric.
+    SideBySide {
+        /// The report of the real run (JSON).
+        #[arg(long, value_name = "FILE")]
+        measured: PathBuf,
+        /// The report of the twin run (JSON).
+        #[arg(long, value_name = "FILE")]
+        predicted: PathBuf,
+    },
+}
+
+/// Reads a JSON run report; a missing or malformed file is bad input.
+fn read_report(path: &Path, flag: &str) -> Result<RunReport, CliError> {
+    let text = std::fs::read_to_string(path).map_err(|e| {
+        CliError::Usage(format!("{flag} `{}`: cannot read it: {e}", path.display()))
+    })?;
+    serde_json::from_str(&text).map_err(|e| {
+        CliError::Usage(format!(
+            "{flag} `{}`: not a piotwin run report (line {}, column {}): {e}",
+            path.display(),
+            e.line(),
+            e.column()
+        ))
+    })
 }
 
 /// The benchmarks `piotwin run` knows.
@@ -470,6 +503,23 @@ pub(crate) fn run(cli: Cli) -> Result<(), CliError> {
             let scenario = Scenario::load(&file)
                 .map_err(|e| CliError::Usage(format!("scenario `{}`: {e}", file.display())))?;
             println!("{scenario}");
+            Ok(())
+        }
+        Command::Report {
+            command:
+                ReportCommand::SideBySide {
+                    measured,
+                    predicted,
+                },
+        } => {
+            let m = read_report(&measured, "--measured")?;
+            let p = read_report(&predicted, "--predicted")?;
+            let pairs = compare::pair_metrics(&m, &p).map_err(CliError::Usage)?;
+            let title = format!(
+                "{}: measured ({} ranks, {:?}) against predicted ({} ranks, {:?})",
+                m.benchmark, m.ranks, m.mode, p.ranks, p.mode
+            );
+            print!("{}", compare::render_pairs(&title, &pairs));
             Ok(())
         }
     }

@@ -2,6 +2,8 @@
 //! that `compare` can diff a predicted and a measured report field by field; plus
 //! atomic writers for JSON and CSV (a report is never half-written).
 
+pub mod compare;
+
 use std::collections::BTreeMap;
 use std::io::Write;
 use std::path::{Path, PathBuf};
