@@ -83,6 +83,13 @@ pub fn kernel_block(cfg: &KernelConfig, o: &KernelOutcome) -> String {
     s += &format!("Global array size Y         : {:9}\n", cfg.grid[1]);
     s += &format!("Global array size Z         : {:9}\n", cfg.grid[2]);
     s += &format!("Number of I/O iterations    : {:9}\n", o.records);
+    if o.staged {
+        s += &format!(
+            "(no {} to read: its {} records were written first, untimed)\n",
+            cfg.file_path(),
+            o.records
+        );
+    }
     s += &format!("Total I/O amount            : {mib:12.2} MiB\n");
     s += &format!("Total I/O time in sec       : {:12.2}\n", o.total_time_s);
     s += &format!("Max file {verb} time in sec : {:12.2}\n", o.open_time_s);

@@ -569,6 +569,8 @@ pub struct KernelOutcome {
     pub verification: Verification,
     /// Hints in effect on this rank's file.
     pub hints: Hints,
+    /// A read run found no file and wrote the records first, untimed (the twin).
+    pub staged: bool,
 }
 
 /// The PnetCDF BTIO kernel as a per-rank program.
@@ -678,6 +680,36 @@ impl RankProgram for KernelProgram {
             }
             ctx.barrier().await;
         }
+        // Reading a file that does not exist: write the records first, untimed, by
+        // the same method. A real run never gets here (the CLI refuses a missing
+        // file before launching); the twin's file system starts empty, so this is
+        // how its read runs get a file to read.
+        let staged = !cfg.write
+            && match ctx.open(&path, &open(OpenMode::Read)).await {
+                Ok(f) => {
+                    ctx.close(f).await?;
+                    false
+                }
+                Err(_) => true,
+            };
+        if staged {
+            let mut file = ctx.open(&path, &open(OpenMode::Create)).await?;
+            ctx.set_view(&mut file, &view).await?;
+            for r in 0..cfg.records {
+                storage.fill(&layout, r);
+                kernel_record(
+                    ctx,
+                    &mut file,
+                    &mut storage,
+                    cfg.method,
+                    Access::Write,
+                    &layout,
+                    r,
+                )
+                .await?;
+            }
+            ctx.close(file).await?;
+        }
 
         ctx.barrier().await;
         let t0 = ctx.wtime();
@@ -766,6 +798,7 @@ impl RankProgram for KernelProgram {
             wall_to_verified_s,
             verification,
             hints,
+            staged,
         })
     }
 }
@@ -1065,6 +1098,15 @@ mod tests {
                 input: None,
                 path: Some("/mem".into()),
             };
+            // A read with no file writes the records first (untimed) and reads them.
+            let fresh = MemCtx::default();
+            let rcfg = args("r").resolve(1).unwrap();
+            let out =
+                block_on(KernelProgram::new(rcfg.clone(), &Hints::new()).run(&fresh)).unwrap();
+            assert!(out.staged, "method {method}");
+            assert_eq!(out.verification, Verification::Successful);
+            assert_canonical(&fresh.files.borrow()[&rcfg.file_path()], 3 * 5 * 60);
+            assert!(kernel_block(&rcfg, &out).contains("written first, untimed"));
             let ctx = MemCtx::default();
             let cfg = args("w").resolve(1).unwrap();
             let out = block_on(KernelProgram::new(cfg.clone(), &Hints::new()).run(&ctx)).unwrap();
@@ -1082,6 +1124,7 @@ mod tests {
                 "method {method} read"
             );
             assert_eq!(out.bytes, 3 * 40 * 60);
+            assert!(!out.staged);
             let block = kernel_block(&rcfg, &out);
             assert!(
                 block.contains("read  operation only") && block.contains("SUCCESSFUL"),
