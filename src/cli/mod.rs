@@ -17,6 +17,7 @@
 //! reported before anything runs or is written.
 
 mod btio;
+mod ftio;
 mod ior;
 
 use std::collections::BTreeMap;
@@ -130,6 +131,9 @@ enum Bench {
     /// The PnetCDF BTIO kernel: records of BT's multi-partition written or read by method 0-3.
     #[command(long_about = btio::KERNEL_LONG_ABOUT, after_help = btio::KERNEL_AFTER_HELP)]
     BtioKernel(Box<btio::KernelCliArgs>),
+    /// FTIO: out-of-core 2-D FFT (N = I²·c) and its I/O fraction.
+    #[command(long_about = ftio::LONG_ABOUT, after_help = ftio::AFTER_HELP)]
+    Ftio(Box<ftio::FtioCliArgs>),
 }
 
 #[derive(Debug, Subcommand)]
@@ -492,6 +496,13 @@ pub(crate) fn run(cli: Cli) -> Result<(), CliError> {
         }
         Command::Run {
             bench: Bench::BtioKernel(args),
+        } => {
+            let common = args.common.resolve()?;
+            let program = args.program(&common)?;
+            execute(&program, &common)
+        }
+        Command::Run {
+            bench: Bench::Ftio(args),
         } => {
             let common = args.common.resolve()?;
             let program = args.program(&common)?;

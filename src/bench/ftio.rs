@@ -1,0 +1,900 @@
+//! FTIO: the out-of-core 2-D FFT I/O benchmark and its **I/O fraction**.
+//!
+//! Source: R. Fagerstrom and B. C. Kuszmaul, "FTIO", NAS technical report,
+//! NASA Ames Research Center, 1999 (no public code of FTIO exists: the report is
+//! the specification; piotwin's reading of it is `shared/spec/ftio.md`).
+//!
+//! FTIO measures I/O *relative to* computation and communication while c
+//! processes compute the 2-D DFT of an N×N complex matrix that lives on disk
+//! and is read, transformed and written back in pieces. Its headline is the
+//! **I/O fraction** = time spent in I/O / total time; it also reports Mflop/s
+//! with the standard count 5·N²·log2(N²) for an N×N complex FFT.
+//!
+//! # The report's terms
+//!
+//! * **N = I²·c**, for an input parameter I (here `-i`) and c processes; valid
+//!   only when c divides I² (c = 1 is allowed here; the original needs c > 1).
+//!   The report suggests the lowest valid I ≥ √c + 1.
+//! * **Square**: the matrix is cut into c×c Squares of I²×I² elements; process
+//!   p owns **Square column p**, the Squares `(q, p)`, `q = 0..c`.
+//! * **Mini-Square**: each Square is tiled by I×I Mini-Squares of I×I elements,
+//!   the unit of I/O of the local transpose. Per process the transpose touches
+//!   c·I² Mini-Squares.
+//! * **Diagonals**: the schedule of the Square exchange. On diagonal d
+//!   (`0..c`) the Square pairs `(p, q)` with `p + q ≡ d (mod c)` are swapped
+//!   with `MPI_Sendrecv_replace`; a Square on its own diagonal stays. Every
+//!   off-diagonal pair is swapped exactly once ([`diagonal_partner`]).
+//!
+//! # The algorithm as implemented
+//!
+//! The 2-D DFT is separable: a 1-D DFT along one index, a transposition, and a
+//! 1-D DFT along the (new) same index gives the 2-D DFT **transposed** (the
+//! output convention of FFTW's `FFTW_MPI_TRANSPOSED_OUT`; verification checks
+//! it). Because process p owns whole matrix columns (its Square column), every
+//! length-N line a DFT series transforms lies inside one process: no 1-D FFT
+//! spans processes and no distributed-FFT communication is needed; all the
+//! communication is the Square exchange. Phases, timed with [`IoCtx::wtime`]
+//! into I/O, compute and communication buckets, each ended by a collective
+//! agreement on success (an `allreduce`, which synchronises like a barrier):
+//!
+//! 1. **init** — open the file, compute the input ([`Signal`]) band by band
+//!    and write it; charged as a memory-bound fill (`Kernel::memcpy`).
+//! 2. **dft1** — for each band b (`0..I`): read band `(q, b)` of every Square
+//!    (c reads of I³ elements), FFT the I columns of length N (rustfft;
+//!    `Kernel::fft(N, I)`), write the c bands back.
+//! 3. **transpose_local** — every Square transposed in place, Mini-Square by
+//!    Mini-Square: read a Mini-Square and its conjugate, transpose both, write
+//!    them swapped; diagonal Mini-Squares in place.
+//! 4. **transpose_exchange** — for each diagonal d: read Square `(q, p)`,
+//!    `sendrecv_replace` with q, write what arrived in the same place.
+//! 5. **dft2** — as dft1, on the transposed matrix; then close the file.
+//! 6. Verification (not timed): reopen, read every band back and compare every
+//!    element with the closed form; report the maximum relative error and the
+//!    first mismatch. In the twin buffers hold no data, so nothing is compared.
+//!
+//! Out of core: a rank holds at most one band set (I·N elements) or one Square
+//! (I⁴ elements, only when c > 1) in memory, never its whole Square column.
+//! The file layout is in [`layout`].
+//!
+//! Errors: a rank whose call fails stops touching the file for the rest of the
+//! phase (in the Square exchange it keeps calling `sendrecv_replace`, so its
+//! partners do not wait forever); at the phase's end all ranks agree, every rank
+//! learns the lowest failing rank's message ([`FtioOutcome::failure`]), closes
+//! the file and removes it (unless `--keep`). A failed **collective** call (the
+//! open of the shared file) is assumed to fail on every rank, as MPI-IO's do.
+//!
+//! What it is not: a fast 2-D FFT (the I/O pattern is the point), and not a
+//! reproduction of the original's start-up effects.
+
+pub mod layout;
+mod output;
+mod signal;
+#[cfg(test)]
+mod tests;
+
+use std::path::PathBuf;
+
+use piotwin_types::Hints;
+
+use crate::ctx::{
+    Access, Api, IoBuf, IoCtx, IoError, Kernel, Op, OpenMode, OpenOptions, RankProgram, ReduceOp,
+    Scope,
+};
+
+pub use layout::{
+    ELEM_BYTES, Geometry, LineFft, diagonal_partner, fft_band, mini_square_pairs, transpose_mini,
+};
+pub use output::{build_report, flop_count, nas_block};
+pub use signal::{Mismatch, Signal, Verification, WAVE, check_band, fill_band};
+
+/// Command-line options of `piotwin run ftio`.
+#[derive(clap::Args, Debug, Clone, serde::Serialize)]
+pub struct FtioArgs {
+    /// Mini-Square side I: the matrix is N×N with N = I²·c for c processes
+    /// (c must divide I²).
+    #[arg(short = 'i', long = "mini-side", value_name = "I")]
+    pub i: u64,
+    /// One shared file with a region per process instead of a file per process.
+    #[arg(long)]
+    pub shared_file: bool,
+    /// Directory of the data files (`ftio.NNNN`, or `ftio.shared`).
+    #[arg(short = 'p', long = "dir", value_name = "DIR", default_value = ".")]
+    pub dir: PathBuf,
+    /// Sync the file (`MPI_File_sync`) at the end of every phase that wrote.
+    #[arg(long)]
+    pub fsync: bool,
+    /// Keep the data files after the run (default: delete them).
+    #[arg(long)]
+    pub keep: bool,
+}
+
+/// A validated FTIO run: what the rank program executes.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct FtioPlan {
+    /// I and c.
+    pub geo: Geometry,
+    /// One shared file instead of a file per process.
+    pub shared_file: bool,
+    /// Directory of the data files.
+    pub dir: PathBuf,
+    /// Sync after every writing phase.
+    pub fsync: bool,
+    /// Keep the files after the run.
+    pub keep: bool,
+    /// MPI-IO hints passed to every open (empty from [`FtioArgs::validate`]; the
+    /// command line adds its `--hint`s).
+    pub hints: Hints,
+}
+
+/// Everything that can stop an FTIO run.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum FtioError {
+    /// I is not valid for the process count.
+    #[error(
+        "ftio: -i {i} is not valid for {c} processes: {reason}; \
+         valid I are the multiples of {step} that are at least 2, \
+         the smallest valid I for {c} processes is {smallest} \
+         (the FTIO report suggests the lowest valid I ≥ √c + 1: {recommended})"
+    )]
+    InvalidSize {
+        /// The I given.
+        i: u64,
+        /// The process count.
+        c: u64,
+        /// What is wrong.
+        reason: String,
+        /// Every valid I is a multiple of this.
+        step: u64,
+        /// Smallest valid I for c.
+        smallest: u64,
+        /// The report's suggestion: the lowest valid I ≥ √c + 1.
+        recommended: u64,
+    },
+    /// The matrix would not fit the byte offsets (or this machine's memory model).
+    #[error("ftio: -i {i} with {c} processes gives N = I²·c too large for 64-bit byte offsets")]
+    TooLarge {
+        /// The I given.
+        i: u64,
+        /// The process count.
+        c: u64,
+    },
+    /// The plan was made for another process count than the run has.
+    #[error("ftio: planned for {planned} processes but running on {actual}")]
+    RankMismatch {
+        /// Process count the plan was validated for.
+        planned: u64,
+        /// Ranks of the context.
+        actual: u64,
+    },
+    /// An I/O call moved fewer bytes than asked.
+    #[error("ftio: {what} moved {got} of {want} bytes")]
+    Short {
+        /// The call and offset.
+        what: String,
+        /// Bytes asked for.
+        want: usize,
+        /// Bytes moved.
+        got: usize,
+    },
+    /// A back-end call failed.
+    #[error("ftio: {0}")]
+    Io(#[from] IoError),
+}
+
+/// The step of valid I for c processes: c | I² exactly when I is a multiple of
+/// `∏ p^⌈e/2⌉` over c's prime factorisation `∏ p^e`.
+pub fn valid_i_step(c: u64) -> u64 {
+    let (mut rest, mut f, mut p) = (c.max(1), 1u64, 2u64);
+    while p * p <= rest {
+        let mut e = 0u32;
+        while rest % p == 0 {
+            rest /= p;
+            e += 1;
+        }
+        f *= p.pow(e.div_ceil(2));
+        p += 1;
+    }
+    f * rest // a remaining prime factor has exponent 1
+}
+
+/// The smallest valid I (≥ 2, with c | I²) for c processes.
+pub fn smallest_valid_i(c: u64) -> u64 {
+    valid_i_step(c).max(2)
+}
+
+/// The FTIO report's suggested input: the lowest valid I with I ≥ √c + 1.
+pub fn recommended_i(c: u64) -> u64 {
+    let f = smallest_valid_i(c);
+    let mut i = f;
+    // I ≥ √c + 1  ⇔  (I − 1)² ≥ c for integers I ≥ 1.
+    while (i - 1).saturating_mul(i - 1) < c {
+        i += f;
+    }
+    i
+}
+
+impl FtioArgs {
+    /// Check I against the process count `ranks` (= c) before anything is touched.
+    pub fn validate(&self, ranks: usize) -> Result<FtioPlan, FtioError> {
+        let (i, c) = (self.i, ranks as u64);
+        let invalid = |reason: String| FtioError::InvalidSize {
+            i,
+            c,
+            reason,
+            step: valid_i_step(c),
+            smallest: smallest_valid_i(c),
+            recommended: recommended_i(c),
+        };
+        if c == 0 {
+            return Err(invalid("there must be at least one process".into()));
+        }
+        if i < 2 {
+            return Err(invalid("I must be at least 2".into()));
+        }
+        let sq = i.checked_mul(i).ok_or(FtioError::TooLarge { i, c })?;
+        if sq % c != 0 {
+            return Err(invalid(format!("c = {c} does not divide I² = {sq}")));
+        }
+        // The whole file (N²·16 bytes) must be addressable with u64 offsets, and one
+        // Square (I⁴·16 bytes) with usize lengths.
+        let n = sq.checked_mul(c).ok_or(FtioError::TooLarge { i, c })?;
+        let total = n.checked_mul(n).and_then(|x| x.checked_mul(ELEM_BYTES));
+        let square = sq.checked_mul(sq).and_then(|x| x.checked_mul(ELEM_BYTES));
+        match (total, square.and_then(|b| usize::try_from(b).ok())) {
+            (Some(_), Some(_)) => {}
+            _ => return Err(FtioError::TooLarge { i, c }),
+        }
+        Ok(FtioPlan {
+            geo: Geometry { i, c },
+            shared_file: self.shared_file,
+            dir: self.dir.clone(),
+            fsync: self.fsync,
+            keep: self.keep,
+            hints: Hints::new(),
+        })
+    }
+}
+
+impl FtioPlan {
+    /// Path of the data file rank `p` uses.
+    pub fn path(&self, p: u64) -> String {
+        let name = if self.shared_file {
+            "ftio.shared".to_string()
+        } else {
+            format!("ftio.{p:04}")
+        };
+        self.dir.join(name).to_string_lossy().into_owned()
+    }
+
+    /// Byte offset of rank `p`'s region in its file.
+    pub fn region_base(&self, p: u64) -> u64 {
+        if self.shared_file {
+            p * self.geo.region_bytes()
+        } else {
+            0
+        }
+    }
+}
+
+/// FTIO's timed phases, in order.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Phase {
+    /// Open, compute the input and write it.
+    Init,
+    /// DFT series 1.
+    Dft1,
+    /// Local transpose of every Square, Mini-Square by Mini-Square.
+    TransposeLocal,
+    /// Square exchange along the Diagonals.
+    TransposeExchange,
+    /// DFT series 2, then close.
+    Dft2,
+}
+
+impl Phase {
+    /// All phases in order.
+    pub const ALL: [Phase; 5] = [
+        Phase::Init,
+        Phase::Dft1,
+        Phase::TransposeLocal,
+        Phase::TransposeExchange,
+        Phase::Dft2,
+    ];
+
+    /// The name used in reports.
+    pub fn name(self) -> &'static str {
+        match self {
+            Phase::Init => "init",
+            Phase::Dft1 => "dft1",
+            Phase::TransposeLocal => "transpose_local",
+            Phase::TransposeExchange => "transpose_exchange",
+            Phase::Dft2 => "dft2",
+        }
+    }
+}
+
+/// One rank's accounting of one phase.
+#[derive(Debug, Clone, Copy, PartialEq, Default, serde::Serialize)]
+pub struct PhaseStats {
+    /// Seconds from the phase's start to the agreement (collective) that ends it.
+    pub wall_s: f64,
+    /// Seconds in I/O calls (open, xfer, sync, close).
+    pub io_s: f64,
+    /// Seconds in computation (`IoCtx::compute`).
+    pub compute_s: f64,
+    /// Seconds in the Square exchange (`sendrecv_replace`).
+    pub comm_s: f64,
+    /// Bytes read from the file.
+    pub bytes_read: u64,
+    /// Bytes written to the file.
+    pub bytes_written: u64,
+    /// Bytes sent to other ranks.
+    pub comm_bytes: u64,
+}
+
+/// One rank's measurements.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct FtioRankOutput {
+    /// The rank.
+    pub rank: usize,
+    /// Per phase, in [`Phase::ALL`] order.
+    pub phases: Vec<PhaseStats>,
+    /// Seconds from the start barrier to the end of the last phase.
+    pub total_s: f64,
+    /// This rank's verification (nothing checked in the twin).
+    pub verification: Verification,
+}
+
+/// What the program returns on **every** rank: all ranks' measurements (gathered
+/// with `allgather_f64`, so real mode, where a process sees only its own rank,
+/// can build the same report as the twin) and the hints in effect on this rank's file.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct FtioOutcome {
+    /// Every rank's measurements, indexed by rank.
+    pub ranks: Vec<FtioRankOutput>,
+    /// Hints in effect on the data file (real mode: read back from MPI).
+    pub hints: Hints,
+    /// Why the run stopped early (the same on every rank: failures are agreed
+    /// collectively), naming the step, the lowest failing rank and its error.
+    /// The phases every rank completed before it are still in `ranks`.
+    pub failure: Option<String>,
+}
+
+impl FtioRankOutput {
+    /// Number of values [`FtioRankOutput::to_fields`] gives.
+    const FIELDS: usize = 1 + 7 * Phase::ALL.len() + 12;
+
+    /// Every measurement as one `f64` each, in a fixed order, for `allgather_f64`:
+    /// the number of phases completed, every phase (zeros past those completed),
+    /// then totals and verification. Byte and element counts are exact up to 2⁵³.
+    fn to_fields(&self) -> Vec<f64> {
+        let mut v = Vec::with_capacity(Self::FIELDS);
+        v.push(self.phases.len() as f64);
+        for k in 0..Phase::ALL.len() {
+            let s = self.phases.get(k).copied().unwrap_or_default();
+            v.extend([s.wall_s, s.io_s, s.compute_s, s.comm_s]);
+            v.extend([s.bytes_read, s.bytes_written, s.comm_bytes].map(|x| x as f64));
+        }
+        let ver = &self.verification;
+        v.extend([
+            self.total_s,
+            ver.checked as f64,
+            ver.failed as f64,
+            ver.max_rel_error,
+        ]);
+        match &ver.first_failure {
+            Some(f) => v.extend([1.0, f.row as f64, f.col as f64, f.got[0], f.got[1]]),
+            None => v.extend([0.0; 5]),
+        }
+        match &ver.first_failure {
+            Some(f) => v.extend([f.expected[0], f.expected[1], f.rel_error]),
+            None => v.extend([0.0; 3]),
+        }
+        debug_assert_eq!(v.len(), Self::FIELDS);
+        v
+    }
+
+    /// The inverse of [`FtioRankOutput::to_fields`].
+    fn from_fields(rank: usize, v: &[f64]) -> FtioRankOutput {
+        let (completed, v) = (v[0] as usize, &v[1..]);
+        let phases = v
+            .chunks_exact(7)
+            .take(completed.min(Phase::ALL.len()))
+            .map(|c| PhaseStats {
+                wall_s: c[0],
+                io_s: c[1],
+                compute_s: c[2],
+                comm_s: c[3],
+                bytes_read: c[4] as u64,
+                bytes_written: c[5] as u64,
+                comm_bytes: c[6] as u64,
+            })
+            .collect();
+        let t = &v[7 * Phase::ALL.len()..];
+        let first_failure = (t[4] != 0.0).then(|| Mismatch {
+            row: t[5] as u64,
+            col: t[6] as u64,
+            got: [t[7], t[8]],
+            expected: [t[9], t[10]],
+            rel_error: t[11],
+        });
+        FtioRankOutput {
+            rank,
+            phases,
+            total_s: t[0],
+            verification: Verification {
+                checked: t[1] as u64,
+                failed: t[2] as u64,
+                max_rel_error: t[3],
+                first_failure,
+            },
+        }
+    }
+}
+
+/// Every rank's measurements on every rank, in rank order.
+async fn gather<C: IoCtx>(ctx: &C, mine: &FtioRankOutput) -> Vec<FtioRankOutput> {
+    let mut columns = Vec::with_capacity(FtioRankOutput::FIELDS);
+    for x in mine.to_fields() {
+        columns.push(ctx.allgather_f64(x).await);
+    }
+    (0..ctx.size())
+        .map(|r| {
+            let fields: Vec<f64> = columns.iter().map(|col| col[r]).collect();
+            FtioRankOutput::from_fields(r, &fields)
+        })
+        .collect()
+}
+
+/// The FTIO benchmark as one per-rank program.
+#[derive(Debug, Clone)]
+pub struct FtioProgram {
+    plan: FtioPlan,
+}
+
+impl FtioProgram {
+    /// The program for a validated plan.
+    pub fn new(plan: FtioPlan) -> FtioProgram {
+        FtioProgram { plan }
+    }
+}
+
+impl RankProgram for FtioProgram {
+    type Output = FtioOutcome;
+
+    async fn run<C: IoCtx>(&self, ctx: &C) -> FtioOutcome {
+        let (planned, actual) = (self.plan.geo.c, ctx.size() as u64);
+        if planned != actual {
+            // Every rank sees the same sizes: all stop here, before any collective.
+            return FtioOutcome {
+                ranks: Vec::new(),
+                hints: Hints::new(),
+                failure: Some(FtioError::RankMismatch { planned, actual }.to_string()),
+            };
+        }
+        let (mine, hints, failure) = run_rank(&self.plan, ctx).await;
+        FtioOutcome {
+            ranks: gather(ctx, &mine).await,
+            hints,
+            failure,
+        }
+    }
+}
+
+/// Timed wrappers around the context's calls, accumulating into one phase.
+struct Meter<'a, C: IoCtx> {
+    ctx: &'a C,
+    st: PhaseStats,
+}
+
+impl<'a, C: IoCtx> Meter<'a, C> {
+    fn new(ctx: &'a C) -> Self {
+        Meter {
+            ctx,
+            st: PhaseStats::default(),
+        }
+    }
+
+    async fn xfer(
+        &mut self,
+        file: &mut C::File,
+        op: Op,
+        buf: &mut C::Buf,
+    ) -> Result<(), FtioError> {
+        let t0 = self.ctx.wtime();
+        let got = self.ctx.xfer(file, op, buf).await?;
+        self.st.io_s += self.ctx.wtime() - t0;
+        if got != buf.len() {
+            return Err(FtioError::Short {
+                what: format!("{op:?}"),
+                want: buf.len(),
+                got,
+            });
+        }
+        match op.access {
+            Access::Read => self.st.bytes_read += got as u64,
+            Access::Write => self.st.bytes_written += got as u64,
+        }
+        Ok(())
+    }
+
+    async fn compute<R>(&mut self, kernel: Kernel, work: impl FnOnce() -> R) -> Option<R> {
+        let t0 = self.ctx.wtime();
+        let r = self.ctx.compute(kernel, work).await;
+        self.st.compute_s += self.ctx.wtime() - t0;
+        r
+    }
+
+    async fn exchange(&mut self, buf: &mut C::Buf, peer: usize) {
+        let t0 = self.ctx.wtime();
+        self.ctx.sendrecv_replace(buf, peer, peer).await;
+        self.st.comm_s += self.ctx.wtime() - t0;
+        self.st.comm_bytes += buf.len() as u64;
+    }
+
+    async fn sync(&mut self, file: &mut C::File) -> Result<(), FtioError> {
+        let t0 = self.ctx.wtime();
+        self.ctx.sync(file).await?;
+        self.st.io_s += self.ctx.wtime() - t0;
+        Ok(())
+    }
+}
+
+fn open_options(plan: &FtioPlan, mode: OpenMode) -> OpenOptions {
+    OpenOptions {
+        mode,
+        scope: if plan.shared_file {
+            Scope::Shared
+        } else {
+            Scope::Private
+        },
+        api: Api::MpiIo,
+        hints: plan.hints.clone(),
+    }
+}
+
+/// Delete the data file(s): each rank its own, or rank 0 the shared one.
+async fn delete_files<C: IoCtx>(ctx: &C, plan: &FtioPlan, p: u64) -> Result<(), FtioError> {
+    if plan.shared_file {
+        ctx.barrier().await;
+        if p == 0 {
+            ctx.delete(&plan.path(0)).await?;
+        }
+        ctx.barrier().await;
+    } else {
+        ctx.delete(&plan.path(p)).await?;
+    }
+    Ok(())
+}
+
+/// Agree on the outcome of a step that every rank has finished (a collective:
+/// it also synchronises the ranks like a barrier). `Ok` on every rank when every
+/// rank succeeded; otherwise every rank gets the same message, naming the
+/// lowest failing rank and its error (the text is broadcast from that rank).
+async fn agree<C: IoCtx>(ctx: &C, step: &str, result: Result<(), FtioError>) -> Result<(), String> {
+    let rank = ctx.rank();
+    let mine = if result.is_err() {
+        rank as f64
+    } else {
+        f64::INFINITY
+    };
+    let who = ctx.allreduce_f64(mine, ReduceOp::Min).await;
+    if !who.is_finite() {
+        return Ok(());
+    }
+    let who = who as usize;
+    let text = match &result {
+        Err(e) if who == rank => format!("{step}: rank {rank}: {e}"),
+        _ => String::new(),
+    };
+    Err(bcast_text(ctx, &text, who).await)
+}
+
+/// Broadcast `text` from `root` (length, then 8 bytes per `bcast_u64`).
+async fn bcast_text<C: IoCtx>(ctx: &C, text: &str, root: usize) -> String {
+    let len = ctx.bcast_u64(text.len() as u64, root).await as usize;
+    let mut bytes = Vec::with_capacity(len);
+    let mine = text.as_bytes();
+    for k in (0..len).step_by(8) {
+        let mut word = [0u8; 8];
+        if let Some(src) = mine.get(k..(k + 8).min(len)) {
+            word[..src.len()].copy_from_slice(src);
+        }
+        let word = ctx.bcast_u64(u64::from_le_bytes(word), root).await;
+        bytes.extend_from_slice(&word.to_le_bytes()[..(len - k).min(8)]);
+    }
+    String::from_utf8_lossy(&bytes).into_owned()
+}
+
+/// One rank's state through the run.
+struct RankRun<'a, C: IoCtx> {
+    ctx: &'a C,
+    plan: &'a FtioPlan,
+    /// This rank, p.
+    p: u64,
+    /// Byte offset of this rank's region in its file.
+    base: u64,
+    /// The data file while it is open.
+    file: Option<C::File>,
+    /// Hints in effect on the data file.
+    hints: Hints,
+    /// Statistics of the phases every rank completed.
+    phases: Vec<PhaseStats>,
+    /// The input and its transform, built on first use where data exists.
+    signal: Option<Signal>,
+    /// The 1-D FFT, planned on first use where data exists.
+    line_fft: Option<LineFft>,
+}
+
+impl<'a, C: IoCtx> RankRun<'a, C> {
+    fn file(&mut self) -> &mut C::File {
+        self.file
+            .as_mut()
+            .expect("the data file is open during the timed phases")
+    }
+
+    /// Run one timed phase: `body` accumulates into a fresh [`Meter`]; then all
+    /// ranks agree on success, which ends the phase for everyone at once.
+    async fn phase(&mut self, phase: Phase) -> Result<(), String> {
+        let ctx = self.ctx;
+        let mut m = Meter::new(ctx);
+        let t0 = ctx.wtime();
+        let result = match phase {
+            Phase::Init => self.init(&mut m).await,
+            Phase::Dft1 => self.dft_series(&mut m).await,
+            Phase::TransposeLocal => self.transpose_local(&mut m).await,
+            Phase::TransposeExchange => self.transpose_exchange(&mut m).await,
+            Phase::Dft2 => self.dft_series_and_close(&mut m).await,
+        };
+        agree(ctx, phase.name(), result).await?;
+        self.phases.push(PhaseStats {
+            wall_s: ctx.wtime() - t0,
+            ..m.st
+        });
+        Ok(())
+    }
+
+    /// Phase 1, initialization: open (create) the file, compute the input
+    /// band by band and write it.
+    async fn init(&mut self, m: &mut Meter<'_, C>) -> Result<(), FtioError> {
+        let (ctx, geo, p) = (self.ctx, self.plan.geo, self.p);
+        let t0 = ctx.wtime();
+        let file = ctx
+            .open(
+                &self.plan.path(p),
+                &open_options(self.plan, OpenMode::CreateReadWrite),
+            )
+            .await?;
+        m.st.io_s += ctx.wtime() - t0;
+        self.hints = ctx.hints_in_effect(&file);
+        self.file = Some(file);
+        let band_bytes = (geo.band_elems() * ELEM_BYTES) as usize;
+        let mut buf = ctx.alloc(band_bytes);
+        for q in 0..geo.c {
+            for b in 0..geo.i {
+                let signal = &mut self.signal;
+                m.compute(Kernel::memcpy(2 * band_bytes as u64), || {
+                    if let Some(bytes) = buf.bytes_mut() {
+                        let sig = signal.get_or_insert_with(|| Signal::new(geo.n()));
+                        fill_band(bytes, geo, sig, p, q, b);
+                    }
+                })
+                .await;
+                let at = self.base + geo.band_offset(q, b);
+                m.xfer(self.file(), Op::write_at(at), &mut buf).await?;
+            }
+        }
+        self.sync_if_asked(m).await
+    }
+
+    async fn sync_if_asked(&mut self, m: &mut Meter<'_, C>) -> Result<(), FtioError> {
+        if self.plan.fsync {
+            let file = self.file.as_mut().expect("the data file is open");
+            m.sync(file).await?;
+        }
+        Ok(())
+    }
+
+    /// Phases 2 and 5, a DFT series over this rank's Square column: I steps of
+    /// (read c bands, FFT I columns of length N, write c bands).
+    async fn dft_series(&mut self, m: &mut Meter<'_, C>) -> Result<(), FtioError> {
+        let (ctx, geo) = (self.ctx, self.plan.geo);
+        let band_bytes = (geo.band_elems() * ELEM_BYTES) as usize;
+        let mut bands: Vec<C::Buf> = (0..geo.c).map(|_| ctx.alloc(band_bytes)).collect();
+        for b in 0..geo.i {
+            for (q, buf) in bands.iter_mut().enumerate() {
+                let at = self.base + geo.band_offset(q as u64, b);
+                m.xfer(self.file(), Op::read_at(at), buf).await?;
+            }
+            let line_fft = &mut self.line_fft;
+            m.compute(Kernel::fft(geo.n(), geo.i), || {
+                let mut slices: Vec<&mut [u8]> =
+                    bands.iter_mut().filter_map(|buf| buf.bytes_mut()).collect();
+                if slices.len() == geo.c as usize {
+                    let fft = line_fft.get_or_insert_with(|| LineFft::new(geo.n() as usize));
+                    fft_band(&mut slices, geo, fft);
+                }
+            })
+            .await;
+            for (q, buf) in bands.iter_mut().enumerate() {
+                let at = self.base + geo.band_offset(q as u64, b);
+                m.xfer(self.file(), Op::write_at(at), buf).await?;
+            }
+        }
+        self.sync_if_asked(m).await
+    }
+
+    /// Phase 3, the local transpose of every Square, Mini-Square by
+    /// Mini-Square: read a Mini-Square and its conjugate, transpose both, write
+    /// them swapped; diagonal Mini-Squares in place.
+    async fn transpose_local(&mut self, m: &mut Meter<'_, C>) -> Result<(), FtioError> {
+        let (ctx, geo) = (self.ctx, self.plan.geo);
+        let mini_bytes = (geo.mini_elems() * ELEM_BYTES) as usize;
+        let (mut x, mut y) = (ctx.alloc(mini_bytes), ctx.alloc(mini_bytes));
+        let i = geo.i as usize;
+        for q in 0..geo.c {
+            for (a, b) in mini_square_pairs(geo.i) {
+                let at = |a, b| self.base + geo.mini_offset(q, a, b);
+                let (ab, ba) = (at(a, b), at(b, a));
+                let file = self.file.as_mut().expect("the data file is open");
+                if a == b {
+                    m.xfer(file, Op::read_at(ab), &mut x).await?;
+                    m.compute(Kernel::memcpy(mini_bytes as u64), || {
+                        if let Some(d) = x.bytes_mut() {
+                            transpose_mini(d, i);
+                        }
+                    })
+                    .await;
+                    m.xfer(file, Op::write_at(ab), &mut x).await?;
+                } else {
+                    m.xfer(file, Op::read_at(ab), &mut x).await?;
+                    m.xfer(file, Op::read_at(ba), &mut y).await?;
+                    m.compute(Kernel::memcpy(2 * mini_bytes as u64), || {
+                        for d in [x.bytes_mut(), y.bytes_mut()].into_iter().flatten() {
+                            transpose_mini(d, i);
+                        }
+                    })
+                    .await;
+                    m.xfer(file, Op::write_at(ba), &mut x).await?;
+                    m.xfer(file, Op::write_at(ab), &mut y).await?;
+                }
+            }
+        }
+        self.sync_if_asked(m).await
+    }
+
+    /// Phase 4, the Square exchange along the Diagonals: on diagonal d read Square
+    /// `(q, p)`, `sendrecv_replace` it with q, write what arrived in its place.
+    /// A rank whose I/O failed keeps exchanging (its partners would otherwise
+    /// wait forever) but stops touching the file.
+    async fn transpose_exchange(&mut self, m: &mut Meter<'_, C>) -> Result<(), FtioError> {
+        let (ctx, geo, p) = (self.ctx, self.plan.geo, self.p);
+        let square_bytes = (geo.square_elems() * ELEM_BYTES) as usize;
+        let mut square: Option<C::Buf> = None; // allocated only if this rank exchanges (c > 1)
+        let mut error = None;
+        for d in 0..geo.c {
+            let Some(q) = diagonal_partner(p, d, geo.c) else {
+                continue;
+            };
+            let sq = square.get_or_insert_with(|| ctx.alloc(square_bytes));
+            let at = self.base + geo.square_offset(q);
+            let file = self.file.as_mut().expect("the data file is open");
+            if error.is_none() {
+                error = m.xfer(file, Op::read_at(at), sq).await.err();
+            }
+            m.exchange(sq, q as usize).await;
+            if error.is_none() {
+                error = m.xfer(file, Op::write_at(at), sq).await.err();
+            }
+        }
+        match error {
+            Some(e) => Err(e),
+            None => self.sync_if_asked(m).await,
+        }
+    }
+
+    /// Phase 5, DFT series 2, then close the file.
+    async fn dft_series_and_close(&mut self, m: &mut Meter<'_, C>) -> Result<(), FtioError> {
+        self.dft_series(m).await?;
+        let ctx = self.ctx;
+        let t0 = ctx.wtime();
+        let file = self.file.take().expect("the data file is open");
+        ctx.close(file).await?;
+        m.st.io_s += ctx.wtime() - t0;
+        Ok(())
+    }
+
+    /// Verification, not timed: reopen, read every band back and compare
+    /// every element with the closed form.
+    async fn verify(&mut self) -> Result<Verification, FtioError> {
+        let (ctx, geo, p) = (self.ctx, self.plan.geo, self.p);
+        let band_bytes = (geo.band_elems() * ELEM_BYTES) as usize;
+        let mut verification = Verification::default();
+        let mut buf = ctx.alloc(band_bytes);
+        let file = ctx
+            .open(&self.plan.path(p), &open_options(self.plan, OpenMode::Read))
+            .await?;
+        let file = self.file.insert(file);
+        for q in 0..geo.c {
+            for b in 0..geo.i {
+                let at = self.base + geo.band_offset(q, b);
+                let got = ctx.xfer(file, Op::read_at(at), &mut buf).await?;
+                if got != band_bytes {
+                    return Err(FtioError::Short {
+                        what: format!("verification read at byte {at}"),
+                        want: band_bytes,
+                        got,
+                    });
+                }
+                if let Some(bytes) = buf.bytes() {
+                    let sig = self.signal.get_or_insert_with(|| Signal::new(geo.n()));
+                    check_band(bytes, geo, sig, p, q, b, &mut verification);
+                }
+            }
+        }
+        let file = self.file.take().expect("just opened");
+        ctx.close(file).await?;
+        Ok(verification)
+    }
+
+    /// The whole run after the start barrier; `Err` (the same on every rank)
+    /// stops it where the first rank failed.
+    async fn run(&mut self, verification: &mut Verification) -> Result<f64, String> {
+        let ctx = self.ctx;
+        ctx.barrier().await;
+        let t_start = ctx.wtime();
+        for phase in Phase::ALL {
+            self.phase(phase).await?;
+        }
+        let total_s = ctx.wtime() - t_start;
+        let result = self.verify().await.map(|v| *verification = v);
+        agree(ctx, "verification", result).await?;
+        Ok(total_s)
+    }
+}
+
+/// One rank's whole run: its measurements, the hints in effect on its file and
+/// the failure every rank agreed on, if any.
+async fn run_rank<C: IoCtx>(plan: &FtioPlan, ctx: &C) -> (FtioRankOutput, Hints, Option<String>) {
+    let p = ctx.rank() as u64;
+    let mut run = RankRun {
+        ctx,
+        plan,
+        p,
+        base: plan.region_base(p),
+        file: None,
+        hints: Hints::new(),
+        phases: Vec::with_capacity(Phase::ALL.len()),
+        signal: None,
+        line_fft: None,
+    };
+    let mut verification = Verification::default();
+    // A leftover file from an earlier run is removed before the clock starts.
+    let cleared = agree(ctx, "removing old files", delete_files(ctx, plan, p).await).await;
+    let outcome = match cleared {
+        Ok(()) => run.run(&mut verification).await,
+        Err(e) => Err(e),
+    };
+    let (total_s, mut failure) = match outcome {
+        Ok(t) => (t, None),
+        Err(e) => (0.0, Some(e)),
+    };
+    // After a failure the file may still be open (every rank alike: the failure was agreed).
+    if let Some(file) = run.file.take() {
+        let _ = ctx.close(file).await;
+    }
+    if !plan.keep {
+        let removed = agree(ctx, "removing the files", delete_files(ctx, plan, p).await).await;
+        if failure.is_none() {
+            failure = removed.err();
+        }
+    }
+    let mine = FtioRankOutput {
+        rank: p as usize,
+        phases: run.phases,
+        total_s,
+        verification,
+    };
+    (mine, run.hints, failure)
+}
