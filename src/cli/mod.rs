@@ -16,6 +16,7 @@
 //! 2 bad input (unknown flag, bad value, unreadable scenario, unwritable output),
 //! reported before anything runs or is written.
 
+mod btio;
 mod ftio;
 mod ior;
 
@@ -124,6 +125,12 @@ enum Bench {
     /// IOR-style probe: bandwidth of N ranks writing/reading a shared file or a file per process.
     #[command(long_about = ior::LONG_ABOUT, after_help = ior::AFTER_HELP)]
     Ior(Box<ior::IorArgs>),
+    /// NPB BT-IO: BT's multi-partition field dumped every few steps (full, simple, fortran, epio, none).
+    #[command(long_about = btio::BTIO_LONG_ABOUT, after_help = btio::BTIO_AFTER_HELP)]
+    Btio(Box<btio::BtioCliArgs>),
+    /// The PnetCDF BTIO kernel: records of BT's multi-partition written or read by method 0-3.
+    #[command(long_about = btio::KERNEL_LONG_ABOUT, after_help = btio::KERNEL_AFTER_HELP)]
+    BtioKernel(Box<btio::KernelCliArgs>),
     /// FTIO: out-of-core 2-D FFT (N = I²·c) and its I/O fraction.
     #[command(long_about = ftio::LONG_ABOUT, after_help = ftio::AFTER_HELP)]
     Ftio(Box<ftio::FtioCliArgs>),
@@ -481,6 +488,20 @@ pub(crate) fn run(cli: Cli) -> Result<(), CliError> {
     match cli.command {
         Command::Run {
             bench: Bench::Ior(args),
+        } => {
+            let common = args.common.resolve()?;
+            let program = args.program(&common)?;
+            execute(&program, &common)
+        }
+        Command::Run {
+            bench: Bench::Btio(args),
+        } => {
+            let common = args.common.resolve()?;
+            let program = args.program(&common)?;
+            execute(&program, &common)
+        }
+        Command::Run {
+            bench: Bench::BtioKernel(args),
         } => {
             let common = args.common.resolve()?;
             let program = args.program(&common)?;

@@ -1,0 +1,1141 @@
+//! The two per-rank programs, written once against [`IoCtx`]: NPB BT-IO
+//! ([`BtioProgram`]) and the PnetCDF BTIO kernel ([`KernelProgram`]).
+//!
+//! Data exists only where the back end keeps it: filling and checking go through
+//! [`IoBuf::bytes_mut`]/[`IoBuf::bytes`] and are no-ops in the twin; filling a
+//! dump is costed as a memory copy of the rank's bytes through [`IoCtx::compute`]
+//! in both modes.
+
+use std::cell::RefCell;
+
+use piotwin_types::Hints;
+
+use crate::ctx::{
+    Access, Api, Coordination, IoBuf, IoCtx, IoError, IoResult, Kernel, KernelKind, Op, OpenMode,
+    OpenOptions, RankProgram, ReduceOp, Scope,
+};
+
+use super::config::{BtioConfig, KernelConfig, Subtype};
+use super::decomp::Decomposition;
+use super::layout::{self, Mismatch, POINT_BYTES, RankLayout};
+use super::solver::BtSolver;
+
+/// NPB's operation count of one BT time step over the whole grid (flops):
+/// `3478.8·N³ − 17655.7·navg² + 28023.7·navg`, `N³ = nx·ny·nz`, `navg = (nx+ny+nz)/3`.
+pub fn bt_step_flops(grid: [u64; 3]) -> f64 {
+    let n3 = grid.iter().product::<u64>() as f64;
+    let navg = grid.iter().sum::<u64>() as f64 / 3.0;
+    3478.8 * n3 - 17655.7 * navg * navg + 28023.7 * navg
+}
+
+/// The outcome of verification, the same on every rank.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub enum Verification {
+    /// Nothing was written (`--subtype none`).
+    NotPerformed,
+    /// Every double read back equals what was written.
+    Successful,
+    /// The first wrong double in file order: where it is, what was expected and read.
+    Failed(String),
+}
+
+impl Verification {
+    /// NPB's word for it.
+    pub fn word(&self) -> &'static str {
+        match self {
+            Verification::NotPerformed => "NOT PERFORMED",
+            Verification::Successful => "SUCCESSFUL",
+            Verification::Failed(_) => "FAILED",
+        }
+    }
+}
+
+/// A rank's first wrong double: canonical element index, bits read, byte offset in its file.
+#[derive(Debug, Clone, Copy, PartialEq)]
+struct Found {
+    element: u64,
+    got_bits: u64,
+    file_offset: u64,
+}
+
+/// All ranks agree on the first wrong double (smallest canonical element index)
+/// and describe it; `file_of(rank)` names the file the owner read.
+async fn agree<C: IoCtx>(
+    ctx: &C,
+    mine: Option<Found>,
+    grid: [u64; 3],
+    file_of: impl Fn(usize) -> String,
+) -> Verification {
+    let my_e = mine.map_or(f64::INFINITY, |f| f.element as f64);
+    let min_e = ctx.allreduce_f64(my_e, ReduceOp::Min).await;
+    if !min_e.is_finite() {
+        return Verification::Successful;
+    }
+    let me = if my_e == min_e {
+        ctx.rank() as f64
+    } else {
+        f64::INFINITY
+    };
+    let owner = ctx.allreduce_f64(me, ReduceOp::Min).await as usize;
+    let got_bits = ctx.bcast_u64(mine.map_or(0, |f| f.got_bits), owner).await;
+    let offset = ctx
+        .bcast_u64(mine.map_or(0, |f| f.file_offset), owner)
+        .await;
+    let e = min_e as u64;
+    let [nx, ny, nz] = grid;
+    let per_dump = 5 * nx * ny * nz;
+    let (dump, rem) = (e / per_dump, e % per_dump);
+    let (point, m) = (rem / 5, rem % 5);
+    let (x, y, z) = (point % nx, point / nx % ny, point / (nx * ny));
+    Verification::Failed(format!(
+        "record {dump}, component {m}, point ({x}, {y}, {z}) read by rank {owner}: expected {}, read {} \
+         (bits {got_bits:#018x}) at byte {offset} of {}",
+        layout::value(e),
+        f64::from_bits(got_bits),
+        file_of(owner)
+    ))
+}
+
+/// A rank's data in memory: one buffer for the whole stream, or one per cell.
+enum Storage<B> {
+    Whole(B),
+    PerCell(Vec<B>),
+}
+
+impl<B: IoBuf> Storage<B> {
+    fn whole<C: IoCtx<Buf = B>>(ctx: &C, layout: &RankLayout) -> Storage<B> {
+        Storage::Whole(ctx.alloc(layout.bytes() as usize))
+    }
+
+    fn per_cell<C: IoCtx<Buf = B>>(ctx: &C, layout: &RankLayout) -> Storage<B> {
+        Storage::PerCell(
+            layout
+                .cells
+                .iter()
+                .map(|c| ctx.alloc((c.points() * POINT_BYTES) as usize))
+                .collect(),
+        )
+    }
+
+    /// Write dump `dump`'s content (real mode; nothing where there is no data).
+    fn fill(&mut self, layout: &RankLayout, dump: u64) {
+        match self {
+            Storage::Whole(b) => {
+                if let Some(bytes) = b.bytes_mut() {
+                    layout.fill(bytes, dump, layout.rows());
+                }
+            }
+            Storage::PerCell(bs) => {
+                for (c, b) in bs.iter_mut().enumerate() {
+                    if let Some(bytes) = b.bytes_mut() {
+                        layout.fill(bytes, dump, layout.cell_rows(c));
+                    }
+                }
+            }
+        }
+    }
+
+    /// Zero every buffer before reading into it, so stale data cannot pass a check.
+    fn zero(&mut self) {
+        let bufs: Vec<&mut B> = match self {
+            Storage::Whole(b) => vec![b],
+            Storage::PerCell(bs) => bs.iter_mut().collect(),
+        };
+        for b in bufs {
+            if let Some(bytes) = b.bytes_mut() {
+                bytes.fill(0);
+            }
+        }
+    }
+
+    /// The first wrong double of dump `dump` and its byte position in the rank stream.
+    fn check(&self, layout: &RankLayout, dump: u64) -> Option<(Mismatch, u64)> {
+        match self {
+            Storage::Whole(b) => b
+                .bytes()
+                .and_then(|bytes| layout.check(bytes, dump, layout.rows()))
+                .map(|m| (m, m.byte)),
+            Storage::PerCell(bs) => bs.iter().enumerate().find_map(|(c, b)| {
+                let bytes = b.bytes()?;
+                let m = layout.check(bytes, dump, layout.cell_rows(c))?;
+                Some((m, layout.cell_start(c) * POINT_BYTES + m.byte))
+            }),
+        }
+    }
+}
+
+/// Check that a transfer moved the whole buffer.
+fn whole_transfer(moved: usize, len: usize, op: &str, path: &str) -> IoResult<()> {
+    if moved == len {
+        Ok(())
+    } else {
+        Err(IoError::Call {
+            op: op.into(),
+            path: path.into(),
+            message: format!("moved {moved} of {len} bytes"),
+        })
+    }
+}
+
+/// Zero a buffer where it holds data.
+fn zero<B: IoBuf>(b: &mut B) {
+    if let Some(bytes) = b.bytes_mut() {
+        bytes.fill(0);
+    }
+}
+
+/// Run one BT step's worth of computation: NPB's operation count for this rank's
+/// share of the grid; real mode spends it in [`BtSolver`] (allocated on first use,
+/// so the twin never allocates it).
+async fn bt_step<C: IoCtx>(
+    ctx: &C,
+    solver: &RefCell<Option<BtSolver>>,
+    layout: &RankLayout,
+    flops: f64,
+) {
+    let kernel = Kernel {
+        kind: KernelKind::BtStep,
+        amount: flops,
+    };
+    let sum = ctx
+        .compute(kernel, || {
+            solver
+                .borrow_mut()
+                .get_or_insert_with(|| BtSolver::new(layout))
+                .run(flops)
+        })
+        .await;
+    std::hint::black_box(sum);
+}
+
+/// NPB BT-IO's open file and buffers for one subtype.
+struct DumpFile<C: IoCtx> {
+    file: C::File,
+    path: String,
+    subtype: Subtype,
+    storage: Storage<C::Buf>,
+    /// `simple`/`fortran`: one row buffer per cell (all rows of a cell are equally long).
+    rows: Vec<C::Buf>,
+}
+
+impl<C: IoCtx> DumpFile<C> {
+    /// Open the dump file(s) for writing (fresh: the old file is deleted first) or
+    /// reading, set NPB `full`'s view, and allocate the buffers.
+    async fn open(
+        ctx: &C,
+        cfg: &BtioConfig,
+        layout: &RankLayout,
+        hints: &Hints,
+        write: bool,
+    ) -> IoResult<Self> {
+        let subtype = cfg.subtype;
+        let (path, scope) = match subtype {
+            Subtype::Epio => (cfg.epio_path(ctx.rank()), Scope::Private),
+            _ => (cfg.file_path(), Scope::Shared),
+        };
+        let api = match subtype {
+            Subtype::Fortran | Subtype::Epio => Api::Posix,
+            _ => Api::MpiIo,
+        };
+        if write {
+            if scope == Scope::Private || ctx.rank() == 0 {
+                ctx.delete(&path).await?;
+            }
+            ctx.barrier().await;
+        }
+        let mode = if write {
+            OpenMode::Create
+        } else {
+            OpenMode::Read
+        };
+        let mut file = ctx
+            .open(
+                &path,
+                &OpenOptions {
+                    mode,
+                    scope,
+                    api,
+                    hints: hints.clone(),
+                },
+            )
+            .await?;
+        if subtype == Subtype::Full {
+            ctx.set_view(&mut file, &layout::full_view(layout.grid, &layout.cells))
+                .await?;
+        }
+        let storage = match subtype {
+            Subtype::Epio => Storage::per_cell(ctx, layout),
+            _ => Storage::whole(ctx, layout),
+        };
+        let rows = match subtype {
+            Subtype::Simple | Subtype::Fortran => layout
+                .cells
+                .iter()
+                .map(|c| ctx.alloc((c.size[0] * POINT_BYTES) as usize))
+                .collect(),
+            _ => Vec::new(),
+        };
+        Ok(DumpFile {
+            file,
+            path,
+            subtype,
+            storage,
+            rows,
+        })
+    }
+
+    /// Write dump `dump` from the storage.
+    async fn write(&mut self, ctx: &C, layout: &RankLayout, dump: u64) -> IoResult<()> {
+        match (self.subtype, &mut self.storage) {
+            (Subtype::Full, Storage::Whole(b)) => {
+                let n = ctx
+                    .xfer(&mut self.file, Op::write_at_all(dump * layout.points()), b)
+                    .await?;
+                whole_transfer(n, b.len(), "write_at_all", &self.path)
+            }
+            (Subtype::Simple | Subtype::Fortran, Storage::Whole(field)) => {
+                for row in layout.rows() {
+                    let buf = &mut self.rows[row.cell];
+                    if let (Some(src), Some(dst)) = (field.bytes(), buf.bytes_mut()) {
+                        let at = (row.stream * POINT_BYTES) as usize;
+                        dst.copy_from_slice(&src[at..at + dst.len()]);
+                    }
+                    let off = layout::canonical_offset(layout.grid, dump, row.x, row.y, row.z);
+                    let n = ctx.xfer(&mut self.file, Op::write_at(off), buf).await?;
+                    whole_transfer(n, buf.len(), "write_at", &self.path)?;
+                }
+                Ok(())
+            }
+            (Subtype::Epio, Storage::PerCell(bs)) => {
+                for (c, b) in bs.iter_mut().enumerate() {
+                    let off = (dump * layout.points() + layout.cell_start(c)) * POINT_BYTES;
+                    let n = ctx.xfer(&mut self.file, Op::write_at(off), b).await?;
+                    whole_transfer(n, b.len(), "write", &self.path)?;
+                }
+                Ok(())
+            }
+            _ => unreachable!("DumpFile::open pairs each subtype with its storage"),
+        }
+    }
+
+    /// Read dump `dump` back the way it was written and check it.
+    async fn read_check(
+        &mut self,
+        ctx: &C,
+        layout: &RankLayout,
+        dump: u64,
+    ) -> IoResult<Option<Found>> {
+        let points = layout.points();
+        let stream_found = |m: Mismatch, stream_byte: u64| match self.subtype {
+            Subtype::Epio => Found {
+                element: m.element,
+                got_bits: m.got_bits,
+                file_offset: dump * points * POINT_BYTES + stream_byte,
+            },
+            _ => Found {
+                element: m.element,
+                got_bits: m.got_bits,
+                file_offset: m.element * 8,
+            },
+        };
+        match (self.subtype, &mut self.storage) {
+            (Subtype::Full, Storage::Whole(b)) => {
+                zero(b);
+                ctx.xfer(&mut self.file, Op::read_at_all(dump * points), b)
+                    .await?;
+            }
+            (Subtype::Simple | Subtype::Fortran, _) => {
+                let mut first = None;
+                for row in layout.rows() {
+                    let buf = &mut self.rows[row.cell];
+                    zero(buf);
+                    let off = layout::canonical_offset(layout.grid, dump, row.x, row.y, row.z);
+                    ctx.xfer(&mut self.file, Op::read_at(off), buf).await?;
+                    if first.is_none() {
+                        first = buf
+                            .bytes()
+                            .and_then(|bytes| layout.check(bytes, dump, std::iter::once(row)))
+                            .map(|m| stream_found(m, 0));
+                    }
+                }
+                return Ok(first);
+            }
+            (Subtype::Epio, Storage::PerCell(bs)) => {
+                for (c, b) in bs.iter_mut().enumerate() {
+                    zero(b);
+                    let off = (dump * points + layout.cell_start(c)) * POINT_BYTES;
+                    ctx.xfer(&mut self.file, Op::read_at(off), b).await?;
+                }
+            }
+            _ => unreachable!("DumpFile::open pairs each subtype with its storage"),
+        }
+        Ok(self
+            .storage
+            .check(layout, dump)
+            .map(|(m, s)| stream_found(m, s)))
+    }
+
+    async fn close(self, ctx: &C) -> IoResult<()> {
+        ctx.close(self.file).await
+    }
+}
+
+/// What a BTIO run measured, reduced over all ranks (the same on every rank).
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct BtioOutcome {
+    /// Number of processes.
+    pub nprocs: usize,
+    /// Dumps written.
+    pub dumps: u64,
+    /// Bytes written by all ranks (`40·N³·dumps`).
+    pub bytes_written: u64,
+    /// Timed region (time steps, dumps, close), maximum over ranks, seconds.
+    pub total_time_s: f64,
+    /// NPB's I/O time: total MB over the sum of per-rank rates (rank MB / rank I/O
+    /// time) — the harmonic mean of the per-rank I/O times where ranks write equal
+    /// shares. Seconds.
+    pub io_time_s: f64,
+    /// Largest per-rank I/O time, seconds.
+    pub io_time_max_s: f64,
+    /// NPB's I/O data rate: the sum of per-rank rates, 10^6 B/s.
+    pub io_rate_mb_s: f64,
+    /// The same as `io_time_s` for the verification reads, seconds.
+    pub verify_io_time_s: f64,
+    /// From the first time step to the end of verification, maximum over ranks, seconds.
+    pub wall_to_verified_s: f64,
+    /// Bytes written / `wall_to_verified_s`, 10^6 B/s.
+    pub effective_output_mb_s: f64,
+    /// NPB's Mop/s total over `total_time_s`.
+    pub mops: f64,
+    /// Every rank's I/O time, seconds, by rank.
+    pub io_times_s: Vec<f64>,
+    /// Verification.
+    pub verification: Verification,
+    /// Hints in effect on this rank's file (rank 0's go into the report).
+    pub hints: Hints,
+}
+
+/// NPB BT-IO as a per-rank program.
+#[derive(Debug, Clone)]
+pub struct BtioProgram {
+    cfg: BtioConfig,
+    hints: Hints,
+}
+
+impl BtioProgram {
+    /// The program for `cfg`, with the configuration's own hints (inputbt.data's
+    /// collective buffering) under the command line's `cli_hints`.
+    pub fn new(cfg: BtioConfig, cli_hints: &Hints) -> BtioProgram {
+        let hints = cfg.hints().merged(cli_hints);
+        BtioProgram { cfg, hints }
+    }
+
+    /// The configuration.
+    pub fn config(&self) -> &BtioConfig {
+        &self.cfg
+    }
+
+    /// The hints files are opened with.
+    pub fn hints(&self) -> &Hints {
+        &self.hints
+    }
+}
+
+impl RankProgram for BtioProgram {
+    type Output = IoResult<BtioOutcome>;
+
+    async fn run<C: IoCtx>(&self, ctx: &C) -> IoResult<BtioOutcome> {
+        let cfg = &self.cfg;
+        let decomp = Decomposition::new(cfg.grid, ctx.size())
+            .map_err(|e| IoError::Invalid(e.to_string()))?;
+        let layout = RankLayout::new(cfg.grid, decomp.cells(ctx.rank()));
+        let step_flops =
+            bt_step_flops(cfg.grid) * layout.points() as f64 / decomp.total_points() as f64;
+        let solver = RefCell::new(None);
+
+        // NPB runs one untimed step "to touch all code" (here: allocate the solver state).
+        bt_step(ctx, &solver, &layout, step_flops).await;
+        let mut out = match cfg.subtype {
+            Subtype::None => None,
+            _ => Some(DumpFile::open(ctx, cfg, &layout, &self.hints, true).await?),
+        };
+        let hints = out
+            .as_ref()
+            .map(|f| ctx.hints_in_effect(&f.file))
+            .unwrap_or_default();
+
+        ctx.barrier().await;
+        let t0 = ctx.wtime();
+        let mut t_io = 0.0;
+        let mut dump = 0;
+        for step in 1..=cfg.niter {
+            bt_step(ctx, &solver, &layout, step_flops).await;
+            if let (true, Some(f)) = (cfg.dumps_after(step), out.as_mut()) {
+                ctx.compute(Kernel::memcpy(layout.bytes()), || {
+                    f.storage.fill(&layout, dump)
+                })
+                .await;
+                let t = ctx.wtime();
+                f.write(ctx, &layout, dump).await?;
+                t_io += ctx.wtime() - t;
+                dump += 1;
+            }
+        }
+        if let Some(f) = out {
+            let t = ctx.wtime();
+            f.close(ctx).await?;
+            t_io += ctx.wtime() - t;
+        }
+        let t_total = ctx.wtime() - t0;
+        drop(solver);
+
+        // Verification, after the timed region: every dump read back the same way.
+        let mut found = None;
+        let mut t_verify = 0.0;
+        if cfg.subtype != Subtype::None {
+            let t = ctx.wtime();
+            let mut f = DumpFile::open(ctx, cfg, &layout, &self.hints, false).await?;
+            for d in 0..dump {
+                let r = f.read_check(ctx, &layout, d).await?;
+                found = found.or(r);
+            }
+            f.close(ctx).await?;
+            t_verify = ctx.wtime() - t;
+        }
+        let t_wall = ctx.wtime() - t0;
+
+        let my_mb = (layout.bytes() * dump) as f64 * 1e-6;
+        let rate = |t: f64| if t > 0.0 { my_mb / t } else { 0.0 };
+        let io_times_s = ctx.allgather_f64(t_io).await;
+        let io_rate_mb_s = ctx.allreduce_f64(rate(t_io), ReduceOp::Sum).await;
+        let verify_rate = ctx.allreduce_f64(rate(t_verify), ReduceOp::Sum).await;
+        let total_time_s = ctx.allreduce_f64(t_total, ReduceOp::Max).await;
+        let wall_to_verified_s = ctx.allreduce_f64(t_wall, ReduceOp::Max).await;
+        let verification = match cfg.subtype {
+            Subtype::None => Verification::NotPerformed,
+            Subtype::Epio => agree(ctx, found, cfg.grid, |r| cfg.epio_path(r)).await,
+            _ => agree(ctx, found, cfg.grid, |_| cfg.file_path()).await,
+        };
+        let bytes_written = POINT_BYTES * decomp.total_points() * dump;
+        let total_mb = bytes_written as f64 * 1e-6;
+        let per = |mb: f64, rate: f64| if rate > 0.0 { mb / rate } else { 0.0 };
+        Ok(BtioOutcome {
+            nprocs: ctx.size(),
+            dumps: dump,
+            bytes_written,
+            total_time_s,
+            io_time_s: per(total_mb, io_rate_mb_s),
+            io_time_max_s: io_times_s.iter().cloned().fold(0.0, f64::max),
+            io_rate_mb_s,
+            verify_io_time_s: per(total_mb, verify_rate),
+            wall_to_verified_s,
+            effective_output_mb_s: if wall_to_verified_s > 0.0 {
+                total_mb / wall_to_verified_s
+            } else {
+                0.0
+            },
+            mops: if total_time_s > 0.0 {
+                1e-6 * cfg.niter as f64 * bt_step_flops(cfg.grid) / total_time_s
+            } else {
+                0.0
+            },
+            io_times_s,
+            verification,
+            hints,
+        })
+    }
+}
+
+/// What a BTIO-kernel run measured, reduced over all ranks.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct KernelOutcome {
+    /// Number of processes.
+    pub nprocs: usize,
+    /// Records written or read.
+    pub records: u64,
+    /// Bytes moved by all ranks in the timed region (`40·X·Y·Z·records`).
+    pub bytes: u64,
+    /// From before the open to after the close, maximum over ranks, seconds.
+    pub total_time_s: f64,
+    /// Open (create) and view set-up, maximum over ranks, seconds.
+    pub open_time_s: f64,
+    /// Time in the posting (or blocking) calls, maximum over ranks, seconds.
+    pub post_time_s: f64,
+    /// Time in `wait_all` (method 3), maximum over ranks, seconds.
+    pub wait_time_s: f64,
+    /// From before the open to the end of verification, maximum over ranks, seconds.
+    pub wall_to_verified_s: f64,
+    /// Verification.
+    pub verification: Verification,
+    /// Hints in effect on this rank's file.
+    pub hints: Hints,
+    /// A read run found no file and wrote the records first, untimed (the twin).
+    pub staged: bool,
+}
+
+/// The PnetCDF BTIO kernel as a per-rank program.
+#[derive(Debug, Clone)]
+pub struct KernelProgram {
+    cfg: KernelConfig,
+    hints: Hints,
+}
+
+impl KernelProgram {
+    /// The program for `cfg`, with the kernel's own hints under `cli_hints`.
+    pub fn new(cfg: KernelConfig, cli_hints: &Hints) -> KernelProgram {
+        let hints = cfg.hints().merged(cli_hints);
+        KernelProgram { cfg, hints }
+    }
+
+    /// The configuration.
+    pub fn config(&self) -> &KernelConfig {
+        &self.cfg
+    }
+
+    /// The hints the file is opened with.
+    pub fn hints(&self) -> &Hints {
+        &self.hints
+    }
+}
+
+/// Move record `r` between `storage` and the file by `method`; returns the seconds
+/// spent posting (or in the blocking calls) and waiting.
+async fn kernel_record<C: IoCtx>(
+    ctx: &C,
+    file: &mut C::File,
+    storage: &mut Storage<C::Buf>,
+    method: u8,
+    access: Access,
+    layout: &RankLayout,
+    r: u64,
+) -> IoResult<(f64, f64)> {
+    let base = r * layout.bytes();
+    let cell_off = |c: usize| base + layout.cell_start(c) * POINT_BYTES;
+    let t = ctx.wtime();
+    match (method, storage) {
+        (0 | 1, Storage::Whole(b)) => {
+            let coord = if method == 0 {
+                Coordination::Collective
+            } else {
+                Coordination::Independent
+            };
+            ctx.xfer(file, Op::at(access, coord, base), b).await?;
+        }
+        (2, Storage::PerCell(bs)) => {
+            for (c, b) in bs.iter_mut().enumerate() {
+                ctx.xfer(
+                    file,
+                    Op::at(access, Coordination::Collective, cell_off(c)),
+                    b,
+                )
+                .await?;
+            }
+        }
+        (3, Storage::PerCell(bs)) => {
+            let mut reqs = Vec::with_capacity(bs.len());
+            for (c, b) in std::mem::take(bs).into_iter().enumerate() {
+                reqs.push(
+                    ctx.post(
+                        file,
+                        Op::at(access, Coordination::Collective, cell_off(c)),
+                        b,
+                    )
+                    .await?,
+                );
+            }
+            let t_post = ctx.wtime() - t;
+            let tw = ctx.wtime();
+            *bs = ctx.wait_all(file, reqs).await?;
+            return Ok((t_post, ctx.wtime() - tw));
+        }
+        _ => unreachable!("KernelProgram pairs each method with its storage"),
+    }
+    Ok((ctx.wtime() - t, 0.0))
+}
+
+impl RankProgram for KernelProgram {
+    type Output = IoResult<KernelOutcome>;
+
+    async fn run<C: IoCtx>(&self, ctx: &C) -> IoResult<KernelOutcome> {
+        let cfg = &self.cfg;
+        let decomp = Decomposition::new(cfg.grid, ctx.size())
+            .map_err(|e| IoError::Invalid(e.to_string()))?;
+        let layout = RankLayout::new(cfg.grid, decomp.cells(ctx.rank()));
+        let path = cfg.file_path();
+        let view = layout::kernel_view(cfg.grid, &layout.cells);
+        let record_bytes = POINT_BYTES * decomp.total_points();
+        let mut storage = match cfg.method {
+            0 | 1 => Storage::whole(ctx, &layout),
+            _ => Storage::per_cell(ctx, &layout),
+        };
+        let open = |mode| OpenOptions {
+            mode,
+            scope: Scope::Shared,
+            api: Api::MpiIo,
+            hints: self.hints.clone(),
+        };
+        if cfg.write {
+            if ctx.rank() == 0 {
+                ctx.delete(&path).await?;
+            }
+            ctx.barrier().await;
+        }
+        // Reading a file that does not exist: write the records first, untimed, by
+        // the same method. A real run never gets here (the CLI refuses a missing
+        // file before launching); the twin's file system starts empty, so this is
+        // how its read runs get a file to read.
+        let staged = !cfg.write
+            && match ctx.open(&path, &open(OpenMode::Read)).await {
+                Ok(f) => {
+                    ctx.close(f).await?;
+                    false
+                }
+                Err(_) => true,
+            };
+        if staged {
+            let mut file = ctx.open(&path, &open(OpenMode::Create)).await?;
+            ctx.set_view(&mut file, &view).await?;
+            for r in 0..cfg.records {
+                storage.fill(&layout, r);
+                kernel_record(
+                    ctx,
+                    &mut file,
+                    &mut storage,
+                    cfg.method,
+                    Access::Write,
+                    &layout,
+                    r,
+                )
+                .await?;
+            }
+            ctx.close(file).await?;
+        }
+
+        ctx.barrier().await;
+        let t0 = ctx.wtime();
+        let mut file = ctx
+            .open(
+                &path,
+                &open(if cfg.write {
+                    OpenMode::Create
+                } else {
+                    OpenMode::Read
+                }),
+            )
+            .await?;
+        ctx.set_view(&mut file, &view).await?;
+        let t_open = ctx.wtime() - t0;
+        let hints = ctx.hints_in_effect(&file);
+        if !cfg.write {
+            let size = ctx.file_size(&mut file).await?;
+            if size < cfg.records * record_bytes {
+                return Err(IoError::Invalid(format!(
+                    "{path} holds {size} bytes, fewer than {} records of {record_bytes} bytes: write them first \
+                     with --mode w, the same grid and at least as many records",
+                    cfg.records
+                )));
+            }
+        }
+        let access = if cfg.write {
+            Access::Write
+        } else {
+            Access::Read
+        };
+        let (mut t_post, mut t_wait) = (0.0, 0.0);
+        for r in 0..cfg.records {
+            if cfg.write {
+                ctx.compute(Kernel::memcpy(layout.bytes()), || storage.fill(&layout, r))
+                    .await;
+            }
+            let (p, w) =
+                kernel_record(ctx, &mut file, &mut storage, cfg.method, access, &layout, r).await?;
+            t_post += p;
+            t_wait += w;
+        }
+        ctx.close(file).await?;
+        let t_total = ctx.wtime() - t0;
+
+        // Verification: every record read back the same way and checked.
+        let mut file = ctx.open(&path, &open(OpenMode::Read)).await?;
+        ctx.set_view(&mut file, &view).await?;
+        let mut found = None;
+        for r in 0..cfg.records {
+            storage.zero();
+            kernel_record(
+                ctx,
+                &mut file,
+                &mut storage,
+                cfg.method,
+                Access::Read,
+                &layout,
+                r,
+            )
+            .await?;
+            found = found.or(storage.check(&layout, r).map(|(m, _)| Found {
+                element: m.element,
+                got_bits: m.got_bits,
+                file_offset: m.element * 8,
+            }));
+        }
+        ctx.close(file).await?;
+        let t_wall = ctx.wtime() - t0;
+
+        let max = |v: f64| ctx.allreduce_f64(v, ReduceOp::Max);
+        let total_time_s = max(t_total).await;
+        let open_time_s = max(t_open).await;
+        let post_time_s = max(t_post).await;
+        let wait_time_s = max(t_wait).await;
+        let wall_to_verified_s = max(t_wall).await;
+        let verification = agree(ctx, found, cfg.grid, |_| path.clone()).await;
+        Ok(KernelOutcome {
+            nprocs: ctx.size(),
+            records: cfg.records,
+            bytes: record_bytes * cfg.records,
+            total_time_s,
+            open_time_s,
+            post_time_s,
+            wait_time_s,
+            wall_to_verified_s,
+            verification,
+            hints,
+            staged,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    //! The programs on one rank over an in-memory test context (no back end is
+    //! needed): what they write must be the canonical layout, checked here by an
+    //! independent reader, and a flipped byte must fail verification. The context
+    //! keeps files as byte vectors and supports the views a single rank uses (one
+    //! cell covering the whole grid, i.e. a contiguous record).
+
+    use std::cell::{Cell as StdCell, RefCell};
+    use std::collections::BTreeMap;
+
+    use piotwin_types::{Datatype, View};
+
+    use super::*;
+    use crate::bench::btio::config::{BtioArgs, BtioKernelArgs, Grid};
+    use crate::bench::btio::output::{btio_report, kernel_block, npb_block};
+    use crate::ctx::{Position, block_on};
+
+    struct MemBuf(Vec<u8>);
+
+    impl IoBuf for MemBuf {
+        fn len(&self) -> usize {
+            self.0.len()
+        }
+        fn bytes(&self) -> Option<&[u8]> {
+            Some(&self.0)
+        }
+        fn bytes_mut(&mut self) -> Option<&mut [u8]> {
+            Some(&mut self.0)
+        }
+    }
+
+    struct MemFile {
+        path: String,
+        /// Bytes per etype of the view (1 without a view).
+        etype: u64,
+    }
+
+    #[derive(Default)]
+    struct MemCtx {
+        files: RefCell<BTreeMap<String, Vec<u8>>>,
+        clock: StdCell<f64>,
+        /// Flip this byte of this file when it is opened for reading.
+        corrupt: Option<(String, usize)>,
+    }
+
+    /// The whole grid as one subarray: the only filetype a single rank has.
+    fn whole_array(t: &Datatype) -> bool {
+        match t {
+            Datatype::Resized { lb: 0, inner, .. } => whole_array(inner),
+            Datatype::Struct { fields } => {
+                matches!(fields.as_slice(), [(0, 1, Datatype::Subarray { sizes, subsizes, .. })] if sizes == subsizes)
+            }
+            _ => false,
+        }
+    }
+
+    impl MemCtx {
+        fn move_data(&self, file: &MemFile, op: Op, buf: &mut MemBuf) -> usize {
+            let Position::At(pos) = op.pos else {
+                panic!("BTIO uses explicit offsets only")
+            };
+            let at = (pos * file.etype) as usize;
+            let mut files = self.files.borrow_mut();
+            let data = files.get_mut(&file.path).expect("open file");
+            match op.access {
+                Access::Write => {
+                    if data.len() < at + buf.0.len() {
+                        data.resize(at + buf.0.len(), 0);
+                    }
+                    data[at..at + buf.0.len()].copy_from_slice(&buf.0);
+                    buf.0.len()
+                }
+                Access::Read => {
+                    let n = data.len().saturating_sub(at).min(buf.0.len());
+                    buf.0[..n].copy_from_slice(&data[at..at + n]);
+                    n
+                }
+            }
+        }
+    }
+
+    impl IoCtx for MemCtx {
+        type Buf = MemBuf;
+        type File = MemFile;
+        type Request = (Op, MemBuf);
+
+        fn rank(&self) -> usize {
+            0
+        }
+        fn size(&self) -> usize {
+            1
+        }
+        fn wtime(&self) -> f64 {
+            self.clock.set(self.clock.get() + 0.001);
+            self.clock.get()
+        }
+        fn alloc(&self, len: usize) -> MemBuf {
+            MemBuf(vec![0; len])
+        }
+        async fn barrier(&self) {}
+        async fn bcast_u64(&self, value: u64, _root: usize) -> u64 {
+            value
+        }
+        async fn allreduce_f64(&self, value: f64, _op: ReduceOp) -> f64 {
+            value
+        }
+        async fn allgather_f64(&self, value: f64) -> Vec<f64> {
+            vec![value]
+        }
+        async fn sendrecv_replace(&self, _buf: &mut MemBuf, _dest: usize, _source: usize) {}
+        async fn split(&self, _color: Option<usize>, _key: usize) -> Option<Self> {
+            None
+        }
+        async fn open(&self, path: &str, opts: &OpenOptions) -> IoResult<MemFile> {
+            let mut files = self.files.borrow_mut();
+            match opts.mode {
+                OpenMode::Read => {
+                    let data = files
+                        .get_mut(path)
+                        .ok_or_else(|| IoError::Invalid(format!("{path}: no such file")))?;
+                    if let Some((p, at)) = &self.corrupt
+                        && p == path
+                    {
+                        data[*at] ^= 0x04;
+                    }
+                }
+                _ => {
+                    files.entry(path.to_string()).or_default();
+                }
+            }
+            Ok(MemFile {
+                path: path.to_string(),
+                etype: 1,
+            })
+        }
+        async fn set_view(&self, file: &mut MemFile, view: &View) -> IoResult<()> {
+            if view.disp != 0 || !whole_array(&view.filetype) {
+                return Err(IoError::Invalid(
+                    "the test context supports one-rank views only".into(),
+                ));
+            }
+            file.etype = match &view.etype {
+                Datatype::Byte => 1,
+                Datatype::Contiguous { count: 5, inner } if **inner == Datatype::Double => 40,
+                other => return Err(IoError::Invalid(format!("etype {other:?}"))),
+            };
+            Ok(())
+        }
+        async fn xfer(&self, file: &mut MemFile, op: Op, buf: &mut MemBuf) -> IoResult<usize> {
+            Ok(self.move_data(file, op, buf))
+        }
+        async fn post(&self, _file: &mut MemFile, op: Op, buf: MemBuf) -> IoResult<(Op, MemBuf)> {
+            Ok((op, buf))
+        }
+        async fn wait_all(
+            &self,
+            file: &mut MemFile,
+            requests: Vec<(Op, MemBuf)>,
+        ) -> IoResult<Vec<MemBuf>> {
+            Ok(requests
+                .into_iter()
+                .map(|(op, mut b)| {
+                    self.move_data(file, op, &mut b);
+                    b
+                })
+                .collect())
+        }
+        async fn sync(&self, _file: &mut MemFile) -> IoResult<()> {
+            Ok(())
+        }
+        async fn file_size(&self, file: &mut MemFile) -> IoResult<u64> {
+            Ok(self.files.borrow()[&file.path].len() as u64)
+        }
+        fn hints_in_effect(&self, _file: &MemFile) -> Hints {
+            Hints::new()
+        }
+        async fn close(&self, _file: MemFile) -> IoResult<()> {
+            Ok(())
+        }
+        async fn delete(&self, path: &str) -> IoResult<()> {
+            self.files.borrow_mut().remove(path);
+            Ok(())
+        }
+        async fn compute<R>(&self, _kernel: Kernel, work: impl FnOnce() -> R) -> Option<R> {
+            Some(work())
+        }
+    }
+
+    /// An independent reader of the canonical layout: the i-th double is i + 1.
+    fn assert_canonical(data: &[u8], doubles: usize) {
+        assert_eq!(data.len(), doubles * 8);
+        for (i, chunk) in data.chunks_exact(8).enumerate() {
+            let v = f64::from_le_bytes(chunk.try_into().unwrap());
+            assert_eq!(v, (i + 1) as f64, "double {i}");
+        }
+    }
+
+    fn btio_args(subtype: Subtype) -> BtioArgs {
+        BtioArgs {
+            class: crate::bench::btio::Class::S,
+            grid: Some(Grid([6, 7, 8])),
+            steps: Some(7),
+            wr_interval: Some(5),
+            subtype,
+            input: None,
+            path: "/mem".into(),
+        }
+    }
+
+    #[test]
+    fn every_subtype_writes_the_canonical_file_and_verifies() {
+        for subtype in [
+            Subtype::Full,
+            Subtype::Simple,
+            Subtype::Fortran,
+            Subtype::Epio,
+        ] {
+            let cfg = btio_args(subtype).resolve(1).unwrap();
+            let ctx = MemCtx::default();
+            let out = block_on(BtioProgram::new(cfg.clone(), &Hints::new()).run(&ctx)).unwrap();
+            assert_eq!(out.verification, Verification::Successful, "{subtype:?}");
+            assert_eq!((out.dumps, out.bytes_written), (2, 2 * 40 * 6 * 7 * 8));
+            let path = if subtype == Subtype::Epio {
+                cfg.epio_path(0)
+            } else {
+                cfg.file_path()
+            };
+            assert_canonical(&ctx.files.borrow()[&path], 2 * 5 * 6 * 7 * 8);
+            assert!(out.mops > 0.0 && out.io_time_s > 0.0 && out.effective_output_mb_s > 0.0);
+            let report = btio_report(&cfg, &out, crate::report::Mode::Sim, BTreeMap::new());
+            for m in [
+                "io_rate_mb_s",
+                "effective_output_mb_s",
+                "io_time_s",
+                "io_percent",
+                "total_time_s",
+                "mops",
+            ] {
+                assert!(report.metrics.contains_key(m), "{m}");
+            }
+            assert_eq!(report.metrics["verified"], 1.0);
+            assert!(npb_block(&cfg, &out).contains("Verification    =               SUCCESSFUL"));
+        }
+        let cfg = btio_args(Subtype::None).resolve(1).unwrap();
+        let ctx = MemCtx::default();
+        let out = block_on(BtioProgram::new(cfg, &Hints::new()).run(&ctx)).unwrap();
+        assert_eq!(
+            (out.verification, out.dumps),
+            (Verification::NotPerformed, 0)
+        );
+        assert!(ctx.files.borrow().is_empty());
+    }
+
+    #[test]
+    fn a_flipped_byte_fails_verification() {
+        for subtype in [Subtype::Full, Subtype::Simple, Subtype::Epio] {
+            let cfg = btio_args(subtype).resolve(1).unwrap();
+            let path = if subtype == Subtype::Epio {
+                cfg.epio_path(0)
+            } else {
+                cfg.file_path()
+            };
+            // Byte 3 of the double of dump 1, point (2, 1, 0), component 4.
+            let element = 5 * (6 * 7 * 8) + 5 * (2 + 6) + 4;
+            let ctx = MemCtx {
+                corrupt: Some((path, element * 8 + 3)),
+                ..Default::default()
+            };
+            let out = block_on(BtioProgram::new(cfg.clone(), &Hints::new()).run(&ctx)).unwrap();
+            let Verification::Failed(why) = &out.verification else {
+                panic!("{subtype:?} passed")
+            };
+            assert!(
+                why.starts_with("record 1, component 4, point (2, 1, 0)"),
+                "{why}"
+            );
+            assert!(why.contains(&format!("at byte {}", element * 8)), "{why}");
+            let report = btio_report(&cfg, &out, crate::report::Mode::Real, BTreeMap::new());
+            assert_eq!(report.metrics["verified"], 0.0);
+            assert_eq!(report.errors.len(), 1);
+        }
+    }
+
+    #[test]
+    fn every_kernel_method_writes_reads_and_verifies() {
+        for method in 0..=3u8 {
+            let args = |mode: &str| BtioKernelArgs {
+                method: Some(method),
+                mode: Some(mode.into()),
+                records: Some(3),
+                grid: Some(Grid([5, 4, 3])),
+                input: None,
+                path: Some("/mem".into()),
+            };
+            // A read with no file writes the records first (untimed) and reads them.
+            let fresh = MemCtx::default();
+            let rcfg = args("r").resolve(1).unwrap();
+            let out =
+                block_on(KernelProgram::new(rcfg.clone(), &Hints::new()).run(&fresh)).unwrap();
+            assert!(out.staged, "method {method}");
+            assert_eq!(out.verification, Verification::Successful);
+            assert_canonical(&fresh.files.borrow()[&rcfg.file_path()], 3 * 5 * 60);
+            assert!(kernel_block(&rcfg, &out).contains("written first, untimed"));
+            let ctx = MemCtx::default();
+            let cfg = args("w").resolve(1).unwrap();
+            let out = block_on(KernelProgram::new(cfg.clone(), &Hints::new()).run(&ctx)).unwrap();
+            assert_eq!(
+                out.verification,
+                Verification::Successful,
+                "method {method}"
+            );
+            assert_canonical(&ctx.files.borrow()[&cfg.file_path()], 3 * 5 * 60);
+            let rcfg = args("r").resolve(1).unwrap();
+            let out = block_on(KernelProgram::new(rcfg.clone(), &Hints::new()).run(&ctx)).unwrap();
+            assert_eq!(
+                out.verification,
+                Verification::Successful,
+                "method {method} read"
+            );
+            assert_eq!(out.bytes, 3 * 40 * 60);
+            assert!(!out.staged);
+            let block = kernel_block(&rcfg, &out);
+            assert!(
+                block.contains("read  operation only") && block.contains("SUCCESSFUL"),
+                "{block}"
+            );
+            // Reading more records than the file holds is an error, not a pass.
+            let mut more = args("r");
+            more.records = Some(4);
+            let e = block_on(KernelProgram::new(more.resolve(1).unwrap(), &Hints::new()).run(&ctx))
+                .unwrap_err();
+            assert!(e.to_string().contains("fewer than 4 records"), "{e}");
+        }
+    }
+}

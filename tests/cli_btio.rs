@@ -1,0 +1,480 @@
+//! End-to-end tests of `piotwin run btio` and `piotwin run btio-kernel`.
+//!
+//! Which back end each group needs:
+//! * `bad_*`: none (the input is refused before any back end starts), `real_bad_*`
+//!   `mpiexec` (the process count comes from the launcher);
+//! * `twin_*`: the twin (`backend::sim`, a file in `scenarios/`);
+//! * `real_*`: the real back end (`backend::real`) and `mpiexec` (or `PIOTWIN_MPIEXEC`).
+//!
+//! The real-mode files are checked by a reader written here from the spec
+//! (`spec/btio.md`), independent of the benchmark's own layout code: the canonical
+//! file holds `u(5, nx, ny, nz)` per dump, and double `e` of it is `e + 1`; an
+//! `epio` file holds the rank's cells of BT's multi-partition one after another,
+//! each in Fortran order.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+const BIN: &str = env!("CARGO_BIN_EXE_piotwin");
+
+fn piotwin(dir: &Path, args: &[&str]) -> Output {
+    Command::new(BIN)
+        .current_dir(dir)
+        .args(args)
+        .output()
+        .expect("piotwin runs")
+}
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+fn stdout(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+fn files_in(dir: &Path) -> Vec<String> {
+    let mut v: Vec<String> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    v.sort();
+    v
+}
+
+/// Checks a refused run: exit code 2, `expect` in the message, nothing printed on
+/// stdout, nothing written in `dir` (the run's working and output directory).
+fn assert_refused(o: &Output, dir: &Path, expect: &[&str]) {
+    let err = stderr(o);
+    assert_eq!(o.status.code(), Some(2), "stderr: {err}");
+    for e in expect {
+        assert!(err.contains(e), "expected `{e}` in: {err}");
+    }
+    assert!(stdout(o).is_empty(), "printed {}", stdout(o));
+    assert_eq!(files_in(dir), Vec::<String>::new(), "files were written");
+}
+
+fn bad_input(args: &[&str], expect: &[&str]) {
+    let dir = tempfile::tempdir().unwrap();
+    let o = piotwin(dir.path(), args);
+    assert_refused(&o, dir.path(), expect);
+}
+
+/// A file with `text` in a directory of its own (so the run's directory stays empty).
+fn input_file(text: &str) -> (tempfile::TempDir, String) {
+    let d = tempfile::tempdir().unwrap();
+    let p = d.path().join("inputbt.data");
+    std::fs::write(&p, text).unwrap();
+    let s = p.to_str().unwrap().to_string();
+    (d, s)
+}
+
+#[test]
+fn bad_inputs_exit_2_naming_the_input() {
+    let dry = |extra: &[&str], ranks: &str| -> Vec<String> {
+        let mut v: Vec<String> = ["run", "btio"].iter().map(|s| s.to_string()).collect();
+        v.extend(extra.iter().map(|s| s.to_string()));
+        v.extend(["--dry-run", "--ranks", ranks].map(String::from));
+        v
+    };
+    let run = |args: Vec<String>, expect: &[&str]| {
+        bad_input(&args.iter().map(String::as_str).collect::<Vec<_>>(), expect)
+    };
+    run(
+        dry(&["--class", "A"], "8"),
+        &["number of processes (8)", "square"],
+    );
+    run(dry(&["--grid", "64,4,64"], "4"), &["--grid", "at least 3"]);
+    run(dry(&["--class", "S"], "25"), &["--class S", "at least 3"]);
+    run(dry(&["--steps", "0"], "4"), &["--steps"]);
+    run(dry(&["--wr-interval", "0"], "4"), &["--wr-interval"]);
+    run(dry(&["--grid", "12,12"], "4"), &["--grid", "NX,NY,NZ"]);
+    run(dry(&["--subtype", "hdf5"], "4"), &["hdf5"]);
+    let (_keep, f) = input_file("200\n0.0008d0\n64 sixty-four 64\n5 0\n");
+    run(
+        dry(&["--input", &f], "4"),
+        &[&format!("{f}:3"), "sixty-four"],
+    );
+    let (_keep2, f) = input_file("200\n0.0008d0\n64 64 4\n5 0\n");
+    run(dry(&["--input", &f], "4"), &[&format!("{f}:3")]);
+    run(
+        dry(&["--input", "/nonexistent/inputbt.data"], "4"),
+        &["--input /nonexistent/inputbt.data"],
+    );
+    // The kernel.
+    let kernel = |extra: &[&str], ranks: &str| -> Vec<String> {
+        let mut v: Vec<String> = ["run", "btio-kernel"]
+            .iter()
+            .map(|s| s.to_string())
+            .collect();
+        v.extend(extra.iter().map(|s| s.to_string()));
+        v.extend(["--dry-run", "--ranks", ranks].map(String::from));
+        v
+    };
+    run(kernel(&[], "3"), &["number of processes (3)"]);
+    run(kernel(&["--method", "4"], "4"), &["--method", "4"]);
+    run(kernel(&["--mode", "x"], "4"), &["--mode"]);
+    run(kernel(&["--records", "0"], "4"), &["--records"]);
+    let (_keep3, f) = input_file("x\n3\n5\n64 64 64\n.\n");
+    run(kernel(&["--input", &f], "4"), &[&format!("{f}:1")]);
+    let (_keep4, f) = input_file("w\n3\n5\n64 64\n.\n");
+    run(kernel(&["--input", &f], "4"), &[&format!("{f}:4")]);
+    // The twin refuses the same way.
+    let sc = a_scenario();
+    bad_input(
+        &["run", "btio", "--sim", sc.to_str().unwrap(), "--ranks", "8"],
+        &["number of processes (8)"],
+    );
+}
+
+// ---------------------------------------------------------------- twin
+
+fn a_scenario() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("scenarios/default.toml")
+}
+
+fn read_json(path: &Path) -> serde_json::Value {
+    serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
+}
+
+#[test]
+fn twin_btio_every_subtype_runs_and_reports() {
+    let dir = tempfile::tempdir().unwrap();
+    let sc = a_scenario();
+    for subtype in ["full", "simple", "fortran", "epio", "none"] {
+        let json = format!("{subtype}.json");
+        let o = piotwin(
+            dir.path(),
+            &[
+                "run",
+                "btio",
+                "--class",
+                "W",
+                "--steps",
+                "20",
+                "--subtype",
+                subtype,
+                "--sim",
+                sc.to_str().unwrap(),
+                "--ranks",
+                "16",
+                "--json",
+                &json,
+                "--csv",
+                &format!("{subtype}.csv"),
+            ],
+        );
+        assert_eq!(o.status.code(), Some(0), "{subtype}: {}", stderr(&o));
+        let out = stdout(&o);
+        assert!(out.contains("BT Benchmark Completed."), "{out}");
+        let r = read_json(&dir.path().join(&json));
+        assert_eq!(
+            (&r["benchmark"], &r["mode"], &r["ranks"]),
+            (&"btio".into(), &"sim".into(), &16.into())
+        );
+        let m = &r["metrics"];
+        assert!(m["mops"].as_f64().unwrap() > 0.0 && m["total_time_s"].as_f64().unwrap() > 0.0);
+        if subtype == "none" {
+            assert!(out.contains("NOT PERFORMED"), "{out}");
+            assert!(m.get("verified").is_none());
+        } else {
+            assert!(out.contains("SUCCESSFUL"), "{out}");
+            assert_eq!(m["verified"], 1.0);
+            assert_eq!(m["bytes_written"], 4.0 * 40.0 * 24.0 * 24.0 * 24.0);
+            for k in [
+                "io_rate_mb_s",
+                "effective_output_mb_s",
+                "io_time_s",
+                "io_percent",
+            ] {
+                assert!(m[k].as_f64().unwrap() > 0.0, "{subtype} {k}: {}", m[k]);
+            }
+        }
+        let csv = std::fs::read_to_string(dir.path().join(format!("{subtype}.csv"))).unwrap();
+        assert!(csv.starts_with("metric,value"), "{csv}");
+    }
+}
+
+#[test]
+fn twin_kernel_every_method_writes_and_reads() {
+    let dir = tempfile::tempdir().unwrap();
+    let sc = a_scenario();
+    for method in ["0", "1", "2", "3"] {
+        for mode in ["w", "r"] {
+            let o = piotwin(
+                dir.path(),
+                &[
+                    "run",
+                    "btio-kernel",
+                    "--method",
+                    method,
+                    "--mode",
+                    mode,
+                    "--records",
+                    "3",
+                    "--grid",
+                    "30,30,30",
+                    "--sim",
+                    sc.to_str().unwrap(),
+                    "--ranks",
+                    "9",
+                    "--json",
+                    "k.json",
+                ],
+            );
+            assert_eq!(o.status.code(), Some(0), "{method}{mode}: {}", stderr(&o));
+            let out = stdout(&o);
+            assert!(
+                out.contains("Verification             : SUCCESSFUL"),
+                "{out}"
+            );
+            let r = read_json(&dir.path().join("k.json"));
+            assert_eq!(r["benchmark"], "btio-kernel");
+            assert_eq!(r["metrics"]["bytes"], 3.0 * 40.0 * 27000.0);
+            assert!(r["metrics"]["io_rate_mb_s"].as_f64().unwrap() > 0.0);
+        }
+    }
+}
+
+#[test]
+fn twin_btio_is_deterministic() {
+    let dir = tempfile::tempdir().unwrap();
+    let sc = a_scenario();
+    for name in ["a.json", "b.json"] {
+        let o = piotwin(
+            dir.path(),
+            &[
+                "run",
+                "btio",
+                "--class",
+                "W",
+                "--steps",
+                "10",
+                "--sim",
+                sc.to_str().unwrap(),
+                "--ranks",
+                "64",
+                "--json",
+                name,
+            ],
+        );
+        assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    }
+    assert_eq!(
+        read_json(&dir.path().join("a.json"))["metrics"],
+        read_json(&dir.path().join("b.json"))["metrics"]
+    );
+}
+
+// ---------------------------------------------------------------- real (needs backend::real + mpiexec)
+
+/// The launcher: `PIOTWIN_MPIEXEC` (split on spaces) or `mpiexec`.
+#[cfg(feature = "mpi")]
+fn mpiexec() -> Vec<String> {
+    let launcher = std::env::var("PIOTWIN_MPIEXEC").unwrap_or_else(|_| "mpiexec".into());
+    launcher.split_whitespace().map(String::from).collect()
+}
+
+#[cfg(feature = "mpi")]
+fn mpirun(dir: &Path, n: usize, args: &[&str]) -> Output {
+    let launcher = mpiexec();
+    Command::new(&launcher[0])
+        .args(&launcher[1..])
+        .args(["-n", &n.to_string(), BIN])
+        .args(args)
+        .current_dir(dir)
+        .output()
+        .unwrap_or_else(|e| panic!("{launcher:?}: {e} (set PIOTWIN_MPIEXEC to the launcher)"))
+}
+
+/// The spec's per-direction cell bounds: coordinate `k` (0-based) of `p` over `n` points.
+#[cfg(feature = "mpi")]
+fn cell_range(n: u64, p: u64, k: u64) -> (u64, u64) {
+    let (size, excess) = (n / p, n % p);
+    if k < excess {
+        (k * (size + 1), size + 1)
+    } else {
+        (excess * (size + 1) + (k - excess) * size, size)
+    }
+}
+
+/// The doubles of the canonical file, `dumps` dumps of `grid`: double e is e + 1.
+#[cfg(feature = "mpi")]
+fn assert_canonical(bytes: &[u8], grid: [u64; 3], dumps: u64) {
+    let n = (5 * grid.iter().product::<u64>() * dumps) as usize;
+    assert_eq!(bytes.len(), 8 * n, "file size");
+    for (e, c) in bytes.chunks_exact(8).enumerate() {
+        let v = f64::from_le_bytes(c.try_into().unwrap());
+        assert_eq!(v, (e + 1) as f64, "double {e}");
+    }
+}
+
+/// Rank `r`'s epio file: its cells (x = (r mod p + c) mod p, y = (r div p − c) mod p,
+/// z = c) one after another per dump, each in Fortran order, holding the
+/// canonical values of the points they cover.
+#[cfg(feature = "mpi")]
+fn assert_epio(bytes: &[u8], grid: [u64; 3], nprocs: u64, r: u64, dumps: u64) {
+    let p = (nprocs as f64).sqrt() as u64;
+    let [nx, ny, nz] = grid;
+    let mut expect = Vec::new();
+    for d in 0..dumps {
+        for c in 0..p {
+            let kx = (r % p + c) % p;
+            let ky = (r / p + p - c) % p;
+            let (x0, sx) = cell_range(nx, p, kx);
+            let (y0, sy) = cell_range(ny, p, ky);
+            let (z0, sz) = cell_range(nz, p, c);
+            for z in z0..z0 + sz {
+                for y in y0..y0 + sy {
+                    for x in x0..x0 + sx {
+                        for m in 0..5 {
+                            let e = m + 5 * (x + nx * (y + ny * (z + nz * d)));
+                            expect.push((e + 1) as f64);
+                        }
+                    }
+                }
+            }
+        }
+    }
+    let got: Vec<f64> = bytes
+        .chunks_exact(8)
+        .map(|c| f64::from_le_bytes(c.try_into().unwrap()))
+        .collect();
+    assert_eq!(got.len(), expect.len(), "rank {r}: epio file size");
+    assert!(got == expect, "rank {r}: epio content differs");
+}
+
+#[cfg(feature = "mpi")]
+#[test]
+fn real_btio_every_subtype_writes_the_layout_and_verifies() {
+    // An uneven grid: 13 = 7 + 6, 11 = 6 + 5 points per cell on 2 x 2.
+    let grid = [13u64, 11, 12];
+    for subtype in ["full", "simple", "fortran", "epio"] {
+        let dir = tempfile::tempdir().unwrap();
+        let o = mpirun(
+            dir.path(),
+            4,
+            &[
+                "run",
+                "btio",
+                "--grid",
+                "13,11,12",
+                "--steps",
+                "7",
+                "--wr-interval",
+                "5",
+                "--subtype",
+                subtype,
+                "-p",
+                ".",
+                "--json",
+                "r.json",
+            ],
+        );
+        assert_eq!(o.status.code(), Some(0), "{subtype}: {}", stderr(&o));
+        let out = stdout(&o);
+        assert!(
+            out.contains("Verification    =               SUCCESSFUL"),
+            "{out}"
+        );
+        let r = read_json(&dir.path().join("r.json"));
+        assert_eq!((&r["mode"], &r["ranks"]), (&"real".into(), &4.into()));
+        assert_eq!(r["metrics"]["verified"], 1.0);
+        if subtype == "epio" {
+            for rank in 0..4 {
+                let f = dir.path().join(format!("btio.out.{rank:04}"));
+                assert_epio(&std::fs::read(f).unwrap(), grid, 4, rank, 2);
+            }
+        } else {
+            assert_canonical(
+                &std::fs::read(dir.path().join("btio.out")).unwrap(),
+                grid,
+                2,
+            );
+        }
+    }
+}
+
+#[cfg(feature = "mpi")]
+#[test]
+fn real_kernel_writes_reads_and_catches_a_flipped_byte() {
+    let grid = [13u64, 11, 12];
+    for method in ["0", "1", "2", "3"] {
+        let dir = tempfile::tempdir().unwrap();
+        let args = |mode: &'static str| {
+            vec![
+                "run",
+                "btio-kernel",
+                "--method",
+                method,
+                "--mode",
+                mode,
+                "--records",
+                "2",
+                "--grid",
+                "13,11,12",
+                "-p",
+                ".",
+            ]
+        };
+        let o = mpirun(dir.path(), 4, &args("w"));
+        assert_eq!(o.status.code(), Some(0), "method {method}: {}", stderr(&o));
+        let path = dir.path().join("btio.mpi");
+        let mut bytes = std::fs::read(&path).unwrap();
+        assert_canonical(&bytes, grid, 2);
+        let o = mpirun(dir.path(), 4, &args("r"));
+        assert_eq!(
+            o.status.code(),
+            Some(0),
+            "method {method} r: {}",
+            stderr(&o)
+        );
+        assert!(stdout(&o).contains("Verification             : SUCCESSFUL"));
+        // Byte 3 of record 1, point (2, 1, 3), component 4.
+        let e = 5 * (13 * 11 * 12) + 5 * (2 + 13 * (1 + 11 * 3)) + 4;
+        bytes[e * 8 + 3] ^= 0x10;
+        std::fs::write(&path, &bytes).unwrap();
+        let o = mpirun(dir.path(), 4, &args("r"));
+        assert_eq!(o.status.code(), Some(1), "method {method}: {}", stderr(&o));
+        assert!(
+            stdout(&o).contains("Verification             : FAILED"),
+            "{}",
+            stdout(&o)
+        );
+        let err = stderr(&o);
+        assert!(
+            err.contains("verification FAILED: record 1, component 4, point (2, 1, 3)")
+                && err.contains(&format!("at byte {}", e * 8)),
+            "{err}"
+        );
+    }
+}
+
+#[cfg(feature = "mpi")]
+#[test]
+fn real_bad_inputs_exit_2_and_touch_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let o = mpirun(
+        dir.path(),
+        3,
+        &["run", "btio", "--grid", "12,12,12", "-p", "."],
+    );
+    assert_refused(&o, dir.path(), &["number of processes (3)", "square"]);
+    let o = mpirun(
+        dir.path(),
+        4,
+        &["run", "btio", "--grid", "4,12,12", "-p", "."],
+    );
+    assert_refused(&o, dir.path(), &["--grid", "at least 3"]);
+    let (_keep, f) = input_file("60\n0.01\n12 12 12x\n5\n");
+    let o = mpirun(dir.path(), 4, &["run", "btio", "--input", &f, "-p", "."]);
+    assert_refused(&o, dir.path(), &[&format!("{f}:3")]);
+    let o = mpirun(dir.path(), 4, &["run", "btio", "-p", "missing"]);
+    assert_refused(&o, dir.path(), &["-p `missing`"]);
+    let o = mpirun(
+        dir.path(),
+        4,
+        &["run", "btio-kernel", "--mode", "r", "-p", "."],
+    );
+    assert_refused(&o, dir.path(), &["--mode r", "btio.mpi"]);
+}
