@@ -4,6 +4,8 @@
 //! * `real` (cargo feature `mpi`) — one MPI process per rank over MPI-IO (`piotwin-real`);
 //! * [`null`] — zero-cost I/O on N ranks, for checking a benchmark's logic (`--dry-run`).
 
+#[cfg(test)]
+pub(crate) mod fault;
 pub mod null;
 #[cfg(feature = "mpi")]
 pub mod real;

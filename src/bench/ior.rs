@@ -1097,6 +1097,7 @@ fn summary(out: &IorOutput, access: Access) -> Option<Summary> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::backend::fault::{Call, Fault, WithFault};
 
     fn params() -> IorParams {
         IorParams {
@@ -1406,12 +1407,17 @@ mod tests {
         // fails on every rank, as ROMIO's does).
         let outs = crate::backend::null::launch(
             3,
-            &FailingOpens {
+            &WithFault {
                 inner: Ior::new(IorParams {
                     repetitions: 4,
                     file_per_proc: true,
                     ..params()
                 }),
+                fault: Fault {
+                    rank: 1,
+                    call: Call::Open,
+                    numbers: 5..=u64::MAX,
+                },
             },
         )
         .unwrap();
@@ -1421,122 +1427,5 @@ mod tests {
         let f = o.failure.as_deref().unwrap();
         assert!(f.starts_with("repetition 2, write: rank 1 failed"), "{f}");
         assert!(outs[1].failure.as_deref().unwrap().contains("injected"));
-    }
-
-    /// Runs `inner` over a context whose rank 1 fails every open after its 4th.
-    struct FailingOpens {
-        inner: Ior,
-    }
-
-    impl RankProgram for FailingOpens {
-        type Output = IorOutput;
-        async fn run<C: IoCtx>(&self, ctx: &C) -> IorOutput {
-            self.inner
-                .run(&Failing {
-                    inner: ctx,
-                    opens: std::cell::Cell::new(0),
-                })
-                .await
-        }
-    }
-
-    struct Failing<'a, C> {
-        inner: &'a C,
-        opens: std::cell::Cell<usize>,
-    }
-
-    impl<C: IoCtx> IoCtx for Failing<'_, C> {
-        type Buf = C::Buf;
-        type File = C::File;
-        type Request = C::Request;
-        fn rank(&self) -> usize {
-            self.inner.rank()
-        }
-        fn size(&self) -> usize {
-            self.inner.size()
-        }
-        fn wtime(&self) -> f64 {
-            self.inner.wtime()
-        }
-        fn alloc(&self, len: usize) -> C::Buf {
-            self.inner.alloc(len)
-        }
-        async fn barrier(&self) {
-            self.inner.barrier().await
-        }
-        async fn bcast_u64(&self, value: u64, root: usize) -> u64 {
-            self.inner.bcast_u64(value, root).await
-        }
-        async fn allreduce_f64(&self, value: f64, op: ReduceOp) -> f64 {
-            self.inner.allreduce_f64(value, op).await
-        }
-        async fn allgather_f64(&self, value: f64) -> Vec<f64> {
-            self.inner.allgather_f64(value).await
-        }
-        async fn sendrecv_replace(&self, buf: &mut C::Buf, dest: usize, source: usize) {
-            self.inner.sendrecv_replace(buf, dest, source).await
-        }
-        async fn split(&self, _: Option<usize>, _: usize) -> Option<Self> {
-            unreachable!("the probe does not split")
-        }
-        async fn open(&self, path: &str, opts: &OpenOptions) -> crate::ctx::IoResult<C::File> {
-            self.opens.set(self.opens.get() + 1);
-            if self.rank() == 1 && self.opens.get() > 4 {
-                return Err(IoError::Invalid("injected failure".into()));
-            }
-            self.inner.open(path, opts).await
-        }
-        async fn set_view(
-            &self,
-            file: &mut C::File,
-            view: &crate::ctx::View,
-        ) -> crate::ctx::IoResult<()> {
-            self.inner.set_view(file, view).await
-        }
-        async fn xfer(
-            &self,
-            file: &mut C::File,
-            op: Op,
-            buf: &mut C::Buf,
-        ) -> crate::ctx::IoResult<usize> {
-            self.inner.xfer(file, op, buf).await
-        }
-        async fn post(
-            &self,
-            file: &mut C::File,
-            op: Op,
-            buf: C::Buf,
-        ) -> crate::ctx::IoResult<C::Request> {
-            self.inner.post(file, op, buf).await
-        }
-        async fn wait_all(
-            &self,
-            file: &mut C::File,
-            r: Vec<C::Request>,
-        ) -> crate::ctx::IoResult<Vec<C::Buf>> {
-            self.inner.wait_all(file, r).await
-        }
-        async fn sync(&self, file: &mut C::File) -> crate::ctx::IoResult<()> {
-            self.inner.sync(file).await
-        }
-        async fn file_size(&self, file: &mut C::File) -> crate::ctx::IoResult<u64> {
-            self.inner.file_size(file).await
-        }
-        fn hints_in_effect(&self, file: &C::File) -> Hints {
-            self.inner.hints_in_effect(file)
-        }
-        async fn close(&self, file: C::File) -> crate::ctx::IoResult<()> {
-            self.inner.close(file).await
-        }
-        async fn delete(&self, path: &str) -> crate::ctx::IoResult<()> {
-            self.inner.delete(path).await
-        }
-        async fn compute<R>(
-            &self,
-            kernel: crate::ctx::Kernel,
-            work: impl FnOnce() -> R,
-        ) -> Option<R> {
-            self.inner.compute(kernel, work).await
-        }
     }
 }

@@ -10,6 +10,7 @@ use rustfft::num_complex::Complex64;
 
 use super::layout::{get, put};
 use super::*;
+use crate::backend::fault::{self, Call, WithFault};
 use crate::report::Mode;
 
 /// Every process's region as bytes in memory, addressed as the rank program addresses its file.
@@ -477,10 +478,13 @@ fn a_rank_failing_in_the_exchange_stops_every_rank_with_its_message() {
     // xfer 57 is rank 1's first read of the Square exchange. Its partners must
     // not wait for it forever: the run ends on every rank with rank 1's error.
     let plan = args(2).validate(4).unwrap();
-    let failing = FailingXfer {
+    let failing = WithFault {
         inner: FtioProgram::new(plan),
-        rank: 1,
-        at: 57,
+        fault: fault::Fault {
+            rank: 1,
+            call: Call::Xfer,
+            numbers: 57..=57,
+        },
     };
     let outs = crate::backend::null::launch(4, &failing).unwrap();
     for o in &outs {
@@ -506,129 +510,14 @@ fn a_rank_failing_in_the_exchange_stops_every_rank_with_its_message() {
     assert_eq!(r.tables["phases"].rows.len(), 5);
     assert!(r.errors[0].contains("injected"), "{:?}", r.errors);
     // The same without a failure: every phase, no message.
-    let ok = FailingXfer {
-        at: u64::MAX,
+    let ok = WithFault {
+        fault: fault::Fault {
+            numbers: 0..=0,
+            ..failing.fault.clone()
+        },
         ..failing
     };
     let outs = crate::backend::null::launch(4, &ok).unwrap();
     assert_eq!(outs[0].failure, None);
     assert!(outs[0].ranks.iter().all(|r| r.phases.len() == 5));
-}
-
-/// Runs `inner` over a context whose rank `rank` fails its `at`-th xfer (from 1).
-struct FailingXfer {
-    inner: FtioProgram,
-    rank: usize,
-    at: u64,
-}
-
-impl RankProgram for FailingXfer {
-    type Output = FtioOutcome;
-    async fn run<C: IoCtx>(&self, ctx: &C) -> FtioOutcome {
-        let ctx = Failing {
-            inner: ctx,
-            rank: self.rank,
-            at: self.at,
-            xfers: std::cell::Cell::new(0),
-        };
-        self.inner.run(&ctx).await
-    }
-}
-
-struct Failing<'a, C> {
-    inner: &'a C,
-    rank: usize,
-    at: u64,
-    xfers: std::cell::Cell<u64>,
-}
-
-impl<C: IoCtx> IoCtx for Failing<'_, C> {
-    type Buf = C::Buf;
-    type File = C::File;
-    type Request = C::Request;
-    fn rank(&self) -> usize {
-        self.inner.rank()
-    }
-    fn size(&self) -> usize {
-        self.inner.size()
-    }
-    fn wtime(&self) -> f64 {
-        self.inner.wtime()
-    }
-    fn alloc(&self, len: usize) -> C::Buf {
-        self.inner.alloc(len)
-    }
-    async fn barrier(&self) {
-        self.inner.barrier().await
-    }
-    async fn bcast_u64(&self, value: u64, root: usize) -> u64 {
-        self.inner.bcast_u64(value, root).await
-    }
-    async fn allreduce_f64(&self, value: f64, op: ReduceOp) -> f64 {
-        self.inner.allreduce_f64(value, op).await
-    }
-    async fn allgather_f64(&self, value: f64) -> Vec<f64> {
-        self.inner.allgather_f64(value).await
-    }
-    async fn sendrecv_replace(&self, buf: &mut C::Buf, dest: usize, source: usize) {
-        self.inner.sendrecv_replace(buf, dest, source).await
-    }
-    async fn split(&self, _: Option<usize>, _: usize) -> Option<Self> {
-        unreachable!("FTIO does not split")
-    }
-    async fn open(&self, path: &str, opts: &OpenOptions) -> crate::ctx::IoResult<C::File> {
-        self.inner.open(path, opts).await
-    }
-    async fn set_view(
-        &self,
-        file: &mut C::File,
-        view: &crate::ctx::View,
-    ) -> crate::ctx::IoResult<()> {
-        self.inner.set_view(file, view).await
-    }
-    async fn xfer(
-        &self,
-        file: &mut C::File,
-        op: Op,
-        buf: &mut C::Buf,
-    ) -> crate::ctx::IoResult<usize> {
-        self.xfers.set(self.xfers.get() + 1);
-        if self.rank() == self.rank && self.xfers.get() == self.at {
-            return Err(IoError::Invalid("injected failure".into()));
-        }
-        self.inner.xfer(file, op, buf).await
-    }
-    async fn post(
-        &self,
-        file: &mut C::File,
-        op: Op,
-        buf: C::Buf,
-    ) -> crate::ctx::IoResult<C::Request> {
-        self.inner.post(file, op, buf).await
-    }
-    async fn wait_all(
-        &self,
-        file: &mut C::File,
-        r: Vec<C::Request>,
-    ) -> crate::ctx::IoResult<Vec<C::Buf>> {
-        self.inner.wait_all(file, r).await
-    }
-    async fn sync(&self, file: &mut C::File) -> crate::ctx::IoResult<()> {
-        self.inner.sync(file).await
-    }
-    async fn file_size(&self, file: &mut C::File) -> crate::ctx::IoResult<u64> {
-        self.inner.file_size(file).await
-    }
-    fn hints_in_effect(&self, file: &C::File) -> Hints {
-        self.inner.hints_in_effect(file)
-    }
-    async fn close(&self, file: C::File) -> crate::ctx::IoResult<()> {
-        self.inner.close(file).await
-    }
-    async fn delete(&self, path: &str) -> crate::ctx::IoResult<()> {
-        self.inner.delete(path).await
-    }
-    async fn compute<R>(&self, kernel: Kernel, work: impl FnOnce() -> R) -> Option<R> {
-        self.inner.compute(kernel, work).await
-    }
 }

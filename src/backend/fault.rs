@@ -1,0 +1,144 @@
+//! Fault injection for tests: any back end, with one rank's chosen calls failing.
+//!
+//! Benchmarks promise that a rank whose I/O fails does not leave the others
+//! waiting in a collective, and that what finished before the failure is kept.
+//! [`WithFault`] runs a program over a context that fails the calls a [`Fault`]
+//! names, so those promises are tested on every back end the same way.
+
+use std::cell::Cell;
+use std::ops::RangeInclusive;
+
+use crate::ctx::{
+    Hints, IoCtx, IoError, IoResult, Kernel, Op, OpenOptions, RankProgram, ReduceOp, View,
+};
+
+/// Which calls are counted and failed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Call {
+    /// `open`.
+    Open,
+    /// `xfer`.
+    Xfer,
+}
+
+/// Rank `rank`'s calls of kind `call` numbered (from 1) in `numbers` fail with
+/// `IoError::Invalid("injected failure")`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Fault {
+    pub(crate) rank: usize,
+    pub(crate) call: Call,
+    pub(crate) numbers: RangeInclusive<u64>,
+}
+
+/// `inner` run over a context with `fault` injected.
+pub(crate) struct WithFault<P> {
+    pub(crate) inner: P,
+    pub(crate) fault: Fault,
+}
+
+impl<P: RankProgram> RankProgram for WithFault<P> {
+    type Output = P::Output;
+    async fn run<C: IoCtx>(&self, ctx: &C) -> P::Output {
+        let ctx = Faulty {
+            inner: ctx,
+            fault: &self.fault,
+            calls: Cell::new(0),
+        };
+        self.inner.run(&ctx).await
+    }
+}
+
+struct Faulty<'a, C> {
+    inner: &'a C,
+    fault: &'a Fault,
+    calls: Cell<u64>,
+}
+
+impl<C: IoCtx> Faulty<'_, C> {
+    /// Counts a call of kind `call`; an error if the fault says it fails.
+    fn check(&self, call: Call) -> IoResult<()> {
+        if call != self.fault.call || self.inner.rank() != self.fault.rank {
+            return Ok(());
+        }
+        self.calls.set(self.calls.get() + 1);
+        match self.fault.numbers.contains(&self.calls.get()) {
+            true => Err(IoError::Invalid("injected failure".into())),
+            false => Ok(()),
+        }
+    }
+}
+
+impl<C: IoCtx> IoCtx for Faulty<'_, C> {
+    type Buf = C::Buf;
+    type File = C::File;
+    type Request = C::Request;
+    fn rank(&self) -> usize {
+        self.inner.rank()
+    }
+    fn size(&self) -> usize {
+        self.inner.size()
+    }
+    fn wtime(&self) -> f64 {
+        self.inner.wtime()
+    }
+    fn alloc(&self, len: usize) -> C::Buf {
+        self.inner.alloc(len)
+    }
+    async fn barrier(&self) {
+        self.inner.barrier().await
+    }
+    async fn bcast_u64(&self, value: u64, root: usize) -> u64 {
+        self.inner.bcast_u64(value, root).await
+    }
+    async fn allreduce_f64(&self, value: f64, op: ReduceOp) -> f64 {
+        self.inner.allreduce_f64(value, op).await
+    }
+    async fn allgather_f64(&self, value: f64) -> Vec<f64> {
+        self.inner.allgather_f64(value).await
+    }
+    async fn sendrecv_replace(&self, buf: &mut C::Buf, dest: usize, source: usize) {
+        self.inner.sendrecv_replace(buf, dest, source).await
+    }
+    async fn split(&self, _: Option<usize>, _: usize) -> Option<Self> {
+        unimplemented!("fault injection covers programs that do not split")
+    }
+    async fn open(&self, path: &str, opts: &OpenOptions) -> IoResult<C::File> {
+        self.check(Call::Open)?;
+        self.inner.open(path, opts).await
+    }
+    async fn set_view(&self, file: &mut C::File, view: &View) -> IoResult<()> {
+        self.inner.set_view(file, view).await
+    }
+    async fn xfer(&self, file: &mut C::File, op: Op, buf: &mut C::Buf) -> IoResult<usize> {
+        self.check(Call::Xfer)?;
+        self.inner.xfer(file, op, buf).await
+    }
+    async fn post(&self, file: &mut C::File, op: Op, buf: C::Buf) -> IoResult<C::Request> {
+        self.inner.post(file, op, buf).await
+    }
+    async fn wait_all(
+        &self,
+        file: &mut C::File,
+        requests: Vec<C::Request>,
+    ) -> IoResult<Vec<C::Buf>> {
+        self.inner.wait_all(file, requests).await
+    }
+    async fn sync(&self, file: &mut C::File) -> IoResult<()> {
+        self.inner.sync(file).await
+    }
+    async fn file_size(&self, file: &mut C::File) -> IoResult<u64> {
+        self.inner.file_size(file).await
+    }
+    fn hints_in_effect(&self, file: &C::File) -> Hints {
+        self.inner.hints_in_effect(file)
+    }
+    async fn close(&self, file: C::File) -> IoResult<()> {
+        self.inner.close(file).await
+    }
+    async fn delete(&self, path: &str) -> IoResult<()> {
+        self.inner.delete(path).await
+    }
+    async fn compute<R>(&self, kernel: Kernel, work: impl FnOnce() -> R) -> Option<R> {
+        self.inner.compute(kernel, work).await
+    }
+}
