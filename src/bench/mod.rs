@@ -1,1 +1,3 @@
 //! The benchmarks, one file each, written once against [`crate::ctx::IoCtx`].
+
+pub mod beff_io;
