@@ -456,6 +456,7 @@ impl Measurements {
 
 /// Progress on stderr: a bar on a terminal, else one line per pattern.
 struct Progress {
+    enabled: bool,
     bar: Option<indicatif::ProgressBar>,
     total: u64,
 }
@@ -471,7 +472,11 @@ impl Progress {
             }
             b
         });
-        Progress { bar, total }
+        Progress {
+            enabled,
+            bar,
+            total,
+        }
     }
 
     fn starting(&self, what: &str) {
@@ -488,7 +493,8 @@ impl Progress {
                     b.finish_and_clear();
                 }
             }
-            None => eprintln!("b_eff_io [{k}/{}] {line}", self.total),
+            None if self.enabled => eprintln!("b_eff_io [{k}/{}] {line}", self.total),
+            None => {}
         }
     }
 }
@@ -513,7 +519,7 @@ pub fn check_value(rep: u64, pattern: usize, pass: Pass, chunk: u64, last: bool)
 /// Positions (in doubles) of the first and last double of each chunk of `l` bytes
 /// in a buffer of `big_l` bytes.
 fn chunk_ends(l: u64, big_l: u64) -> impl Iterator<Item = (u64, usize, usize)> {
-    let chunks = if l == 0 { 0 } else { big_l / l };
+    let chunks = big_l.checked_div(l).unwrap_or(0);
     (0..chunks).map(move |j| {
         let first = (j * l / ETYPE_BYTES) as usize;
         (j, first, first + (l / ETYPE_BYTES) as usize - 1)

@@ -122,12 +122,12 @@ impl Analysis {
     }
 }
 
+/// Summary-table cells of one partition, keyed by (pass, row 1..=7, type index), MB/s.
+type Cells = BTreeMap<(Pass, usize, usize), f64>;
+
 /// Per partition, pass, type and summary row: the pattern's bandwidth in MB/s
 /// (−999.999 where it had errors), and the L = 2 MiB scatter pattern per pass.
-fn table_values(
-    m: &Measurements,
-    n: usize,
-) -> (BTreeMap<(Pass, usize, usize), f64>, [Option<f64>; 3]) {
+fn table_values(m: &Measurements, n: usize) -> (Cells, [Option<f64>; 3]) {
     let mut cells = BTreeMap::new();
     let mut pat2 = [None; 3];
     for p in m.patterns.iter().filter(|p| p.n == n) {
