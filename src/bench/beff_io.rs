@@ -27,6 +27,8 @@
 
 pub mod formulas;
 pub mod hintfile;
+#[cfg(test)]
+mod memctx;
 pub mod output;
 pub mod schedule;
 
@@ -1091,5 +1093,117 @@ mod tests {
         assert_eq!(r.last_writer(PatternType::SegColl), Pass::Rewrite);
         assert_eq!(c.total_patterns(), 3 * (43 + 9 + 43));
         assert_eq!(r.total_patterns(), 3 * 3 * 43);
+    }
+
+    fn mem_run(words: &[&str], ctx: &memctx::MemCtx) -> (Config, Measurements) {
+        let mut c = Config::resolve(&parse(words), 1, 1).unwrap();
+        c.progress = false;
+        let m = crate::ctx::block_on(BeffIo { cfg: c.clone() }.run(ctx)).unwrap();
+        (c, m)
+    }
+
+    #[test]
+    fn whole_schedule_on_one_in_memory_rank() {
+        // Every call costs 5 ms of fake time; T = 2 s on one partition gives
+        // Tp = U·2/150 s, and the rule 0.005·k·(k+1)/k ≤ Tp stops after k calls with
+        // k + 1 ≤ Tp/0.005: U = 4 → 10, U = 2 → 5, U = 1 → 2, U = 0 → 1.
+        let ctx = memctx::MemCtx::new(0.005);
+        let (c, m) = mem_run(&["-T", "2", "-p", "/mem"], &ctx);
+        assert_eq!(c.partitions, vec![1]);
+        assert_eq!(m.patterns.len(), 43 + 9 + 43);
+        assert!(m.error_messages.is_empty(), "{:?}", m.error_messages);
+        assert!(m.patterns.iter().all(|p| p.errors == 0));
+        let reps = |pass: Pass, id: usize| {
+            m.patterns
+                .iter()
+                .find(|p| p.pass == pass && p.pattern == id)
+                .unwrap()
+                .reps
+        };
+        let expected = |u: u64| match u {
+            4 => 10,
+            2 => 5,
+            1 => 2,
+            _ => 1,
+        };
+        for def in &schedule::PATTERNS[..25] {
+            assert_eq!(
+                reps(Pass::Write, def.id),
+                expected(def.u),
+                "pattern {}",
+                def.id
+            );
+            assert_eq!(reps(Pass::Read, def.id), reps(Pass::Write, def.id));
+        }
+        // Types 3/4 from the write counts; the filler once.
+        let plan = m.segments[0].clone().unwrap();
+        assert_eq!(
+            plan,
+            schedule::segment_plan(
+                &m.patterns
+                    .iter()
+                    .filter(|p| p.pass == Pass::Write)
+                    .map(|p| p.reps)
+                    .collect::<Vec<_>>(),
+                c.lmax()
+            )
+        );
+        for (k, def) in PatternType::Segmented.patterns().iter().enumerate() {
+            assert_eq!(reps(Pass::Write, def.id), plan.reps[k]);
+            assert_eq!(reps(Pass::Write, def.id + 9), plan.reps[k]);
+        }
+        // The read pass deleted every file.
+        assert!(ctx.files.borrow().is_empty());
+        let a = output::Analysis::new(&c, &m);
+        assert!(a.b_eff_io() > 0.0 && a.b_eff_io_paper() > 0.0);
+    }
+
+    #[test]
+    fn keep_leaves_files_of_the_expected_sizes() {
+        let ctx = memctx::MemCtx::new(0.005);
+        let (c, m) = mem_run(&["-T", "2", "-p", "/mem", "-keep", "-rewrite"], &ctx);
+        assert!(m.patterns.iter().all(|p| p.errors == 0));
+        assert_eq!(m.patterns.len(), 3 * 43);
+        let files = ctx.files.borrow();
+        let size = |t: usize| files[&format!("/mem/b_eff_io_data_i00_001_{t}")].len() as u64;
+        let written = |t: PatternType| {
+            m.types
+                .iter()
+                .find(|r| r.pass == Pass::Write && r.ptype == t)
+                .unwrap()
+                .bytes
+        };
+        for t in [PatternType::Scatter, PatternType::Shared] {
+            assert_eq!(size(t.index()), written(t));
+        }
+        assert_eq!(
+            files["/mem/b_eff_io_data_i00_001_2.000"].len() as u64,
+            written(PatternType::Separated)
+        );
+        // One process: the segment is the whole file.
+        assert_eq!(size(3), m.segments[0].as_ref().unwrap().lseg);
+        assert_eq!(size(4), size(3));
+        assert_eq!(written(PatternType::Segmented), size(3));
+        let _ = c;
+    }
+
+    #[test]
+    fn corrupted_reads_are_counted() {
+        let mut ctx = memctx::MemCtx::new(0.005);
+        ctx.corrupt_reads = true;
+        let (c, m) = mem_run(&["-T", "2", "-p", "/mem", "-e", "2"], &ctx);
+        // Every read call's first chunk is wrong: one error per read call.
+        let calls: u64 = m
+            .patterns
+            .iter()
+            .filter(|p| p.pass == Pass::Read && p.big_l > 0)
+            .map(|p| p.reps)
+            .sum();
+        assert_eq!(m.errors_of(1), calls);
+        // At most 2 messages per pattern.
+        assert!(!m.error_messages.is_empty());
+        assert!(m.error_messages.len() as u64 <= 2 * 43);
+        let a = output::Analysis::new(&c, &m);
+        assert!(!a.partitions[0].validity.errors_ok);
     }
 }
