@@ -41,7 +41,9 @@ pub enum IoError {
 pub type IoResult<T> = Result<T, IoError>;
 
 /// Read or write.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize, serde::Deserialize)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize, serde::Deserialize,
+)]
 pub enum Access {
     /// Move data from memory to the file.
     Write,
@@ -83,39 +85,75 @@ pub struct Op {
 impl Op {
     /// `MPI_File_write_at` / `pwrite`.
     pub fn write_at(offset: u64) -> Op {
-        Op { access: Access::Write, coord: Coordination::Independent, pos: Position::At(offset) }
+        Op {
+            access: Access::Write,
+            coord: Coordination::Independent,
+            pos: Position::At(offset),
+        }
     }
     /// `MPI_File_read_at` / `pread`.
     pub fn read_at(offset: u64) -> Op {
-        Op { access: Access::Read, coord: Coordination::Independent, pos: Position::At(offset) }
+        Op {
+            access: Access::Read,
+            coord: Coordination::Independent,
+            pos: Position::At(offset),
+        }
     }
     /// `MPI_File_write_at_all`.
     pub fn write_at_all(offset: u64) -> Op {
-        Op { access: Access::Write, coord: Coordination::Collective, pos: Position::At(offset) }
+        Op {
+            access: Access::Write,
+            coord: Coordination::Collective,
+            pos: Position::At(offset),
+        }
     }
     /// `MPI_File_read_at_all`.
     pub fn read_at_all(offset: u64) -> Op {
-        Op { access: Access::Read, coord: Coordination::Collective, pos: Position::At(offset) }
+        Op {
+            access: Access::Read,
+            coord: Coordination::Collective,
+            pos: Position::At(offset),
+        }
     }
     /// `MPI_File_write_ordered`.
     pub fn write_ordered() -> Op {
-        Op { access: Access::Write, coord: Coordination::Collective, pos: Position::SharedPointer }
+        Op {
+            access: Access::Write,
+            coord: Coordination::Collective,
+            pos: Position::SharedPointer,
+        }
     }
     /// `MPI_File_read_ordered`.
     pub fn read_ordered() -> Op {
-        Op { access: Access::Read, coord: Coordination::Collective, pos: Position::SharedPointer }
+        Op {
+            access: Access::Read,
+            coord: Coordination::Collective,
+            pos: Position::SharedPointer,
+        }
     }
     /// `MPI_File_write_shared`.
     pub fn write_shared() -> Op {
-        Op { access: Access::Write, coord: Coordination::Independent, pos: Position::SharedPointer }
+        Op {
+            access: Access::Write,
+            coord: Coordination::Independent,
+            pos: Position::SharedPointer,
+        }
     }
     /// `MPI_File_read_shared`.
     pub fn read_shared() -> Op {
-        Op { access: Access::Read, coord: Coordination::Independent, pos: Position::SharedPointer }
+        Op {
+            access: Access::Read,
+            coord: Coordination::Independent,
+            pos: Position::SharedPointer,
+        }
     }
     /// The same operation with `access` and `coord` as given, at `offset`.
     pub fn at(access: Access, coord: Coordination, offset: u64) -> Op {
-        Op { access, coord, pos: Position::At(offset) }
+        Op {
+            access,
+            coord,
+            pos: Position::At(offset),
+        }
     }
 }
 
@@ -175,7 +213,9 @@ pub enum ReduceOp {
 }
 
 /// The class of a compute kernel: the twin costs each at its own calibrated rate.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize, serde::Deserialize)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize, serde::Deserialize,
+)]
 pub enum KernelKind {
     /// Memory copy; `amount` in bytes.
     Memcpy,
@@ -200,11 +240,17 @@ impl Kernel {
     /// `count` complex 1-D FFTs of length `n`: 5·n·log2(n) flops each.
     pub fn fft(n: u64, count: u64) -> Kernel {
         let n_f = n as f64;
-        Kernel { kind: KernelKind::Fft, amount: 5.0 * n_f * n_f.log2() * count as f64 }
+        Kernel {
+            kind: KernelKind::Fft,
+            amount: 5.0 * n_f * n_f.log2() * count as f64,
+        }
     }
     /// A copy of `bytes` bytes.
     pub fn memcpy(bytes: u64) -> Kernel {
-        Kernel { kind: KernelKind::Memcpy, amount: bytes as f64 }
+        Kernel {
+            kind: KernelKind::Memcpy,
+            amount: bytes as f64,
+        }
     }
 }
 
@@ -286,7 +332,11 @@ pub trait IoCtx: Sized {
     /// posted as `Coordination::Collective` are completed together as **one**
     /// collective operation (PnetCDF's `ncmpi_wait_all` aggregation); every rank
     /// of the file must then call `wait_all`.
-    async fn wait_all(&self, file: &mut Self::File, requests: Vec<Self::Request>) -> IoResult<Vec<Self::Buf>>;
+    async fn wait_all(
+        &self,
+        file: &mut Self::File,
+        requests: Vec<Self::Request>,
+    ) -> IoResult<Vec<Self::Buf>>;
     /// Flush written data to storage (`MPI_File_sync` / `fsync`).
     async fn sync(&self, file: &mut Self::File) -> IoResult<()>;
     /// Current size of the file in bytes.
@@ -365,6 +415,8 @@ pub fn block_on<F: Future>(f: F) -> F::Output {
     let mut cx = Context::from_waker(Waker::noop());
     match pin!(f).poll(&mut cx) {
         Poll::Ready(v) => v,
-        Poll::Pending => panic!("block_on: a real-mode future returned Pending; real calls must complete inside poll"),
+        Poll::Pending => panic!(
+            "block_on: a real-mode future returned Pending; real calls must complete inside poll"
+        ),
     }
 }

@@ -1,5 +1,20 @@
-//! The `piotwin` command line.
+//! The `piotwin` command line (see `cli` for its structure and exit codes).
 
-fn main() {
-    todo!("piotwin CLI")
+mod cli;
+
+use std::process::ExitCode;
+
+use clap::Parser;
+
+fn main() -> ExitCode {
+    let parsed = cli::Cli::parse();
+    match cli::run(parsed) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            if let Some(m) = e.message() {
+                eprintln!("piotwin: error: {m}");
+            }
+            ExitCode::from(e.exit_code())
+        }
+    }
 }

@@ -1,7 +1,37 @@
 //! The real back end: `IoCtx` over `piotwin-real` (MPI-IO through rsmpi's raw ffi).
+//!
+//! One MPI process per rank; every call completes synchronously inside `poll`
+//! (MPI blocks the thread), so [`crate::ctx::block_on`] drives a whole program.
+//!
+//! Mapping of [`Op`] onto MPI-IO (POSIX files: `pwrite`/`pread`, always
+//! independent, byte offsets):
+//!
+//! | access | [`Coordination`] | [`Position`] | MPI call |
+//! |---|---|---|---|
+//! | write | Independent | `At` | `MPI_File_write_at` |
+//! | write | Collective | `At` | `MPI_File_write_at_all` |
+//! | write | Independent | `SharedPointer` | `MPI_File_write_shared` |
+//! | write | Collective | `SharedPointer` | `MPI_File_write_ordered` |
+//!
+//! and the same for reads. [`Scope::Private`] opens on `MPI_COMM_SELF`.
+//!
+//! Nonblocking requests: independent ones are `MPI_File_iwrite_at` /
+//! `MPI_File_iread_at` (or the `_shared` forms), completed by `MPI_Waitall`.
+//! Collective ones follow PnetCDF's `ncmpi_wait_all`: at `post` the request's file
+//! extents are flattened through the current view, and `wait_all` completes all
+//! collective requests of the call as **one** `MPI_File_write_at_all` (then one
+//! `MPI_File_read_at_all`) over an hindexed filetype of every extent
+//! ([`piotwin_real::File::xfer_extents_all`]). Like MPI's own nonblocking
+//! collectives, every rank of the file posts its collective requests (possibly of
+//! zero bytes) and calls `wait_all` with them; a `wait_all` holding no collective
+//! request is purely local.
 
-use crate::ctx::RankProgram;
-use piotwin_real::RealError;
+use piotwin_real::{Comm, File, Info, PosixFile, RealError, Reduce, Request};
+
+use crate::ctx::{
+    Access, Api, Coordination, Hints, IoBuf, IoCtx, IoError, IoResult, Kernel, Op, OpenMode,
+    OpenOptions, Position, RankProgram, ReduceOp, Scope, View, block_on,
+};
 
 /// Facts about the MPI job this process belongs to.
 #[derive(Debug, Clone)]
@@ -18,7 +48,362 @@ pub struct JobInfo {
 /// over `MPI_COMM_WORLD`, and return this rank's output. Refuses a job where the
 /// launcher asked for N > 1 processes but MPI sees a world of 1 (a binary built
 /// for one MPI started by another MPI's launcher).
+///
+/// MPI stays initialised for further launches and is finalised at process exit
+/// (or by `piotwin_real::finalize`).
 pub fn launch<P: RankProgram>(program: &P) -> Result<(JobInfo, P::Output), RealError> {
-    let _ = program;
-    todo!("backend::real::launch")
+    let job = piotwin_real::init()?;
+    let ctx = RealCtx {
+        comm: Comm::world(),
+    };
+    let output = block_on(program.run(&ctx));
+    Ok((
+        JobInfo {
+            rank: job.rank,
+            size: job.size,
+            library: job.library,
+        },
+        output,
+    ))
+}
+
+impl From<RealError> for IoError {
+    fn from(e: RealError) -> IoError {
+        match e {
+            RealError::Mpi {
+                call,
+                path,
+                message,
+                ..
+            } => IoError::Call {
+                op: call.to_string(),
+                path: path.unwrap_or_default(),
+                message,
+            },
+            RealError::Os { call, path, source } => IoError::Call {
+                op: call.to_string(),
+                path,
+                message: source.to_string(),
+            },
+            RealError::Invalid { call, path, reason } => IoError::Call {
+                op: call.to_string(),
+                path: path.unwrap_or_default(),
+                message: reason,
+            },
+            other => IoError::Invalid(other.to_string()),
+        }
+    }
+}
+
+/// A rank's context over an MPI communicator (`MPI_COMM_WORLD` or a split of it).
+pub struct RealCtx {
+    comm: Comm,
+}
+
+/// An I/O buffer holding its bytes.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RealBuf(Vec<u8>);
+
+impl IoBuf for RealBuf {
+    fn len(&self) -> usize {
+        self.0.len()
+    }
+    fn bytes(&self) -> Option<&[u8]> {
+        Some(&self.0)
+    }
+    fn bytes_mut(&mut self) -> Option<&mut [u8]> {
+        Some(&mut self.0)
+    }
+}
+
+/// An open file: MPI-IO or POSIX.
+pub struct RealFile(FileKind);
+
+enum FileKind {
+    Mpi(File),
+    Posix(PosixFile),
+}
+
+/// A posted nonblocking operation; owns its buffer until `wait_all`.
+pub struct RealRequest(ReqKind);
+
+enum ReqKind {
+    /// An MPI request in flight.
+    Mpi(Request),
+    /// A collective request, completed with the others at `wait_all`: its absolute
+    /// file extents `(offset, length)` in data order, flattened at `post`.
+    Aggregated {
+        access: Access,
+        extents: Vec<(u64, u64)>,
+        buf: Vec<u8>,
+    },
+    /// Already complete (POSIX requests run at `post`).
+    Done(Vec<u8>),
+}
+
+fn posix_only_independent(file: &PosixFile, op: Op) -> IoResult<u64> {
+    match op.pos {
+        Position::At(offset) => Ok(offset),
+        Position::SharedPointer => Err(IoError::Invalid(format!(
+            "{op:?} on POSIX file `{}`: POSIX files have no shared file pointer; use an explicit offset",
+            file.path()
+        ))),
+    }
+}
+
+fn posix_xfer(file: &PosixFile, op: Op, buf: &mut [u8]) -> IoResult<usize> {
+    let offset = posix_only_independent(file, op)?;
+    Ok(match op.access {
+        Access::Write => file.write_at(offset, buf)?,
+        Access::Read => file.read_at(offset, buf)?,
+    })
+}
+
+impl IoCtx for RealCtx {
+    type Buf = RealBuf;
+    type File = RealFile;
+    type Request = RealRequest;
+
+    fn rank(&self) -> usize {
+        self.comm.rank()
+    }
+    fn size(&self) -> usize {
+        self.comm.size()
+    }
+    fn wtime(&self) -> f64 {
+        piotwin_real::wtime()
+    }
+    fn alloc(&self, len: usize) -> RealBuf {
+        RealBuf(vec![0; len])
+    }
+
+    async fn barrier(&self) {
+        self.comm.barrier();
+    }
+    async fn bcast_u64(&self, value: u64, root: usize) -> u64 {
+        self.comm.bcast_u64(value, root)
+    }
+    async fn allreduce_f64(&self, value: f64, op: ReduceOp) -> f64 {
+        let op = match op {
+            ReduceOp::Sum => Reduce::Sum,
+            ReduceOp::Min => Reduce::Min,
+            ReduceOp::Max => Reduce::Max,
+        };
+        self.comm.allreduce_f64(value, op)
+    }
+    async fn allgather_f64(&self, value: f64) -> Vec<f64> {
+        self.comm.allgather_f64(value)
+    }
+    async fn sendrecv_replace(&self, buf: &mut RealBuf, dest: usize, source: usize) {
+        if let Err(e) = self.comm.sendrecv_replace(&mut buf.0, dest, source) {
+            panic!("sendrecv_replace: {e}");
+        }
+    }
+    async fn split(&self, color: Option<usize>, key: usize) -> Option<RealCtx> {
+        match self.comm.split(color, key) {
+            Ok(sub) => sub.map(|comm| RealCtx { comm }),
+            Err(e) => panic!("split: {e}"),
+        }
+    }
+
+    async fn open(&self, path: &str, opts: &OpenOptions) -> IoResult<RealFile> {
+        let mode = match opts.mode {
+            OpenMode::Create => piotwin_real::OpenMode::Create,
+            OpenMode::CreateReadWrite => piotwin_real::OpenMode::CreateReadWrite,
+            OpenMode::Read => piotwin_real::OpenMode::Read,
+        };
+        Ok(RealFile(match opts.api {
+            Api::Posix => FileKind::Posix(PosixFile::open(path, mode)?),
+            Api::MpiIo => {
+                let info = Info::from_hints(&opts.hints)?;
+                let file = match opts.scope {
+                    Scope::Shared => File::open(&self.comm, path, mode, &info)?,
+                    Scope::Private => File::open(&Comm::self_comm(), path, mode, &info)?,
+                };
+                FileKind::Mpi(file)
+            }
+        }))
+    }
+
+    async fn set_view(&self, file: &mut RealFile, view: &View) -> IoResult<()> {
+        match &mut file.0 {
+            FileKind::Mpi(f) => Ok(f.set_view(view)?),
+            FileKind::Posix(f) => Err(IoError::Invalid(format!(
+                "set_view on POSIX file `{}`: POSIX files have no views",
+                f.path()
+            ))),
+        }
+    }
+
+    async fn xfer(&self, file: &mut RealFile, op: Op, buf: &mut RealBuf) -> IoResult<usize> {
+        let f = match &file.0 {
+            FileKind::Posix(f) => return posix_xfer(f, op, &mut buf.0),
+            FileKind::Mpi(f) => f,
+        };
+        let b = &mut buf.0;
+        Ok(match (op.access, op.coord, op.pos) {
+            (Access::Write, Coordination::Independent, Position::At(o)) => f.write_at(o, b)?,
+            (Access::Write, Coordination::Collective, Position::At(o)) => f.write_at_all(o, b)?,
+            (Access::Write, Coordination::Independent, Position::SharedPointer) => {
+                f.write_shared(b)?
+            }
+            (Access::Write, Coordination::Collective, Position::SharedPointer) => {
+                f.write_ordered(b)?
+            }
+            (Access::Read, Coordination::Independent, Position::At(o)) => f.read_at(o, b)?,
+            (Access::Read, Coordination::Collective, Position::At(o)) => f.read_at_all(o, b)?,
+            (Access::Read, Coordination::Independent, Position::SharedPointer) => {
+                f.read_shared(b)?
+            }
+            (Access::Read, Coordination::Collective, Position::SharedPointer) => {
+                f.read_ordered(b)?
+            }
+        })
+    }
+
+    async fn post(&self, file: &mut RealFile, op: Op, buf: RealBuf) -> IoResult<RealRequest> {
+        let mut buf = buf.0;
+        let f = match &file.0 {
+            FileKind::Posix(f) => {
+                posix_xfer(f, op, &mut buf)?;
+                return Ok(RealRequest(ReqKind::Done(buf)));
+            }
+            FileKind::Mpi(f) => f,
+        };
+        Ok(RealRequest(match (op.access, op.coord, op.pos) {
+            (Access::Write, Coordination::Independent, Position::At(o)) => {
+                ReqKind::Mpi(f.iwrite_at(o, buf)?)
+            }
+            (Access::Read, Coordination::Independent, Position::At(o)) => {
+                ReqKind::Mpi(f.iread_at(o, buf)?)
+            }
+            (Access::Write, Coordination::Independent, Position::SharedPointer) => {
+                ReqKind::Mpi(f.iwrite_shared(buf)?)
+            }
+            (Access::Read, Coordination::Independent, Position::SharedPointer) => {
+                ReqKind::Mpi(f.iread_shared(buf)?)
+            }
+            (access, Coordination::Collective, Position::At(o)) => {
+                let extents: Vec<(u64, u64)> = f.view().extents(o, buf.len() as u64).collect();
+                let covered: u64 = extents.iter().map(|e| e.1).sum();
+                if covered != buf.len() as u64 {
+                    return Err(IoError::Invalid(format!(
+                        "post {op:?} on `{}`: the view's extents cover {covered} bytes, the buffer has {}",
+                        f.path(),
+                        buf.len()
+                    )));
+                }
+                ReqKind::Aggregated {
+                    access,
+                    extents,
+                    buf,
+                }
+            }
+            (_, Coordination::Collective, Position::SharedPointer) => {
+                return Err(IoError::Invalid(format!(
+                    "post {op:?} on `{}`: MPI has no nonblocking ordered (collective shared-pointer) access",
+                    f.path()
+                )));
+            }
+        }))
+    }
+
+    async fn wait_all(
+        &self,
+        file: &mut RealFile,
+        requests: Vec<RealRequest>,
+    ) -> IoResult<Vec<RealBuf>> {
+        let mut out: Vec<Option<Vec<u8>>> = vec![None; requests.len()];
+        let mut in_flight = Vec::new();
+        let mut in_flight_at = Vec::new();
+        let mut aggregated = Vec::new();
+        for (i, RealRequest(r)) in requests.into_iter().enumerate() {
+            match r {
+                ReqKind::Mpi(req) => {
+                    in_flight.push(req);
+                    in_flight_at.push(i);
+                }
+                ReqKind::Aggregated {
+                    access,
+                    extents,
+                    buf,
+                } => aggregated.push((i, access, extents, buf)),
+                ReqKind::Done(buf) => out[i] = Some(buf),
+            }
+        }
+        if !aggregated.is_empty() {
+            let FileKind::Mpi(f) = &mut file.0 else {
+                return Err(IoError::Invalid(
+                    "collective requests on a POSIX file".into(),
+                ));
+            };
+            let mut writes: Vec<(u64, &[u8])> = Vec::new();
+            let mut reads: Vec<(u64, &mut [u8])> = Vec::new();
+            for (_, access, extents, buf) in aggregated.iter_mut() {
+                let mut rest: &mut [u8] = buf;
+                for &(offset, len) in extents.iter() {
+                    let (piece, tail) = std::mem::take(&mut rest).split_at_mut(len as usize);
+                    match access {
+                        Access::Write => writes.push((offset, piece)),
+                        Access::Read => reads.push((offset, piece)),
+                    }
+                    rest = tail;
+                }
+            }
+            f.xfer_extents_all(&writes, &mut reads)?;
+        }
+        for (i, _, _, buf) in aggregated {
+            out[i] = Some(buf);
+        }
+        for ((buf, _moved), i) in piotwin_real::wait_all(in_flight)?
+            .into_iter()
+            .zip(in_flight_at)
+        {
+            out[i] = Some(buf);
+        }
+        Ok(out
+            .into_iter()
+            .map(|b| RealBuf(b.expect("every request completed")))
+            .collect())
+    }
+
+    async fn sync(&self, file: &mut RealFile) -> IoResult<()> {
+        Ok(match &file.0 {
+            FileKind::Mpi(f) => f.sync()?,
+            FileKind::Posix(f) => f.sync()?,
+        })
+    }
+
+    async fn file_size(&self, file: &mut RealFile) -> IoResult<u64> {
+        Ok(match &file.0 {
+            FileKind::Mpi(f) => f.size()?,
+            FileKind::Posix(f) => f.size()?,
+        })
+    }
+
+    /// `MPI_File_get_info` read back; empty for POSIX files (and where MPI fails to
+    /// answer, which it does only for an invalid handle).
+    fn hints_in_effect(&self, file: &RealFile) -> Hints {
+        match &file.0 {
+            FileKind::Mpi(f) => f.info().unwrap_or_default(),
+            FileKind::Posix(_) => Hints::new(),
+        }
+    }
+
+    async fn close(&self, file: RealFile) -> IoResult<()> {
+        match file.0 {
+            FileKind::Mpi(f) => Ok(f.close()?),
+            // Dropping the std file closes it; close(2) errors are not reported by std.
+            FileKind::Posix(f) => Ok(drop(f)),
+        }
+    }
+
+    async fn delete(&self, path: &str) -> IoResult<()> {
+        File::delete(path)?;
+        Ok(())
+    }
+
+    async fn compute<R>(&self, _kernel: Kernel, work: impl FnOnce() -> R) -> Option<R> {
+        Some(work())
+    }
 }

@@ -1,3 +1,4 @@
 //! The benchmarks, one file each, written once against [`crate::ctx::IoCtx`].
 
 pub mod beff_io;
+pub mod ior;

@@ -2,6 +2,7 @@
 //! that `compare` can diff a predicted and a measured report field by field; plus
 //! atomic writers for JSON and CSV (a report is never half-written).
 
+pub mod compare;
 pub mod plot;
 
 use std::collections::BTreeMap;
@@ -64,7 +65,10 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
         Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
         _ => PathBuf::from("."),
     };
-    let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+    let name = path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
     let tmp = dir.join(format!(".{}.tmp-{}", name, std::process::id()));
     let result = (|| {
         let mut f = std::fs::File::create(&tmp)?;
@@ -92,14 +96,17 @@ impl RunReport {
     /// The CSV form: a `metric,value` section, then each table as a header row
     /// `table,<columns…>` followed by `<name>,<values…>` rows.
     pub fn to_csv(&self) -> String {
-        let mut w = csv::WriterBuilder::new().flexible(true).from_writer(Vec::new());
+        let mut w = csv::WriterBuilder::new()
+            .flexible(true)
+            .from_writer(Vec::new());
         let cell = |v: &serde_json::Value| match v {
             serde_json::Value::String(s) => s.clone(),
             other => other.to_string(),
         };
         w.write_record(["metric", "value"]).expect("in-memory CSV");
         for (k, v) in &self.metrics {
-            w.write_record([k.clone(), v.to_string()]).expect("in-memory CSV");
+            w.write_record([k.clone(), v.to_string()])
+                .expect("in-memory CSV");
         }
         for (name, t) in &self.tables {
             let mut header = vec!["table".to_string()];

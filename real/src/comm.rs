@@ -1,0 +1,125 @@
+//! [`Comm`]: a communicator with the few collectives a benchmark driver needs,
+//! over rsmpi's safe API.
+
+use mpi::collective::SystemOperation;
+use mpi::ffi;
+use mpi::point_to_point as p2p;
+use mpi::raw::AsRaw;
+use mpi::topology::{Color, Communicator, SimpleCommunicator};
+use mpi::traits::*;
+
+use crate::error::{RealResult, to_int};
+
+/// Reduction operators for [`Comm::allreduce_f64`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Reduce {
+    /// `MPI_SUM`.
+    Sum,
+    /// `MPI_MIN`.
+    Min,
+    /// `MPI_MAX`.
+    Max,
+}
+
+/// A communicator: `MPI_COMM_WORLD`, `MPI_COMM_SELF` or one made by [`Comm::split`]
+/// (freed with `MPI_Comm_free` on drop). Create one only after [`crate::init`].
+pub struct Comm {
+    inner: SimpleCommunicator,
+}
+
+impl Comm {
+    /// `MPI_COMM_WORLD`.
+    pub fn world() -> Comm {
+        Comm {
+            inner: SimpleCommunicator::world(),
+        }
+    }
+
+    /// `MPI_COMM_SELF`: this process alone (file per process).
+    pub fn self_comm() -> Comm {
+        Comm {
+            inner: SimpleCommunicator::self_comm(),
+        }
+    }
+
+    /// This process's rank, `0..size()`.
+    pub fn rank(&self) -> usize {
+        self.inner.rank() as usize
+    }
+
+    /// Number of processes.
+    pub fn size(&self) -> usize {
+        self.inner.size() as usize
+    }
+
+    pub(crate) fn raw(&self) -> ffi::MPI_Comm {
+        self.inner.as_raw()
+    }
+
+    /// `MPI_Barrier`.
+    pub fn barrier(&self) {
+        self.inner.barrier();
+    }
+
+    /// `MPI_Bcast` of one `u64` from `root`.
+    pub fn bcast_u64(&self, value: u64, root: usize) -> u64 {
+        let mut v = value;
+        self.inner
+            .process_at_rank(root as i32)
+            .broadcast_into(&mut v);
+        v
+    }
+
+    /// `MPI_Allreduce` of one `f64`.
+    pub fn allreduce_f64(&self, value: f64, op: Reduce) -> f64 {
+        let mut out = 0.0f64;
+        self.inner.all_reduce_into(&value, &mut out, system_op(op));
+        out
+    }
+
+    /// `MPI_Allgather` of one `f64`: every rank's value, indexed by rank.
+    pub fn allgather_f64(&self, value: f64) -> Vec<f64> {
+        let mut out = vec![0.0f64; self.size()];
+        self.inner.all_gather_into(&value, &mut out[..]);
+        out
+    }
+
+    /// `MPI_Sendrecv_replace` of bytes: sends `buf` to `dest` and replaces it with
+    /// what `source` sends (which must be the same length).
+    pub fn sendrecv_replace(&self, buf: &mut [u8], dest: usize, source: usize) -> RealResult<()> {
+        to_int(
+            buf.len() as u64,
+            "buffer length",
+            "MPI_Sendrecv_replace",
+            None,
+        )?;
+        p2p::send_receive_replace_into(
+            buf,
+            &self.inner.process_at_rank(dest as i32),
+            &self.inner.process_at_rank(source as i32),
+        );
+        Ok(())
+    }
+
+    /// `MPI_Comm_split`: the processes with the same `Some(color)`, ordered by
+    /// `key` then old rank; `None` where this process passes no color.
+    pub fn split(&self, color: Option<usize>, key: usize) -> RealResult<Option<Comm>> {
+        let color = match color {
+            Some(c) => Color::with_value(to_int(c as u64, "color", "MPI_Comm_split", None)?),
+            None => Color::undefined(),
+        };
+        let key = to_int(key as u64, "key", "MPI_Comm_split", None)?;
+        Ok(self
+            .inner
+            .split_by_color_with_key(color, key)
+            .map(|inner| Comm { inner }))
+    }
+}
+
+fn system_op(op: Reduce) -> SystemOperation {
+    match op {
+        Reduce::Sum => SystemOperation::sum(),
+        Reduce::Min => SystemOperation::min(),
+        Reduce::Max => SystemOperation::max(),
+    }
+}

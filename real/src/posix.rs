@@ -1,0 +1,79 @@
+//! [`PosixFile`]: a file accessed with `pwrite`/`pread`/`fsync` (IOR's `-a POSIX`,
+//! BTIO's `fortran` subtype): always independent, byte offsets, no views, no hints.
+
+use std::fs;
+use std::io::ErrorKind;
+use std::os::unix::fs::FileExt;
+
+use crate::error::{RealError, RealResult};
+use crate::file::OpenMode;
+
+/// An open POSIX file of this process alone.
+pub struct PosixFile {
+    file: fs::File,
+    path: String,
+}
+
+fn os<'a>(call: &'static str, path: &'a str) -> impl FnOnce(std::io::Error) -> RealError + 'a {
+    move |source| RealError::Os {
+        call,
+        path: path.to_string(),
+        source,
+    }
+}
+
+impl PosixFile {
+    /// `open(2)` with the flags `mode` implies (`Create`: `O_CREAT|O_WRONLY`,
+    /// `CreateReadWrite`: `O_CREAT|O_RDWR`, `Read`: `O_RDONLY`); never truncates.
+    pub fn open(path: &str, mode: OpenMode) -> RealResult<PosixFile> {
+        let mut o = fs::OpenOptions::new();
+        match mode {
+            OpenMode::Create => o.write(true).create(true),
+            OpenMode::CreateReadWrite => o.read(true).write(true).create(true),
+            OpenMode::Read => o.read(true),
+        };
+        let file = o.open(path).map_err(os("open", path))?;
+        Ok(PosixFile {
+            file,
+            path: path.to_string(),
+        })
+    }
+
+    /// The path the file was opened with.
+    pub fn path(&self) -> &str {
+        &self.path
+    }
+
+    /// `pwrite(2)` of all of `buf` at byte `offset` (retried until complete); returns `buf.len()`.
+    pub fn write_at(&self, offset: u64, buf: &[u8]) -> RealResult<usize> {
+        self.file
+            .write_all_at(buf, offset)
+            .map_err(os("pwrite", &self.path))?;
+        Ok(buf.len())
+    }
+
+    /// `pread(2)` into `buf` at byte `offset`, retried until `buf` is full or end
+    /// of file; returns the bytes read.
+    pub fn read_at(&self, offset: u64, buf: &mut [u8]) -> RealResult<usize> {
+        let mut done = 0;
+        while done < buf.len() {
+            match self.file.read_at(&mut buf[done..], offset + done as u64) {
+                Ok(0) => break,
+                Ok(n) => done += n,
+                Err(e) if e.kind() == ErrorKind::Interrupted => {}
+                Err(e) => return Err(os("pread", &self.path)(e)),
+            }
+        }
+        Ok(done)
+    }
+
+    /// `fsync(2)`: data and metadata to storage.
+    pub fn sync(&self) -> RealResult<()> {
+        self.file.sync_all().map_err(os("fsync", &self.path))
+    }
+
+    /// Size in bytes (`fstat(2)`).
+    pub fn size(&self) -> RealResult<u64> {
+        Ok(self.file.metadata().map_err(os("fstat", &self.path))?.len())
+    }
+}

@@ -1,0 +1,505 @@
+//! The command line: `piotwin run <benchmark> …`, `piotwin scenario check FILE`.
+//!
+//! Plugging in a benchmark (one variant, one match arm):
+//!
+//! 1. a `clap::Args` struct for its own options with a `#[command(flatten)]
+//!    common: CommonArgs` field (`--sim`, `--ranks`, `--dry-run`, `--seed`,
+//!    `--json`, `--csv`, `--hint`, `--hints-file`), and a method that checks its
+//!    options and builds its [`RankProgram`] (see `ior.rs`);
+//! 2. `impl CliBenchmark for TheProgram` (text, report, failure);
+//! 3. a variant in [`Bench`] and its arm in [`run`]: resolve the common options
+//!    ([`CommonArgs::resolve`]: everything checked, nothing run yet), build the
+//!    program, then [`execute`].
+//!
+//! Exit codes: 0 success; 1 a runtime failure (I/O error, failed verification, a
+//! back end that failed — the report is still written with what was measured);
+//! 2 bad input (unknown flag, bad value, unreadable scenario, unwritable output),
+//! reported before anything runs or is written.
+
+mod ior;
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use clap::{Args, Parser, Subcommand};
+use piotwin::backend;
+use piotwin::ctx::{Hints, RankProgram};
+use piotwin::report::{Mode, RunReport, compare};
+use piotwin_sim::Scenario;
+
+/// What went wrong, and so the exit code.
+#[derive(Debug)]
+pub(crate) enum CliError {
+    /// Bad input: exit code 2, nothing written.
+    Usage(String),
+    /// Failure while running: exit code 1.
+    Runtime(String),
+    /// The same failure on a rank other than 0 of a real run: exit code 1, rank 0 says why.
+    Quiet,
+}
+
+impl CliError {
+    pub(crate) fn exit_code(&self) -> u8 {
+        match self {
+            CliError::Usage(_) => 2,
+            CliError::Runtime(_) | CliError::Quiet => 1,
+        }
+    }
+    /// The message for stderr; `None` where another rank reports it.
+    pub(crate) fn message(&self) -> Option<&str> {
+        match self {
+            CliError::Usage(m) | CliError::Runtime(m) => Some(m),
+            CliError::Quiet => None,
+        }
+    }
+}
+
+const ABOUT: &str = "Dual-mode parallel I/O analyser: classic parallel I/O benchmarks run for real over MPI-IO or in a twin of the storage system";
+
+const LONG_ABOUT: &str = "\
+Dual-mode parallel I/O analyser. Every benchmark is written once and runs either
+  * for real:     mpiexec -n 4 piotwin run ior -a MPIIO -b 16m -t 1m -c
+  * in the twin:  piotwin run ior -a MPIIO -b 16m -t 1m -c --sim cluster.toml --ranks 1024
+so that predicted and measured results stand side by side (same report schema).";
+
+/// The `piotwin` command line.
+#[derive(Debug, Parser)]
+#[command(name = "piotwin", version, about = ABOUT, long_about = LONG_ABOUT)]
+pub(crate) struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Run a benchmark: for real (one rank of an mpiexec job), in the twin (--sim), or dry (--dry-run).
+    Run {
+        #[command(subcommand)]
+        bench: Bench,
+    },
+    /// Work with scenario files (descriptions of a storage system for the twin).
+    Scenario {
+        #[command(subcommand)]
+        command: ScenarioCommand,
+    },
+    /// Work with run reports (the JSON written by --json).
+    Report {
+        #[command(subcommand)]
+        command: ReportCommand,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+enum ReportCommand {
+    /// Print a measured and a predicted report of one benchmark side by side, with the error of each metric.
+    SideBySide {
+        /// The report of the real run (JSON).
+        #[arg(long, value_name = "FILE")]
+        measured: PathBuf,
+        /// The report of the twin run (JSON).
+        #[arg(long, value_name = "FILE")]
+        predicted: PathBuf,
+    },
+}
+
+/// Reads a JSON run report; a missing or malformed file is bad input.
+fn read_report(path: &Path, flag: &str) -> Result<RunReport, CliError> {
+    let text = std::fs::read_to_string(path).map_err(|e| {
+        CliError::Usage(format!("{flag} `{}`: cannot read it: {e}", path.display()))
+    })?;
+    serde_json::from_str(&text).map_err(|e| {
+        CliError::Usage(format!(
+            "{flag} `{}`: not a piotwin run report (line {}, column {}): {e}",
+            path.display(),
+            e.line(),
+            e.column()
+        ))
+    })
+}
+
+/// The benchmarks `piotwin run` knows.
+#[derive(Debug, Subcommand)]
+enum Bench {
+    /// IOR-style probe: bandwidth of N ranks writing/reading a shared file or a file per process.
+    #[command(long_about = ior::LONG_ABOUT, after_help = ior::AFTER_HELP)]
+    Ior(Box<ior::IorArgs>),
+}
+
+#[derive(Debug, Subcommand)]
+enum ScenarioCommand {
+    /// Load and check a scenario file; print its summary or the first error (exit code 2).
+    Check {
+        /// The scenario file (TOML).
+        file: PathBuf,
+    },
+}
+
+/// Options every benchmark takes: where it runs, seeds, outputs, hints.
+#[derive(Debug, Args)]
+pub(crate) struct CommonArgs {
+    /// Run in the twin of the storage system described by this scenario file (TOML) instead of for real.
+    #[arg(long, value_name = "SCENARIO", help_heading = "Where it runs")]
+    sim: Option<PathBuf>,
+    /// Number of ranks for --sim or --dry-run (for real runs, mpiexec -n decides).
+    #[arg(long, value_name = "N", help_heading = "Where it runs", allow_hyphen_values = true,
+          value_parser = clap::value_parser!(u64).range(1..))]
+    ranks: Option<u64>,
+    /// Dry run (IOR's dryRun): run the benchmark's logic on --ranks N ranks with zero-cost I/O, no MPI, no scenario. Times are overhead only; no report is written.
+    #[arg(long, help_heading = "Where it runs")]
+    dry_run: bool,
+    /// Seed of the twin's RNG and of the benchmark's random choices (IOR -z order, data pattern). Default: the scenario's seed in the twin, 0 otherwise.
+    #[arg(long, value_name = "S", help_heading = "Outputs and hints")]
+    seed: Option<u64>,
+    /// Write the JSON run report to FILE (atomically; rank 0 only).
+    #[arg(long, value_name = "FILE", help_heading = "Outputs and hints")]
+    json: Option<PathBuf>,
+    /// Write the CSV form of the run report to FILE (atomically; rank 0 only).
+    #[arg(long, value_name = "FILE", help_heading = "Outputs and hints")]
+    csv: Option<PathBuf>,
+    /// An MPI-IO hint, e.g. --hint cb_nodes=4 --hint romio_cb_write=enable (repeatable; wins over --hints-file).
+    #[arg(
+        long = "hint",
+        value_name = "KEY=VALUE",
+        help_heading = "Outputs and hints"
+    )]
+    hints: Vec<String>,
+    /// A file of MPI-IO hints: one `key=value` (or `key value`) per line, `#` comments.
+    #[arg(long, value_name = "FILE", help_heading = "Outputs and hints")]
+    hints_file: Option<PathBuf>,
+}
+
+/// Where a run happens.
+pub(crate) enum Backend {
+    /// One rank of an mpiexec job, over MPI-IO.
+    #[cfg(feature = "mpi")]
+    Real,
+    /// The twin.
+    Sim {
+        /// The scenario file, as given.
+        path: PathBuf,
+        /// The loaded scenario.
+        scenario: Box<Scenario>,
+        /// Simulated ranks.
+        ranks: u64,
+    },
+    /// Zero-cost I/O on `ranks` ranks.
+    Null {
+        /// Ranks.
+        ranks: u64,
+    },
+}
+
+/// The common options, checked: everything a run needs besides the benchmark's own.
+pub(crate) struct Common {
+    pub(crate) backend: Backend,
+    /// Seed for the twin and the benchmark.
+    pub(crate) seed: u64,
+    pub(crate) json: Option<PathBuf>,
+    pub(crate) csv: Option<PathBuf>,
+    /// Hints from --hints-file, then --hint.
+    pub(crate) hints: Hints,
+}
+
+impl Common {
+    /// Ranks known before the run (twin, dry run); `None` in real mode (mpiexec decides).
+    pub(crate) fn ranks(&self) -> Option<u64> {
+        match &self.backend {
+            #[cfg(feature = "mpi")]
+            Backend::Real => None,
+            Backend::Sim { ranks, .. } | Backend::Null { ranks } => Some(*ranks),
+        }
+    }
+    /// True for a real run (I/O paths must exist on this machine).
+    pub(crate) fn is_real(&self) -> bool {
+        self.ranks().is_none()
+    }
+}
+
+/// The name and seed of a scenario (the one place that reads `Scenario`'s fields).
+fn scenario_identity(s: &Scenario) -> (String, u64) {
+    (s.name.clone(), s.seed)
+}
+
+/// `--json FILE`/`--csv FILE` must be creatable: its directory exists, is a
+/// directory and takes a new file (tried with a probe file, removed at once).
+pub(crate) fn check_output(path: &Path, flag: &str) -> Result<(), CliError> {
+    let shown = path.display();
+    if path.is_dir() {
+        return Err(CliError::Usage(format!(
+            "{flag} `{shown}`: is a directory; give a file name"
+        )));
+    }
+    let dir = match path.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
+        _ => PathBuf::from("."),
+    };
+    if !dir.is_dir() {
+        return Err(CliError::Usage(format!(
+            "{flag} `{shown}`: the directory `{}` does not exist (or is not a directory)",
+            dir.display()
+        )));
+    }
+    let probe = dir.join(format!(".piotwin-probe-{}", std::process::id()));
+    match std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .open(&probe)
+    {
+        Ok(_) => {
+            let _ = std::fs::remove_file(&probe);
+            Ok(())
+        }
+        Err(e) => Err(CliError::Usage(format!(
+            "{flag} `{shown}`: cannot create files in `{}`: {e}",
+            dir.display()
+        ))),
+    }
+}
+
+impl CommonArgs {
+    /// Checks every common option (scenario parsed, outputs writable, hints
+    /// parsed) and returns them resolved. Nothing is run or written.
+    pub(crate) fn resolve(&self) -> Result<Common, CliError> {
+        let usage = |m: String| Err(CliError::Usage(m));
+        if self.sim.is_some() && self.dry_run {
+            return usage(
+                "--sim and --dry-run exclude each other: pick the twin or the null back end".into(),
+            );
+        }
+        let backend = match (&self.sim, self.dry_run, self.ranks) {
+            (Some(path), _, Some(ranks)) => {
+                let scenario = Scenario::load(path)
+                    .map_err(|e| CliError::Usage(format!("--sim `{}`: {e}", path.display())))?;
+                Backend::Sim {
+                    path: path.clone(),
+                    scenario: Box::new(scenario),
+                    ranks,
+                }
+            }
+            (Some(_), _, None) => {
+                return usage("--sim needs --ranks N: the number of simulated ranks".into());
+            }
+            (None, true, Some(ranks)) => Backend::Null { ranks },
+            (None, true, None) => return usage("--dry-run needs --ranks N".into()),
+            (None, false, Some(_)) => {
+                return usage(
+                    "--ranks applies to --sim and --dry-run; a real run's size is mpiexec's -n (e.g. mpiexec -n 4 piotwin run …)"
+                        .into(),
+                );
+            }
+            #[cfg(feature = "mpi")]
+            (None, false, None) => Backend::Real,
+            #[cfg(not(feature = "mpi"))]
+            (None, false, None) => {
+                return usage(
+                    "this piotwin was built without MPI (cargo feature `mpi` off): it cannot run for real; \
+                     run in the twin with --sim SCENARIO --ranks N, or check options with --dry-run --ranks N"
+                        .into(),
+                );
+            }
+        };
+        if matches!(backend, Backend::Null { .. }) && (self.json.is_some() || self.csv.is_some()) {
+            return usage("--dry-run measures nothing, so it writes no --json/--csv report".into());
+        }
+        if let Some(p) = &self.json {
+            check_output(p, "--json")?;
+        }
+        if let Some(p) = &self.csv {
+            check_output(p, "--csv")?;
+        }
+        if let (Some(j), Some(c)) = (&self.json, &self.csv)
+            && j == c
+        {
+            return usage(format!(
+                "--json and --csv name the same file `{}`",
+                j.display()
+            ));
+        }
+        let mut hints = Hints::new();
+        if let Some(f) = &self.hints_file {
+            let text = std::fs::read_to_string(f).map_err(|e| {
+                CliError::Usage(format!(
+                    "--hints-file `{}`: cannot read it: {e}",
+                    f.display()
+                ))
+            })?;
+            hints
+                .parse_file_text(&text, &f.display().to_string())
+                .map_err(|e| CliError::Usage(e.to_string()))?;
+        }
+        for h in &self.hints {
+            hints
+                .parse_item(h, "--hint")
+                .map_err(|e| CliError::Usage(e.to_string()))?;
+        }
+        let seed = match (&self.seed, &backend) {
+            (Some(s), _) => *s,
+            (None, Backend::Sim { scenario, .. }) => scenario_identity(scenario).1,
+            (None, _) => 0,
+        };
+        Ok(Common {
+            backend,
+            seed,
+            json: self.json.clone(),
+            csv: self.csv.clone(),
+            hints,
+        })
+    }
+}
+
+/// Where and how a run happened, for the text and the report.
+pub(crate) struct RunInfo {
+    /// Real or twin (`None`: dry run, no report).
+    pub(crate) mode: Option<Mode>,
+    /// One line for humans: `twin of cluster.toml (cluster), seed 1`.
+    pub(crate) label: String,
+    /// Ranks that ran.
+    pub(crate) ranks: u64,
+    /// Host and MPI library, or scenario and seed.
+    pub(crate) environment: BTreeMap<String, String>,
+}
+
+/// What the CLI needs from a benchmark's program besides running it.
+pub(crate) trait CliBenchmark: RankProgram {
+    /// The human output (the original benchmark's style) from rank 0's output.
+    fn render(&self, out: &Self::Output, run: &RunInfo) -> String;
+    /// The run report from rank 0's output.
+    fn report(&self, out: &Self::Output, mode: Mode, run: &RunInfo) -> RunReport;
+    /// The failure that makes the exit code 1, if any (the report is written anyway).
+    fn failure(&self, out: &Self::Output) -> Option<String>;
+}
+
+/// Runs `program` on the back end `common` chose, prints rank 0's results and
+/// writes its reports. Every rank returns the same outcome.
+pub(crate) fn execute<P: CliBenchmark>(program: &P, common: &Common) -> Result<(), CliError> {
+    let (out, info, is_root) = match &common.backend {
+        #[cfg(feature = "mpi")]
+        Backend::Real => {
+            let (job, out) = backend::real::launch(program)
+                .map_err(|e| CliError::Runtime(format!("real run failed: {e}")))?;
+            let host = std::fs::read_to_string("/proc/sys/kernel/hostname")
+                .map(|h| h.trim().to_string())
+                .unwrap_or_else(|_| "unknown".into());
+            let environment = BTreeMap::from([
+                ("host".to_string(), host.clone()),
+                ("mpi_library".to_string(), job.library.clone()),
+            ]);
+            let label = format!("real, {} ranks on {host}, {}", job.size, job.library);
+            (
+                out,
+                RunInfo {
+                    mode: Some(Mode::Real),
+                    label,
+                    ranks: job.size as u64,
+                    environment,
+                },
+                job.rank == 0,
+            )
+        }
+        Backend::Sim {
+            path,
+            scenario,
+            ranks,
+        } => {
+            let outs = backend::sim::launch(scenario, *ranks as usize, common.seed, program)
+                .map_err(|e| CliError::Runtime(format!("the twin failed: {e}")))?;
+            let out = outs.into_iter().next().expect("a twin run has rank 0");
+            let (name, _) = scenario_identity(scenario);
+            let environment = BTreeMap::from([
+                ("scenario".to_string(), name.clone()),
+                ("scenario_file".to_string(), path.display().to_string()),
+                ("seed".to_string(), common.seed.to_string()),
+            ]);
+            let label = format!(
+                "twin of `{}` ({name}), {ranks} ranks, seed {}",
+                path.display(),
+                common.seed
+            );
+            (
+                out,
+                RunInfo {
+                    mode: Some(Mode::Sim),
+                    label,
+                    ranks: *ranks,
+                    environment,
+                },
+                true,
+            )
+        }
+        Backend::Null { ranks } => {
+            let outs = backend::null::launch(*ranks as usize, program)
+                .map_err(|e| CliError::Runtime(format!("dry run failed: {e}")))?;
+            let out = outs.into_iter().next().expect("a dry run has rank 0");
+            let label = format!("dry run, {ranks} ranks, zero-cost I/O: times are overhead only");
+            (
+                out,
+                RunInfo {
+                    mode: None,
+                    label,
+                    ranks: *ranks,
+                    environment: BTreeMap::new(),
+                },
+                true,
+            )
+        }
+    };
+    if is_root {
+        print!("{}", program.render(&out, &info));
+        if let Some(mode) = info.mode {
+            let report = program.report(&out, mode, &info);
+            if let Some(p) = &common.json {
+                report.write_json(p).map_err(|e| {
+                    CliError::Runtime(format!("--json `{}`: cannot write: {e}", p.display()))
+                })?;
+            }
+            if let Some(p) = &common.csv {
+                report.write_csv(p).map_err(|e| {
+                    CliError::Runtime(format!("--csv `{}`: cannot write: {e}", p.display()))
+                })?;
+            }
+        }
+    }
+    match program.failure(&out) {
+        Some(f) if is_root => Err(CliError::Runtime(f)),
+        Some(_) => Err(CliError::Quiet),
+        None => Ok(()),
+    }
+}
+
+/// Runs the parsed command line.
+pub(crate) fn run(cli: Cli) -> Result<(), CliError> {
+    match cli.command {
+        Command::Run {
+            bench: Bench::Ior(args),
+        } => {
+            let common = args.common.resolve()?;
+            let program = args.program(&common)?;
+            execute(&program, &common)
+        }
+        Command::Scenario {
+            command: ScenarioCommand::Check { file },
+        } => {
+            let scenario = Scenario::load(&file)
+                .map_err(|e| CliError::Usage(format!("scenario `{}`: {e}", file.display())))?;
+            println!("{scenario}");
+            Ok(())
+        }
+        Command::Report {
+            command:
+                ReportCommand::SideBySide {
+                    measured,
+                    predicted,
+                },
+        } => {
+            let m = read_report(&measured, "--measured")?;
+            let p = read_report(&predicted, "--predicted")?;
+            let pairs = compare::pair_metrics(&m, &p).map_err(CliError::Usage)?;
+            let title = format!(
+                "{}: measured ({} ranks, {:?}) against predicted ({} ranks, {:?})",
+                m.benchmark, m.ranks, m.mode, p.ranks, p.mode
+            );
+            print!("{}", compare::render_pairs(&title, &pairs));
+            Ok(())
+        }
+    }
+}
