@@ -199,6 +199,10 @@ pub struct OpenOptions {
     pub api: Api,
     /// MPI-IO hints (ignored under POSIX).
     pub hints: Hints,
+    /// Promise that the file is not opened concurrently elsewhere
+    /// (`MPI_MODE_UNIQUE_OPEN`, which lets ROMIO skip some locking); MPI-IO only,
+    /// the twin does not model it. b_eff_io sets it unless `-nounique`.
+    pub unique_open: bool,
 }
 
 /// Reduction operators for [`IoCtx::allreduce_f64`].

@@ -131,12 +131,10 @@ pub struct BeffIoArgs {
     /// Keep the scratch files after the read pass (`-keep`).
     #[arg(long)]
     pub keep: bool,
-    /// Per-pattern hints file (`-i`): lines `[proc_num] access pattern_type chunk key value`.
-    #[arg(short = 'i', long = "hints-file", value_name = "FILE")]
+    /// Per-pattern hints file (`-i`): lines `[proc_num] access pattern_type chunk key value`;
+    /// its rules lay over the hints given for every file (`--hint`, `--hints-file`).
+    #[arg(short = 'i', long = "pattern-hints", value_name = "FILE")]
     pub hints_file: Option<PathBuf>,
-    /// A hint for every file, `key=value` (repeatable); the hints file's rules lay over these.
-    #[arg(long = "hint", value_name = "KEY=VALUE")]
-    pub hint: Vec<String>,
     /// Data errors reported in full per pattern and rank (`-e`); all are counted.
     #[arg(
         short = 'e',
@@ -221,11 +219,13 @@ pub struct Config {
 
 impl Config {
     /// Checks `args` for a world of `world` processes. `default_mb` is used when
-    /// `-MB` is absent (see [`schedule::default_mb_per_process`]). Reads the hints file.
+    /// `-MB` is absent (see [`schedule::default_mb_per_process`]); `common_hints`
+    /// are given to every file. Reads the `-i` hints file.
     pub fn resolve(
         args: &BeffIoArgs,
         world: usize,
         default_mb: u64,
+        common_hints: Hints,
     ) -> Result<Config, BeffIoError> {
         let opt = |option: &'static str, value: String, reason: &str| BeffIoError::Option {
             option,
@@ -288,12 +288,6 @@ impl Config {
                     partitions.len()
                 ),
             ));
-        }
-        let mut common_hints = Hints::new();
-        for h in &args.hint {
-            common_hints
-                .parse_item(h, "--hint")
-                .map_err(|e| opt("--hint", h.clone(), &e.reason))?;
         }
         let (pattern_hints, hints_file) = match &args.hints_file {
             None => (PatternHints::default(), None),
@@ -635,6 +629,14 @@ impl RankProgram for BeffIo {
 
     async fn run<C: IoCtx>(&self, ctx: &C) -> Self::Output {
         let cfg = &self.cfg;
+        if let Some(&bad) = cfg.partitions.iter().find(|&&n| n > ctx.size()) {
+            // Options were checked against the launcher's announced size; the job disagrees.
+            return Err(BeffIoError::Option {
+                option: "-N",
+                value: bad.to_string(),
+                reason: format!("the job has only {} processes", ctx.size()),
+            });
+        }
         let np = cfg.partitions.len();
         let root = ctx.rank() == 0;
         let progress = Progress::new(cfg.progress && root, cfg.total_patterns());
@@ -737,6 +739,7 @@ impl<C: IoCtx> PartitionRun<'_, C> {
             hints: cfg
                 .common_hints
                 .merged(&cfg.pattern_hints.open_hints(n, pass, ptype)),
+            unique_open: cfg.unique,
         };
         ctx.barrier().await;
         let t = ctx.wtime();
@@ -954,7 +957,7 @@ mod tests {
 
     #[test]
     fn resolve_defaults_and_errors() {
-        let c = Config::resolve(&parse(&["-T", "90"]), 8, 512).unwrap();
+        let c = Config::resolve(&parse(&["-T", "90"]), 8, 512, Hints::new()).unwrap();
         assert_eq!(
             (c.mb, c.mt, c.partitions.clone()),
             (512, 4096, vec![2, 4, 8])
@@ -966,14 +969,13 @@ mod tests {
             (vec!["-N", "2,2"], "once"),
             (vec!["-T", "2", "-N", "1,2,4"], "at least 1 second"),
             (vec!["-MB", "0"], "-MB"),
-            (vec!["--hint", "novalue"], "--hint"),
         ] {
-            let e = Config::resolve(&parse(&words), 8, 512)
+            let e = Config::resolve(&parse(&words), 8, 512, Hints::new())
                 .unwrap_err()
                 .to_string();
             assert!(e.contains(needle), "{e} lacks {needle}");
         }
-        let e = Config::resolve(&parse(&["-i", "/nonexistent/hints"]), 8, 512)
+        let e = Config::resolve(&parse(&["-i", "/nonexistent/hints"]), 8, 512, Hints::new())
             .unwrap_err()
             .to_string();
         assert!(
@@ -1086,17 +1088,17 @@ mod tests {
 
     #[test]
     fn last_writer_of_each_type() {
-        let c = Config::resolve(&parse(&[]), 4, 256).unwrap();
+        let c = Config::resolve(&parse(&[]), 4, 256, Hints::new()).unwrap();
         assert_eq!(c.last_writer(PatternType::Scatter), Pass::Rewrite);
         assert_eq!(c.last_writer(PatternType::Shared), Pass::Write);
-        let r = Config::resolve(&parse(&["-rewrite"]), 4, 256).unwrap();
+        let r = Config::resolve(&parse(&["-rewrite"]), 4, 256, Hints::new()).unwrap();
         assert_eq!(r.last_writer(PatternType::SegColl), Pass::Rewrite);
         assert_eq!(c.total_patterns(), 3 * (43 + 9 + 43));
         assert_eq!(r.total_patterns(), 3 * 3 * 43);
     }
 
     fn mem_run(words: &[&str], ctx: &memctx::MemCtx) -> (Config, Measurements) {
-        let mut c = Config::resolve(&parse(words), 1, 1).unwrap();
+        let mut c = Config::resolve(&parse(words), 1, 1, Hints::new()).unwrap();
         c.progress = false;
         let m = crate::ctx::block_on(BeffIo { cfg: c.clone() }.run(ctx)).unwrap();
         (c, m)

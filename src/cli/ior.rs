@@ -109,7 +109,7 @@ pub(crate) struct IorArgs {
 }
 
 /// The job size the launcher announces to this process (MPICH's PMI, Open MPI), if any.
-fn launcher_size() -> Option<u64> {
+pub(super) fn launcher_size() -> Option<u64> {
     ["PMI_SIZE", "OMPI_COMM_WORLD_SIZE"]
         .iter()
         .find_map(|v| std::env::var(v).ok()?.parse().ok())

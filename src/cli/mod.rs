@@ -16,7 +16,10 @@
 //! 2 bad input (unknown flag, bad value, unreadable scenario, unwritable output),
 //! reported before anything runs or is written.
 
+mod beff_io;
 mod ior;
+
+pub(crate) use beff_io::normalize_args;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -123,6 +126,9 @@ enum Bench {
     /// IOR-style probe: bandwidth of N ranks writing/reading a shared file or a file per process.
     #[command(long_about = ior::LONG_ABOUT, after_help = ior::AFTER_HELP)]
     Ior(Box<ior::IorArgs>),
+    /// b_eff_io: effective I/O bandwidth over 43 time-driven access patterns (release 2.1).
+    #[command(name = "b_eff_io", long_about = beff_io::LONG_ABOUT, after_help = beff_io::AFTER_HELP)]
+    BeffIo(Box<beff_io::BeffIoCliArgs>),
 }
 
 #[derive(Debug, Subcommand)]
@@ -367,6 +373,17 @@ pub(crate) trait CliBenchmark: RankProgram {
     fn report(&self, out: &Self::Output, mode: Mode, run: &RunInfo) -> RunReport;
     /// The failure that makes the exit code 1, if any (the report is written anyway).
     fn failure(&self, out: &Self::Output) -> Option<String>;
+    /// The benchmark's own result files besides --json/--csv (rank 0, real and
+    /// twin runs), each written atomically; returns their paths. None by default.
+    fn write_files(
+        &self,
+        out: &Self::Output,
+        mode: Mode,
+        run: &RunInfo,
+    ) -> Result<Vec<PathBuf>, String> {
+        let _ = (out, mode, run);
+        Ok(Vec::new())
+    }
 }
 
 /// Runs `program` on the back end `common` chose, prints rank 0's results and
@@ -457,6 +474,12 @@ pub(crate) fn execute<P: CliBenchmark>(program: &P, common: &Common) -> Result<(
                     CliError::Runtime(format!("--csv `{}`: cannot write: {e}", p.display()))
                 })?;
             }
+            let written = program
+                .write_files(&out, mode, &info)
+                .map_err(|e| CliError::Runtime(format!("cannot write results: {e}")))?;
+            for p in written {
+                eprintln!("piotwin: wrote {}", p.display());
+            }
         }
     }
     match program.failure(&out) {
@@ -471,6 +494,13 @@ pub(crate) fn run(cli: Cli) -> Result<(), CliError> {
     match cli.command {
         Command::Run {
             bench: Bench::Ior(args),
+        } => {
+            let common = args.common.resolve()?;
+            let program = args.program(&common)?;
+            execute(&program, &common)
+        }
+        Command::Run {
+            bench: Bench::BeffIo(args),
         } => {
             let common = args.common.resolve()?;
             let program = args.program(&common)?;

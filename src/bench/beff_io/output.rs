@@ -887,7 +887,13 @@ mod tests {
     fn cfg(words: &[&str]) -> Config {
         let argv =
             super::super::normalize_beff_io_args(std::iter::once("b").chain(words.iter().copied()));
-        let mut c = Config::resolve(&Cli::try_parse_from(argv).unwrap().args, 4, 256).unwrap();
+        let mut c = Config::resolve(
+            &Cli::try_parse_from(argv).unwrap().args,
+            4,
+            256,
+            Hints::new(),
+        )
+        .unwrap();
         c.progress = false;
         c
     }
