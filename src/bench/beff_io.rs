@@ -133,7 +133,12 @@ pub struct BeffIoArgs {
     pub keep: bool,
     /// Per-pattern hints file (`-i`): lines `[proc_num] access pattern_type chunk key value`;
     /// its rules lay over the hints given for every file (`--hint`, `--hints-file`).
-    #[arg(short = 'i', long = "pattern-hints", value_name = "FILE")]
+    #[arg(
+        id = "pattern_hints",
+        short = 'i',
+        long = "pattern-hints",
+        value_name = "FILE"
+    )]
     pub hints_file: Option<PathBuf>,
     /// Data errors reported in full per pattern and rank (`-e`); all are counted.
     #[arg(

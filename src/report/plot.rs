@@ -211,6 +211,7 @@ fn draw_panel<DB: DrawingBackend>(
                 .x_desc(panel.x_label.as_str())
                 .y_desc(panel.y_label.as_str())
                 .x_labels(n_x_labels)
+                .y_labels(12)
                 .x_label_formatter(&x_fmt)
                 .label_style(("sans-serif", 12))
                 .draw()
@@ -219,11 +220,11 @@ fn draw_panel<DB: DrawingBackend>(
                 let color = PALETTE[i % PALETTE.len()];
                 let pts: Vec<(f64, f64)> = s.points.iter().filter(visible).copied().collect();
                 chart
-                    .draw_series(LineSeries::new(pts.clone(), color.stroke_width(2)))
+                    .draw_series(LineSeries::new(pts.clone(), color.stroke_width(3)))
                     .map_err(e)?
                     .label(s.name.as_str())
                     .legend(move |(x, y)| {
-                        PathElement::new(vec![(x, y), (x + 20, y)], color.stroke_width(2))
+                        PathElement::new(vec![(x, y), (x + 20, y)], color.stroke_width(3))
                     });
                 chart
                     .draw_series(pts.iter().map(|&p| Circle::new(p, 3, color.filled())))
