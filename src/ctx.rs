@@ -199,6 +199,10 @@ pub struct OpenOptions {
     pub api: Api,
     /// MPI-IO hints (ignored under POSIX).
     pub hints: Hints,
+    /// Promise that the file is not opened concurrently elsewhere
+    /// (`MPI_MODE_UNIQUE_OPEN`, which lets ROMIO skip some locking); MPI-IO only,
+    /// the twin does not model it. b_eff_io sets it unless `-nounique`.
+    pub unique_open: bool,
 }
 
 /// Reduction operators for [`IoCtx::allreduce_f64`].
@@ -343,6 +347,16 @@ pub trait IoCtx: Sized {
     async fn file_size(&self, file: &mut Self::File) -> IoResult<u64>;
     /// The hints in effect on the open file (real mode: read back with `MPI_File_get_info`).
     fn hints_in_effect(&self, file: &Self::File) -> Hints;
+    /// Lay `hints` over the hints of an open file (`MPI_File_set_info`; collective for a
+    /// shared file). b_eff_io sets per-pattern hints this way. A back end that cannot
+    /// change hints after open reports it (this default) rather than ignoring them.
+    async fn set_info(&self, file: &mut Self::File, hints: &Hints) -> IoResult<()> {
+        let _ = file;
+        Err(IoError::Invalid(format!(
+            "this back end cannot change hints on an open file (MPI_File_set_info); asked for {:?}",
+            hints.iter().collect::<Vec<_>>()
+        )))
+    }
     /// Close the file (collective for a shared file).
     async fn close(&self, file: Self::File) -> IoResult<()>;
     /// Delete `path` if it exists (one rank calls it). Missing files are not an error.

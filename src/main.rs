@@ -7,7 +7,7 @@ use std::process::ExitCode;
 use clap::Parser;
 
 fn main() -> ExitCode {
-    let parsed = cli::Cli::parse();
+    let parsed = cli::Cli::parse_from(cli::normalize_args(std::env::args_os().collect()));
     match cli::run(parsed) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {

@@ -118,6 +118,7 @@ fn opts(mode: OpenMode, scope: Scope, api: Api) -> OpenOptions {
         scope,
         api,
         hints: Hints::new(),
+        unique_open: false,
     }
 }
 

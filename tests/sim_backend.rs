@@ -21,6 +21,7 @@ impl RankProgram for Program {
             scope: Scope::Shared,
             api: Api::MpiIo,
             hints: Hints::new(),
+            unique_open: false,
         };
         ctx.barrier().await;
         let sum = ctx.allreduce_f64(ctx.rank() as f64, ReduceOp::Sum).await;

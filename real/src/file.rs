@@ -82,19 +82,28 @@ fn count_of(status: &ffi::MPI_Status, call: &'static str, path: &str) -> RealRes
 impl File {
     /// `MPI_File_open` on `comm` (collective over it) with `info`'s hints.
     pub fn open(comm: &Comm, path: &str, mode: OpenMode, info: &Info) -> RealResult<File> {
+        File::open_with(comm, path, mode, false, info)
+    }
+
+    /// [`File::open`], adding `MPI_MODE_UNIQUE_OPEN` to the access mode where
+    /// `unique_open` (the caller promises no concurrent open of the file elsewhere).
+    pub fn open_with(
+        comm: &Comm,
+        path: &str,
+        mode: OpenMode,
+        unique_open: bool,
+        info: &Info,
+    ) -> RealResult<File> {
+        let amode = if unique_open {
+            mode.amode() | ffi::MPI_MODE_UNIQUE_OPEN as c_int
+        } else {
+            mode.amode()
+        };
         let cpath = c_string(path, "MPI_File_open")?;
         let mut fh = unsafe { ffi::RSMPI_FILE_NULL };
         // SAFETY: valid communicator and info, NUL-terminated path, out-parameter.
         check(
-            unsafe {
-                ffi::MPI_File_open(
-                    comm.raw(),
-                    cpath.as_ptr(),
-                    mode.amode(),
-                    info.raw(),
-                    &mut fh,
-                )
-            },
+            unsafe { ffi::MPI_File_open(comm.raw(), cpath.as_ptr(), amode, info.raw(), &mut fh) },
             "MPI_File_open",
             Some(path),
         )?;
@@ -507,6 +516,18 @@ impl File {
             Some(&self.path),
         )?;
         Ok(size as u64)
+    }
+
+    /// `MPI_File_set_info` (collective): lays `info`'s hints over the file's.
+    /// MPI may ignore hints it does not know or cannot change after open; read
+    /// back what holds with [`File::info`].
+    pub fn set_info(&self, info: &Info) -> RealResult<()> {
+        // SAFETY: live file and info handle; MPI copies what it keeps.
+        check(
+            unsafe { ffi::MPI_File_set_info(self.fh, info.raw()) },
+            "MPI_File_set_info",
+            Some(&self.path),
+        )
     }
 
     /// The hints in effect, read back with `MPI_File_get_info`.

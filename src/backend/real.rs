@@ -216,11 +216,11 @@ impl IoCtx for RealCtx {
             Api::Posix => FileKind::Posix(PosixFile::open(path, mode)?),
             Api::MpiIo => {
                 let info = Info::from_hints(&opts.hints)?;
-                let file = match opts.scope {
-                    Scope::Shared => File::open(&self.comm, path, mode, &info)?,
-                    Scope::Private => File::open(&Comm::self_comm(), path, mode, &info)?,
+                let comm = match opts.scope {
+                    Scope::Shared => &self.comm,
+                    Scope::Private => &Comm::self_comm(),
                 };
-                FileKind::Mpi(file)
+                FileKind::Mpi(File::open_with(comm, path, mode, opts.unique_open, &info)?)
             }
         }))
     }
@@ -372,6 +372,17 @@ impl IoCtx for RealCtx {
             FileKind::Mpi(f) => f.sync()?,
             FileKind::Posix(f) => f.sync()?,
         })
+    }
+
+    /// `MPI_File_set_info`; POSIX files take no hints, which is an error here.
+    async fn set_info(&self, file: &mut RealFile, hints: &Hints) -> IoResult<()> {
+        match &file.0 {
+            FileKind::Mpi(f) => Ok(f.set_info(&Info::from_hints(hints)?)?),
+            FileKind::Posix(f) => Err(IoError::Invalid(format!(
+                "set_info on POSIX file `{}`: POSIX files take no MPI-IO hints",
+                f.path()
+            ))),
+        }
     }
 
     async fn file_size(&self, file: &mut RealFile) -> IoResult<u64> {

@@ -183,6 +183,10 @@ impl IoCtx for SimCtx {
     async fn file_size(&self, file: &mut SimFile) -> IoResult<u64> {
         Ok(self.rank.file_size(&file.inner).await)
     }
+    async fn set_info(&self, file: &mut SimFile, hints: &Hints) -> IoResult<()> {
+        file.hints = file.hints.merged(hints);
+        Ok(())
+    }
     fn hints_in_effect(&self, file: &SimFile) -> Hints {
         file.hints.clone()
     }

@@ -551,6 +551,7 @@ fn open_options(plan: &FtioPlan, mode: OpenMode) -> OpenOptions {
         },
         api: Api::MpiIo,
         hints: plan.hints.clone(),
+        unique_open: false,
     }
 }
 

@@ -520,6 +520,7 @@ impl Ior {
             },
             api: self.params.api,
             hints: self.params.hints.clone(),
+            unique_open: false,
         }
     }
 

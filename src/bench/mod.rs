@@ -1,5 +1,6 @@
 //! The benchmarks, one file each, written once against [`crate::ctx::IoCtx`].
 
+pub mod beff_io;
 pub mod btio;
 pub mod ftio;
 pub mod ior;

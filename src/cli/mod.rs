@@ -16,9 +16,12 @@
 //! 2 bad input (unknown flag, bad value, unreadable scenario, unwritable output),
 //! reported before anything runs or is written.
 
+mod beff_io;
 mod btio;
 mod ftio;
 mod ior;
+
+pub(crate) use beff_io::normalize_args;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -134,6 +137,9 @@ enum Bench {
     /// FTIO: out-of-core 2-D FFT (N = I²·c) and its I/O fraction.
     #[command(long_about = ftio::LONG_ABOUT, after_help = ftio::AFTER_HELP)]
     Ftio(Box<ftio::FtioCliArgs>),
+    /// b_eff_io: effective I/O bandwidth over 43 time-driven access patterns (release 2.1).
+    #[command(name = "b_eff_io", long_about = beff_io::LONG_ABOUT, after_help = beff_io::AFTER_HELP)]
+    BeffIo(Box<beff_io::BeffIoCliArgs>),
 }
 
 #[derive(Debug, Subcommand)]
@@ -384,6 +390,17 @@ pub(crate) trait CliBenchmark: RankProgram {
     fn report(&self, out: &Self::Output, mode: Mode, run: &RunInfo) -> RunReport;
     /// The failure that makes the exit code 1, if any (the report is written anyway).
     fn failure(&self, out: &Self::Output) -> Option<String>;
+    /// The benchmark's own result files besides --json/--csv (rank 0, real and
+    /// twin runs), each written atomically; returns their paths. None by default.
+    fn write_files(
+        &self,
+        out: &Self::Output,
+        mode: Mode,
+        run: &RunInfo,
+    ) -> Result<Vec<PathBuf>, String> {
+        let _ = (out, mode, run);
+        Ok(Vec::new())
+    }
 }
 
 /// Runs `program` on the back end `common` chose, prints rank 0's results and
@@ -474,6 +491,12 @@ pub(crate) fn execute<P: CliBenchmark>(program: &P, common: &Common) -> Result<(
                     CliError::Runtime(format!("--csv `{}`: cannot write: {e}", p.display()))
                 })?;
             }
+            let written = program
+                .write_files(&out, mode, &info)
+                .map_err(|e| CliError::Runtime(format!("cannot write results: {e}")))?;
+            for p in written {
+                eprintln!("piotwin: wrote {}", p.display());
+            }
         }
     }
     match program.failure(&out) {
@@ -509,6 +532,13 @@ pub(crate) fn run(cli: Cli) -> Result<(), CliError> {
         }
         Command::Run {
             bench: Bench::Ftio(args),
+        } => {
+            let common = args.common.resolve()?;
+            let program = args.program(&common)?;
+            execute(&program, &common)
+        }
+        Command::Run {
+            bench: Bench::BeffIo(args),
         } => {
             let common = args.common.resolve()?;
             let program = args.program(&common)?;

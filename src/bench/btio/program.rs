@@ -256,6 +256,7 @@ impl<C: IoCtx> DumpFile<C> {
                     scope,
                     api,
                     hints: hints.clone(),
+                    unique_open: false,
                 },
             )
             .await?;
@@ -673,6 +674,7 @@ impl RankProgram for KernelProgram {
             scope: Scope::Shared,
             api: Api::MpiIo,
             hints: self.hints.clone(),
+            unique_open: false,
         };
         if cfg.write {
             if ctx.rank() == 0 {
