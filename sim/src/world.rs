@@ -376,7 +376,11 @@ impl Twin {
     /// Records every file-system request the MPI-IO layer makes from now on
     /// (see [`Twin::trace`]); for tests and request-stream studies.
     pub fn record_requests(&self) {
-        self.core.model.borrow_mut().trace.get_or_insert_with(Vec::new);
+        self.core
+            .model
+            .borrow_mut()
+            .trace
+            .get_or_insert_with(Vec::new);
     }
 
     /// The requests recorded since [`Twin::record_requests`], in the order they
@@ -720,11 +724,13 @@ impl Rank {
             (0, opened)
         };
         let (inode, ptr, comm) = opened?;
-        let hints = self.resolve_hints(&comm, hints).map_err(|e| FileError::Call {
-            op: "open".into(),
-            path: path.into(),
-            message: e,
-        })?;
+        let hints = self
+            .resolve_hints(&comm, hints)
+            .map_err(|e| FileError::Call {
+                op: "open".into(),
+                path: path.into(),
+                message: e,
+            })?;
         Ok(File {
             inode,
             path: path.to_string(),
@@ -755,10 +761,15 @@ impl Rank {
             }
             return Ok(eff);
         }
-        let nodes: Vec<usize> = comm.members.iter().map(|&w| m.platform.node_of(w)).collect();
+        let nodes: Vec<usize> = comm
+            .members
+            .iter()
+            .map(|&w| m.platform.node_of(w))
+            .collect();
         let eff = Rc::new(Effective::resolve(given, &nodes, &m.fs)?);
         if n > 1 && !m.opened_hints.contains_key(&comm.id) {
-            m.opened_hints.insert(comm.id, (given.clone(), eff.clone(), n - 1));
+            m.opened_hints
+                .insert(comm.id, (given.clone(), eff.clone(), n - 1));
         }
         Ok(eff)
     }
@@ -848,8 +859,12 @@ impl Rank {
         self.check(file, access, coord, pos)?;
         let esize = etype_size(&file.view);
         match (coord, pos) {
-            (Coord::Independent, Pos::At(off)) => Ok(self.independent(file, access, off, len).await),
-            (Coord::Collective, Pos::At(off)) => Ok(self.collective_io(file, access, off, len).await),
+            (Coord::Independent, Pos::At(off)) => {
+                Ok(self.independent(file, access, off, len).await)
+            }
+            (Coord::Collective, Pos::At(off)) => {
+                Ok(self.collective_io(file, access, off, len).await)
+            }
             (Coord::Independent, Pos::SharedPointer) => {
                 let off = self.take_shared_pointer(file, len).await;
                 Ok(self.independent(file, access, off, len).await)
@@ -979,11 +994,21 @@ impl Rank {
             });
             c.accesses.borrow_mut()[file.rank] = Some((file.view.clone(), off, len));
         }
-        self.collective(&file.comm, file.rank, &file.seq, Contrib::None, Kind::Offsets)
-            .await;
+        self.collective(
+            &file.comm,
+            file.rank,
+            &file.seq,
+            Contrib::None,
+            Kind::Offsets,
+        )
+        .await;
         let io = {
             let mut m = self.core.model.borrow_mut();
-            let io = m.coll.get(&key).expect("deposited before the rendezvous").clone();
+            let io = m
+                .coll
+                .get(&key)
+                .expect("deposited before the rendezvous")
+                .clone();
             io.fetched.set(io.fetched.get() + 1);
             if io.fetched.get() == n {
                 m.coll.remove(&key);
@@ -1010,8 +1035,14 @@ impl Rank {
                 }
             }
         };
-        self.collective(&file.comm, file.rank, &file.seq, Contrib::None, Kind::Barrier)
-            .await;
+        self.collective(
+            &file.comm,
+            file.rank,
+            &file.seq,
+            Contrib::None,
+            Kind::Barrier,
+        )
+        .await;
         moved
     }
 
@@ -1021,8 +1052,14 @@ impl Rank {
         let my_agg = tp.aggregators.iter().position(|&a| a == me);
         for m in 0..tp.rounds {
             // The all-to-all of sizes that opens every round.
-            self.collective(&file.comm, file.rank, &file.seq, Contrib::None, Kind::Offsets)
-                .await;
+            self.collective(
+                &file.comm,
+                file.rank,
+                &file.seq,
+                Contrib::None,
+                Kind::Offsets,
+            )
+            .await;
             let moves = &tp.moves[m];
             let lo = moves.partition_point(|x| x.0 < me);
             let hi = moves.partition_point(|x| x.0 <= me);
@@ -1038,11 +1075,23 @@ impl Rank {
                     if let (Some(a), Some(w)) = (my_agg, window) {
                         io.receive(self, m, a, tp.to_aggregator(m, a).count()).await;
                         if w.has_hole() {
-                            fs_io(&self.core, self.world, file.inode, Access::Read, &[(w.offset, w.len)])
-                                .await;
-                        }
-                        fs_io(&self.core, self.world, file.inode, Access::Write, &[(w.offset, w.len)])
+                            fs_io(
+                                &self.core,
+                                self.world,
+                                file.inode,
+                                Access::Read,
+                                &[(w.offset, w.len)],
+                            )
                             .await;
+                        }
+                        fs_io(
+                            &self.core,
+                            self.world,
+                            file.inode,
+                            Access::Write,
+                            &[(w.offset, w.len)],
+                        )
+                        .await;
                     }
                     for s in &sent {
                         self.wait(s, Wait::Io).await;
@@ -1050,8 +1099,14 @@ impl Rank {
                 }
                 Access::Read => {
                     if let (Some(a), Some(w)) = (my_agg, window) {
-                        fs_io(&self.core, self.world, file.inode, Access::Read, &[(w.offset, w.len)])
-                            .await;
+                        fs_io(
+                            &self.core,
+                            self.world,
+                            file.inode,
+                            Access::Read,
+                            &[(w.offset, w.len)],
+                        )
+                        .await;
                         let n_agg = tp.aggregators.len();
                         let sent: Vec<Signal> = tp
                             .to_aggregator(m, a)
@@ -1062,7 +1117,8 @@ impl Rank {
                         }
                     }
                     if hi > lo {
-                        io.receive(self, m, tp.aggregators.len() + me, hi - lo).await;
+                        io.receive(self, m, tp.aggregators.len() + me, hi - lo)
+                            .await;
                     }
                 }
             }
@@ -1072,7 +1128,15 @@ impl Rank {
     /// Sends `bytes` to rank `to` of the file's communicator in round `m` of a
     /// two-phase schedule, into inbox `target` (aggregator index for writes,
     /// aggregator count + rank for reads); returns the send's completion.
-    fn message(&self, io: &CollIo, m: usize, file: &File, to: usize, target: usize, bytes: u64) -> Signal {
+    fn message(
+        &self,
+        io: &CollIo,
+        m: usize,
+        file: &File,
+        to: usize,
+        target: usize,
+        bytes: u64,
+    ) -> Signal {
         let s = Signal::new();
         {
             let mm = self.core.model.borrow();
@@ -1127,7 +1191,12 @@ impl CollIo {
                 None => break,
             }
         }
-        let got = self.inbox.borrow_mut().remove(&(m, target)).map(|e| e.0).unwrap_or_default();
+        let got = self
+            .inbox
+            .borrow_mut()
+            .remove(&(m, target))
+            .map(|e| e.0)
+            .unwrap_or_default();
         for s in &got {
             rank.wait(s, Wait::Io).await;
         }
@@ -1275,7 +1344,10 @@ async fn independent_io(
             moved
         }
         Method::Sieve(buffer) => {
-            let end = view_extents(view, off, len).map(|(o, l)| o + l).max().unwrap_or(0);
+            let end = view_extents(view, off, len)
+                .map(|(o, l)| o + l)
+                .max()
+                .unwrap_or(0);
             let mut wins = sieving::windows(view_extents(view, off, len), buffer, end);
             while let Some((o, l)) = wins.next() {
                 match access {
@@ -1296,7 +1368,6 @@ async fn independent_io(
             }
         }
     }
-
 }
 
 impl Rank {

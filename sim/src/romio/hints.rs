@@ -148,7 +148,11 @@ impl Effective {
     /// Resolves `hints` for a file opened by ranks placed on `rank_nodes` (node of
     /// each rank of the file's communicator) on file system `fs`. A value ROMIO
     /// would not understand is an error naming the hint and what is allowed.
-    pub fn resolve(hints: &Hints, rank_nodes: &[usize], fs: &FileSystem) -> Result<Effective, String> {
+    pub fn resolve(
+        hints: &Hints,
+        rank_nodes: &[usize],
+        fs: &FileSystem,
+    ) -> Result<Effective, String> {
         let cb_config_list = hints.get("cb_config_list").unwrap_or("*:1").to_string();
         let mut aggregators = config_list(&cb_config_list, rank_nodes)?;
         if let Some(v) = hints.get("cb_nodes") {
@@ -162,7 +166,11 @@ impl Effective {
             }
         }
         let (fs_type, striping_unit, striping_factor) = match fs.kind {
-            FsKind::Local => ("UFS: Generic ROMIO driver for all UNIX-like file systems", 0, None),
+            FsKind::Local => (
+                "UFS: Generic ROMIO driver for all UNIX-like file systems",
+                0,
+                None,
+            ),
             FsKind::Nfs => ("NFS:", 0, None),
             FsKind::Parallel => ("LUSTRE:", fs.stripe_size, Some(fs.stripe_count)),
         };
@@ -219,7 +227,10 @@ impl Effective {
         h.set("romio_ds_read", self.ds_read.name());
         h.set("romio_ds_write", self.ds_write.name());
         h.set("romio_filesystem_type", self.fs_type);
-        h.set("romio_no_indep_rw", if self.no_indep_rw { "true" } else { "false" });
+        h.set(
+            "romio_no_indep_rw",
+            if self.no_indep_rw { "true" } else { "false" },
+        );
         for (k, v) in &self.echoed {
             h.set(k.clone(), v.clone());
         }

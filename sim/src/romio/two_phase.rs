@@ -78,7 +78,9 @@ impl TwoPhase {
         let mv = &self.moves[m];
         let lo = idx.partition_point(|&i| mv[i as usize].1 < a);
         let hi = idx.partition_point(|&i| mv[i as usize].1 <= a);
-        idx[lo..hi].iter().map(move |&i| (mv[i as usize].0, mv[i as usize].2))
+        idx[lo..hi]
+            .iter()
+            .map(move |&i| (mv[i as usize].0, mv[i as usize].2))
     }
 
     /// The aggregators' file-system requests, round by round and aggregator by
@@ -114,10 +116,12 @@ impl TwoPhase {
 pub fn ranges(nranks: usize, extents: &ExtentSource<'_>) -> Vec<Option<(u64, u64)>> {
     (0..nranks)
         .map(|r| {
-            extents(r).filter(|e| e.1 > 0).fold(None, |acc, (o, l)| match acc {
-                None => Some((o, o + l)),
-                Some((a, b)) => Some((a.min(o), b.max(o + l))),
-            })
+            extents(r)
+                .filter(|e| e.1 > 0)
+                .fold(None, |acc, (o, l)| match acc {
+                    None => Some((o, o + l)),
+                    Some((a, b)) => Some((a.min(o), b.max(o + l))),
+                })
         })
         .collect()
 }
@@ -137,7 +141,11 @@ pub fn interleaved(ranges: &[Option<(u64, u64)>]) -> bool {
 
 /// Whether ROMIO takes the two-phase path: `romio_cb_{read,write}` enable, or
 /// automatic and the accesses interleave.
-pub fn collective_buffering(access: Access, eff: &Effective, ranges: &[Option<(u64, u64)>]) -> bool {
+pub fn collective_buffering(
+    access: Access,
+    eff: &Effective,
+    ranges: &[Option<(u64, u64)>],
+) -> bool {
     let s = match access {
         Access::Read => eff.cb_read,
         Access::Write => eff.cb_write,
@@ -194,7 +202,12 @@ fn split(ends: &[u64], o: u64, l: u64, mut f: impl FnMut(usize, u64, u64)) {
 
 /// Plans one collective call of `nranks` ranks, or `None` when ROMIO would do
 /// it as independent I/O (see [`collective_buffering`]) or nothing is accessed.
-pub fn plan(access: Access, eff: &Effective, nranks: usize, extents: &ExtentSource<'_>) -> Option<TwoPhase> {
+pub fn plan(
+    access: Access,
+    eff: &Effective,
+    nranks: usize,
+    extents: &ExtentSource<'_>,
+) -> Option<TwoPhase> {
     let rr = ranges(nranks, extents);
     if !collective_buffering(access, eff, &rr) {
         return None;
@@ -231,7 +244,11 @@ pub fn plan(access: Access, eff: &Effective, nranks: usize, extents: &ExtentSour
             Some((s, e)) => (0..(e - s).div_ceil(cb))
                 .map(|m| {
                     let offset = s + m * cb;
-                    Window { offset, len: cb.min(e - offset), data: 0 }
+                    Window {
+                        offset,
+                        len: cb.min(e - offset),
+                        data: 0,
+                    }
                 })
                 .collect(),
         })
