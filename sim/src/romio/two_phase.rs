@@ -226,10 +226,7 @@ pub fn plan(
     }
     // Pass 2: where each domain's data starts and ends (st_loc, end_loc).
     let mut span: Vec<Option<(u64, u64)>> = vec![None; n];
-    for r in 0..nranks {
-        if rr[r].is_none() {
-            continue;
-        }
+    for (r, _) in rr.iter().enumerate().filter(|(_, x)| x.is_some()) {
         for (o, l) in extents(r) {
             split(&ends, o, l, |a, x, y| {
                 span[a] = Some(span[a].map_or((x, y), |(s, e)| (s.min(x), e.max(y))));
@@ -256,10 +253,7 @@ pub fn plan(
     let rounds = windows.iter().map(Vec::len).max().unwrap_or(0);
     // Pass 3: bytes per (round, rank, aggregator), accumulated as a run per rank.
     let mut moves: Vec<Vec<(usize, usize, u64)>> = vec![Vec::new(); rounds];
-    for r in 0..nranks {
-        if rr[r].is_none() {
-            continue;
-        }
+    for (r, _) in rr.iter().enumerate().filter(|(_, x)| x.is_some()) {
         let mut acc: Vec<(usize, usize, u64)> = Vec::new(); // (round, agg, bytes), sorted on flush
         for (o, l) in extents(r) {
             split(&ends, o, l, |a, x, y| {
