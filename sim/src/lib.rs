@@ -64,9 +64,9 @@
 //!   Networks* (1992) §6.5; weighted as in SimGrid (Velho et al., ACM TOMACS 2013);
 //! * collective costs: Thakur, Rabenseifner & Gropp, IJHPCA 19(1), 2005;
 //! * MPI-IO semantics (views, shared file pointers, collective access): the
-//!   MPI 3.1 standard ch. 13; ROMIO's two-phase I/O and data sieving (Thakur,
-//!   Gropp & Lusk, *Data Sieving and Collective I/O in ROMIO*, Frontiers 1999)
-//!   replace the simple collective model in a later step.
+//!   MPI 3.1 standard ch. 13; ROMIO's two-phase collective buffering and data
+//!   sieving ([`romio`]; Thakur, Gropp & Lusk, *Data Sieving and Collective I/O
+//!   in ROMIO*, Frontiers 1999).
 #![warn(missing_docs, unreachable_pub)]
 
 mod cache;
@@ -74,12 +74,14 @@ mod device;
 mod engine;
 pub mod flow;
 mod platform;
+pub mod romio;
 pub mod scenario;
 mod storage;
 pub mod units;
 mod world;
 
 pub use platform::{Access, Compute};
+pub use romio::FsRequest;
 pub use scenario::{Scenario, ScenarioError};
 pub use world::{
     Coord, File, FileApi, FileError, OpenMode, Pending, Pos, Rank, Reduce, RunStats, Twin,

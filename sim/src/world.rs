@@ -24,13 +24,17 @@ use std::future::Future;
 use std::pin::Pin;
 use std::rc::Rc;
 
-use piotwin_types::{Datatype, View};
+use piotwin_types::{Datatype, Hints, View};
 
 use crate::SimError;
 use crate::engine::{self, Engine, Executor, Signal, Task};
 use crate::flow::FlowNet;
 use crate::platform::{Access, Compute, Platform};
-use crate::scenario::{Metadata, Scenario};
+use crate::romio::FsRequest;
+use crate::romio::hints::Effective;
+use crate::romio::sieving::{self, Method};
+use crate::romio::two_phase::{self, TwoPhase};
+use crate::scenario::{FileSystem, Metadata, Scenario};
 use crate::storage::{self, Storage};
 
 /// Whether all ranks of the file's communicator take part in a data access.
@@ -134,6 +138,9 @@ enum Kind<'k> {
     Split,
     Ordered(usize),
     SetView(usize),
+    /// An all-gather of two offsets per rank (ROMIO's start/end offsets, the
+    /// all-to-all of sizes opening each two-phase round).
+    Offsets,
     Open(&'k str, OpenMode),
     Close,
 }
@@ -148,6 +155,7 @@ impl Kind<'_> {
             Kind::Split => "split",
             Kind::Ordered(_) => "ordered access",
             Kind::SetView(_) => "set_view",
+            Kind::Offsets => "collective I/O",
             Kind::Open(..) => "open",
             Kind::Close => "close",
         }
@@ -221,6 +229,16 @@ pub(crate) struct Model {
     mail: BTreeMap<(u32, usize, usize), Mailbox>,
     ptrs: Vec<SharedPtr>,
     waiting: Vec<Wait>,
+    fs: FileSystem,
+    /// Collective I/O calls in progress, by (file communicator, call number).
+    coll: BTreeMap<(u32, u64), Rc<CollIo>>,
+    /// Hints resolved at a collective open, by the file's communicator: (given,
+    /// in effect, ranks that have not fetched them yet).
+    opened_hints: BTreeMap<u32, (Hints, Rc<Effective>, usize)>,
+    /// ROMIO byte-range locks held, by file: `[start, end)` and the signal fired on release.
+    range_locks: BTreeMap<usize, Vec<(u64, u64, Signal)>>,
+    /// File-system requests made by the MPI-IO layer, when recording.
+    trace: Option<Vec<FsRequest>>,
 }
 
 impl Model {
@@ -279,6 +297,10 @@ pub struct File {
     seq: Cell<u64>,
     view: View,
     ptr: usize,
+    /// The MPI-IO hints in effect.
+    hints: Rc<Effective>,
+    /// Collective data accesses made so far (numbers the calls).
+    cseq: Cell<u64>,
 }
 
 /// A started nonblocking access, completed by [`Rank::wait_all`].
@@ -303,17 +325,6 @@ fn etype_size(v: &View) -> u64 {
         1
     } else {
         v.etype.size().max(1)
-    }
-}
-
-/// File extents of `len` bytes at `offset` etypes through `view`.
-fn extents(view: &View, offset: u64, len: u64) -> Vec<(u64, u64)> {
-    if len == 0 {
-        Vec::new()
-    } else if is_byte_view(view) {
-        vec![(view.disp + offset, len)]
-    } else {
-        view.extents(offset, len).collect()
     }
 }
 
@@ -342,6 +353,11 @@ impl Twin {
             mail: BTreeMap::new(),
             ptrs: Vec::new(),
             waiting: vec![Wait::Running; ranks],
+            fs: scenario.filesystem.clone(),
+            coll: BTreeMap::new(),
+            opened_hints: BTreeMap::new(),
+            range_locks: BTreeMap::new(),
+            trace: None,
         };
         let world = model.new_comm((0..ranks).collect());
         let core = Rc::new(Core {
@@ -355,6 +371,22 @@ impl Twin {
     /// Number of ranks.
     pub fn size(&self) -> usize {
         self.world.members.len()
+    }
+
+    /// Records every file-system request the MPI-IO layer makes from now on
+    /// (see [`Twin::trace`]); for tests and request-stream studies.
+    pub fn record_requests(&self) {
+        self.core
+            .model
+            .borrow_mut()
+            .trace
+            .get_or_insert_with(Vec::new);
+    }
+
+    /// The requests recorded since [`Twin::record_requests`], in the order they
+    /// were issued (virtual time, then the order ranks ran).
+    pub fn trace(&self) -> Vec<FsRequest> {
+        self.core.model.borrow().trace.clone().unwrap_or_default()
     }
 
     /// Rank `rank`'s handle on the world communicator.
@@ -649,6 +681,21 @@ impl Rank {
         shared: bool,
         api: FileApi,
     ) -> Result<File, FileError> {
+        self.open_with_hints(path, mode, shared, api, &Hints::new())
+            .await
+    }
+
+    /// [`Rank::open`] with MPI-IO hints (`MPI_Info`), resolved as ROMIO does
+    /// (see [`File::hints_in_effect`]); a hint value ROMIO would not take is an
+    /// error naming it. Every rank of a shared open must give the same hints.
+    pub async fn open_with_hints(
+        &self,
+        path: &str,
+        mode: OpenMode,
+        shared: bool,
+        api: FileApi,
+        hints: &Hints,
+    ) -> Result<File, FileError> {
         let (rank, opened) = if shared && self.size() > 1 {
             let out = self
                 .collective(
@@ -677,6 +724,13 @@ impl Rank {
             (0, opened)
         };
         let (inode, ptr, comm) = opened?;
+        let hints = self
+            .resolve_hints(&comm, hints)
+            .map_err(|e| FileError::Call {
+                op: "open".into(),
+                path: path.into(),
+                message: e,
+            })?;
         Ok(File {
             inode,
             path: path.to_string(),
@@ -687,7 +741,37 @@ impl Rank {
             seq: Cell::new(0),
             view: View::bytes(),
             ptr,
+            hints,
+            cseq: Cell::new(0),
         })
+    }
+
+    /// The hints in effect on a file of communicator `comm` (resolved once per
+    /// collective open and shared by its ranks).
+    fn resolve_hints(&self, comm: &Comm, given: &Hints) -> Result<Rc<Effective>, String> {
+        let mut m = self.core.model.borrow_mut();
+        let n = comm.members.len();
+        if let Some((h, eff, left)) = m.opened_hints.get_mut(&comm.id)
+            && h == given
+        {
+            let eff = eff.clone();
+            *left -= 1;
+            if *left == 0 {
+                m.opened_hints.remove(&comm.id);
+            }
+            return Ok(eff);
+        }
+        let nodes: Vec<usize> = comm
+            .members
+            .iter()
+            .map(|&w| m.platform.node_of(w))
+            .collect();
+        let eff = Rc::new(Effective::resolve(given, &nodes, &m.fs)?);
+        if n > 1 && !m.opened_hints.contains_key(&comm.id) {
+            m.opened_hints
+                .insert(comm.id, (given.clone(), eff.clone(), n - 1));
+        }
+        Ok(eff)
     }
 
     /// Sets `file`'s view (collective over the file's ranks). MPI-IO files only;
@@ -712,6 +796,12 @@ impl Rank {
     }
 
     fn check(&self, file: &File, access: Access, coord: Coord, pos: Pos) -> Result<(), FileError> {
+        if file.api == FileApi::MpiIo && file.hints.no_indep_rw && coord == Coord::Independent {
+            return Err(FileError::Invalid(format!(
+                "`{}` was opened with romio_no_indep_rw=true: only collective accesses are allowed",
+                file.path
+            )));
+        }
         if file.api == FileApi::Posix && (coord == Coord::Collective || pos == Pos::SharedPointer) {
             return Err(FileError::Invalid(format!(
                 "`{}` is a POSIX file: only independent accesses at explicit offsets are possible",
@@ -736,58 +826,6 @@ impl Rank {
         Ok(())
     }
 
-    /// The requests `ext` of `file` as the file-system layer takes them:
-    /// (node, requests (inode, offset, bytes), bytes moved). Reads stop at the end of the file.
-    fn requests(
-        &self,
-        file: &File,
-        access: Access,
-        ext: &[(u64, u64)],
-    ) -> (usize, Vec<(usize, u64, u64)>, u64) {
-        let m = self.core.model.borrow();
-        let size = m.files[file.inode].size;
-        let reqs: Vec<(usize, u64, u64)> = ext
-            .iter()
-            .map(|&(off, len)| {
-                let n = match access {
-                    Access::Write => len,
-                    Access::Read => len.min(size.saturating_sub(off)),
-                };
-                (file.inode, off, n)
-            })
-            .collect();
-        let moved = reqs.iter().map(|r| r.2).sum();
-        (m.platform.node_of(self.world), reqs, moved)
-    }
-
-    /// Does this rank's accesses `ext` of `file` through the file-system layer; returns the bytes moved.
-    async fn do_io(&self, file: &File, access: Access, ext: &[(u64, u64)]) -> u64 {
-        let (node, reqs, moved) = self.requests(file, access, ext);
-        self.core.model.borrow_mut().waiting[self.world] = Wait::Io;
-        storage::io(&self.core, node, access, &reqs).await;
-        let mut m = self.core.model.borrow_mut();
-        m.waiting[self.world] = Wait::Running;
-        if access == Access::Write {
-            grow(&mut m, &reqs);
-        }
-        moved
-    }
-
-    /// Starts `ext` of `file` as a task of its own; the signal fires when it is done.
-    fn spawn_io(&self, file: &File, access: Access, ext: &[(u64, u64)]) -> (Signal, u64) {
-        let (node, reqs, moved) = self.requests(file, access, ext);
-        let done = Signal::new();
-        let (core, fired) = (self.core.clone(), done.clone());
-        self.core.spawned.borrow_mut().push(Box::pin(async move {
-            storage::io(&core, node, access, &reqs).await;
-            if access == Access::Write {
-                grow(&mut core.model.borrow_mut(), &reqs);
-            }
-            fired.fire();
-        }));
-        (done, moved)
-    }
-
     /// `MPI_File_*_shared`: takes the shared pointer under its lock (one update at a
     /// time, `mpiio.shared_pointer` each) and advances it by `len` bytes; returns
     /// the offset (in etypes) this access starts at.
@@ -808,7 +846,8 @@ impl Rank {
     }
 
     /// Moves `len` bytes as `access`/`coord`/`pos` say; returns the bytes moved
-    /// (short at end of file for reads).
+    /// (short at end of file for reads). MPI-IO accesses go through ROMIO's
+    /// methods (see [`crate::romio`]); POSIX ones are one request per call.
     pub async fn xfer(
         &self,
         file: &mut File,
@@ -821,42 +860,18 @@ impl Rank {
         let esize = etype_size(&file.view);
         match (coord, pos) {
             (Coord::Independent, Pos::At(off)) => {
-                let mut moved = 0;
-                for x in extents(&file.view, off, len) {
-                    moved += self.do_io(file, access, &[x]).await;
-                }
-                Ok(moved)
+                Ok(self.independent(file, access, off, len).await)
             }
             (Coord::Collective, Pos::At(off)) => {
-                self.collective(
-                    &file.comm,
-                    file.rank,
-                    &file.seq,
-                    Contrib::None,
-                    Kind::Barrier,
-                )
-                .await;
-                let n = self
-                    .do_io(file, access, &extents(&file.view, off, len))
-                    .await;
-                self.collective(
-                    &file.comm,
-                    file.rank,
-                    &file.seq,
-                    Contrib::None,
-                    Kind::Barrier,
-                )
-                .await;
-                Ok(n)
+                Ok(self.collective_io(file, access, off, len).await)
             }
             (Coord::Independent, Pos::SharedPointer) => {
                 let off = self.take_shared_pointer(file, len).await;
-                let n = self
-                    .do_io(file, access, &extents(&file.view, off, len))
-                    .await;
-                Ok(n)
+                Ok(self.independent(file, access, off, len).await)
             }
             (Coord::Collective, Pos::SharedPointer) => {
+                // ROMIO's ordered calls: offsets by rank order after one update of
+                // the shared pointer, then a collective access at those offsets.
                 let out = self
                     .collective(
                         &file.comm,
@@ -870,24 +885,13 @@ impl Rank {
                     Some(CollOut::Offsets(o)) => o[file.rank],
                     _ => unreachable!("ordered access yields offsets"),
                 };
-                let n = self
-                    .do_io(file, access, &extents(&file.view, off, len))
-                    .await;
-                self.collective(
-                    &file.comm,
-                    file.rank,
-                    &file.seq,
-                    Contrib::None,
-                    Kind::Barrier,
-                )
-                .await;
-                Ok(n)
+                Ok(self.collective_io(file, access, off, len).await)
             }
         }
     }
 
     /// Starts a nonblocking access. Independent ones start now; collective ones
-    /// are deferred and completed together as one collective by [`Rank::wait_all`].
+    /// are deferred and completed together by [`Rank::wait_all`].
     pub async fn post(
         &self,
         file: &mut File,
@@ -899,13 +903,13 @@ impl Rank {
         self.check(file, access, coord, pos)?;
         match (coord, pos) {
             (Coord::Independent, Pos::At(off)) => {
-                let (started, bytes) = self.spawn_io(file, access, &extents(&file.view, off, len));
+                let (started, bytes) = self.spawn_independent(file, access, off, len);
                 Ok(Pending { access, started: Some(started), deferred: None, bytes })
             }
             (Coord::Collective, Pos::At(off)) => Ok(Pending { access, started: None, deferred: Some((off, len)), bytes: 0 }),
             (Coord::Independent, Pos::SharedPointer) => {
                 let off = self.take_shared_pointer(file, len).await;
-                let (started, bytes) = self.spawn_io(file, access, &extents(&file.view, off, len));
+                let (started, bytes) = self.spawn_independent(file, access, off, len);
                 Ok(Pending { access, started: Some(started), deferred: None, bytes })
             }
             (Coord::Collective, Pos::SharedPointer) => Err(FileError::Invalid(
@@ -915,48 +919,458 @@ impl Rank {
     }
 
     /// Completes `reqs`; returns the bytes each moved. If any was posted as
-    /// collective, every rank of the file must call this: the collective ones are
-    /// done as one collective access.
+    /// collective, every rank of the file must call this with the same
+    /// collective requests in the same order: each is then done as one
+    /// collective access (ROMIO's nonblocking collectives run the same two-phase
+    /// schedule), in the order posted, after the independent ones completed.
     pub async fn wait_all(&self, file: &mut File, reqs: Vec<Pending>) -> Vec<u64> {
         let mut out: Vec<u64> = reqs.iter().map(|r| r.bytes).collect();
-        let any_collective = reqs.iter().any(|r| r.deferred.is_some());
         for r in &reqs {
             if let Some(s) = &r.started {
                 self.wait(s, Wait::Io).await;
             }
         }
-        if any_collective {
-            self.collective(
-                &file.comm,
-                file.rank,
-                &file.seq,
-                Contrib::None,
-                Kind::Barrier,
-            )
-            .await;
-            let mut started = Vec::new();
-            for (i, r) in reqs.iter().enumerate() {
-                if let Some((off, len)) = r.deferred {
-                    let (s, n) = self.spawn_io(file, r.access, &extents(&file.view, off, len));
-                    started.push(s);
-                    out[i] = n;
-                }
+        for (i, r) in reqs.iter().enumerate() {
+            if let Some((off, len)) = r.deferred {
+                out[i] = self.collective_io(file, r.access, off, len).await;
             }
-            for s in &started {
-                self.wait(s, Wait::Io).await;
-            }
-            self.collective(
-                &file.comm,
-                file.rank,
-                &file.seq,
-                Contrib::None,
-                Kind::Barrier,
-            )
-            .await;
         }
         out
     }
 
+    /// This rank's MPI-IO access of `len` bytes at `off` etypes of `file`'s view,
+    /// done independently as ROMIO does it (contiguous, data sieving or one
+    /// request per extent); returns the bytes moved.
+    async fn independent(&self, file: &File, access: Access, off: u64, len: u64) -> u64 {
+        independent_io(
+            &self.core,
+            self.world,
+            file.inode,
+            &file.view,
+            &file.hints,
+            access,
+            off,
+            len,
+        )
+        .await
+    }
+
+    /// Starts an independent access as a task of its own; the signal fires when it is done.
+    fn spawn_independent(&self, file: &File, access: Access, off: u64, len: u64) -> (Signal, u64) {
+        let done = Signal::new();
+        let (core, fired, world) = (self.core.clone(), done.clone(), self.world);
+        let (inode, view, hints) = (file.inode, file.view.clone(), file.hints.clone());
+        let bytes = match access {
+            Access::Write => len,
+            Access::Read => readable(&self.core.model.borrow(), inode, &view, off, len),
+        };
+        self.core.spawned.borrow_mut().push(Box::pin(async move {
+            independent_io(&core, world, inode, &view, &hints, access, off, len).await;
+            fired.fire();
+        }));
+        (done, bytes)
+    }
+
+    /// One collective data access (`MPI_File_{read,write}_at_all`, and the data
+    /// part of the ordered calls) as ROMIO does it: every rank's offsets are
+    /// gathered; ROMIO's rule picks two-phase collective buffering or
+    /// independent I/O; two-phase goes round by round: an all-to-all of sizes,
+    /// the exchange between ranks and aggregators (flows over the network), the
+    /// aggregators' requests; a final reduction of error codes ends the call.
+    async fn collective_io(&self, file: &File, access: Access, off: u64, len: u64) -> u64 {
+        let n = file.comm.members.len();
+        let call = file.cseq.get();
+        file.cseq.set(call + 1);
+        let key = (file.comm.id, call);
+        {
+            let mut m = self.core.model.borrow_mut();
+            let c = m.coll.entry(key).or_insert_with(|| {
+                Rc::new(CollIo {
+                    accesses: RefCell::new(vec![None; n]),
+                    fetched: Cell::new(0),
+                    plan: OnceCell::new(),
+                    inbox: RefCell::new(BTreeMap::new()),
+                })
+            });
+            c.accesses.borrow_mut()[file.rank] = Some((file.view.clone(), off, len));
+        }
+        self.collective(
+            &file.comm,
+            file.rank,
+            &file.seq,
+            Contrib::None,
+            Kind::Offsets,
+        )
+        .await;
+        let io = {
+            let mut m = self.core.model.borrow_mut();
+            let io = m
+                .coll
+                .get(&key)
+                .expect("deposited before the rendezvous")
+                .clone();
+            io.fetched.set(io.fetched.get() + 1);
+            if io.fetched.get() == n {
+                m.coll.remove(&key);
+            }
+            io
+        };
+        let plan = io.plan.get_or_init(|| {
+            let acc = io.accesses.borrow();
+            let source = |r: usize| -> Box<dyn Iterator<Item = (u64, u64)> + '_> {
+                let (v, o, l) = acc[r].as_ref().expect("every rank deposited");
+                view_extents(v, *o, *l)
+            };
+            two_phase::plan(access, &file.hints, n, &source)
+        });
+        let moved = match plan {
+            None => self.independent(file, access, off, len).await,
+            Some(tp) => {
+                self.two_phase(file, &io, tp, access).await;
+                match access {
+                    Access::Write => len,
+                    Access::Read => {
+                        readable(&self.core.model.borrow(), file.inode, &file.view, off, len)
+                    }
+                }
+            }
+        };
+        self.collective(
+            &file.comm,
+            file.rank,
+            &file.seq,
+            Contrib::None,
+            Kind::Barrier,
+        )
+        .await;
+        moved
+    }
+
+    /// This rank's part of a two-phase schedule.
+    async fn two_phase(&self, file: &File, io: &CollIo, tp: &TwoPhase, access: Access) {
+        let me = file.rank;
+        let my_agg = tp.aggregators.iter().position(|&a| a == me);
+        for m in 0..tp.rounds {
+            // The all-to-all of sizes that opens every round.
+            self.collective(
+                &file.comm,
+                file.rank,
+                &file.seq,
+                Contrib::None,
+                Kind::Offsets,
+            )
+            .await;
+            let moves = &tp.moves[m];
+            let lo = moves.partition_point(|x| x.0 < me);
+            let hi = moves.partition_point(|x| x.0 <= me);
+            let window = my_agg.and_then(|a| tp.windows[a].get(m).copied().filter(|w| w.data > 0));
+            match access {
+                Access::Write => {
+                    let sent: Vec<Signal> = moves[lo..hi]
+                        .iter()
+                        .map(|&(_, a, bytes)| {
+                            self.message(io, m, file, tp.aggregators[a], a, bytes)
+                        })
+                        .collect();
+                    if let (Some(a), Some(w)) = (my_agg, window) {
+                        io.receive(self, m, a, tp.to_aggregator(m, a).count()).await;
+                        if w.has_hole() {
+                            fs_io(
+                                &self.core,
+                                self.world,
+                                file.inode,
+                                Access::Read,
+                                &[(w.offset, w.len)],
+                            )
+                            .await;
+                        }
+                        fs_io(
+                            &self.core,
+                            self.world,
+                            file.inode,
+                            Access::Write,
+                            &[(w.offset, w.len)],
+                        )
+                        .await;
+                    }
+                    for s in &sent {
+                        self.wait(s, Wait::Io).await;
+                    }
+                }
+                Access::Read => {
+                    if let (Some(a), Some(w)) = (my_agg, window) {
+                        fs_io(
+                            &self.core,
+                            self.world,
+                            file.inode,
+                            Access::Read,
+                            &[(w.offset, w.len)],
+                        )
+                        .await;
+                        let n_agg = tp.aggregators.len();
+                        let sent: Vec<Signal> = tp
+                            .to_aggregator(m, a)
+                            .map(|(r, bytes)| self.message(io, m, file, r, n_agg + r, bytes))
+                            .collect();
+                        for s in &sent {
+                            self.wait(s, Wait::Io).await;
+                        }
+                    }
+                    if hi > lo {
+                        io.receive(self, m, tp.aggregators.len() + me, hi - lo)
+                            .await;
+                    }
+                }
+            }
+        }
+    }
+
+    /// Sends `bytes` to rank `to` of the file's communicator in round `m` of a
+    /// two-phase schedule, into inbox `target` (aggregator index for writes,
+    /// aggregator count + rank for reads); returns the send's completion.
+    fn message(
+        &self,
+        io: &CollIo,
+        m: usize,
+        file: &File,
+        to: usize,
+        target: usize,
+        bytes: u64,
+    ) -> Signal {
+        let s = Signal::new();
+        {
+            let mm = self.core.model.borrow();
+            let (lat, path) = mm.platform.p2p(self.world, file.comm.members[to]);
+            self.core
+                .engine
+                .borrow_mut()
+                .transfer(lat, path, bytes as f64, s.clone());
+        }
+        io.post(m, target, s.clone());
+        s
+    }
+}
+
+/// The shared state of one collective call: what each rank asked for, the plan
+/// (made by the first rank past the rendezvous), and the inboxes of the exchange.
+struct CollIo {
+    accesses: RefCell<Vec<Option<(View, u64, u64)>>>,
+    fetched: Cell<usize>,
+    plan: OnceCell<Option<TwoPhase>>,
+    /// (round, target) → messages posted to it and a signal for the next one.
+    inbox: RefCell<BTreeMap<(usize, usize), (Vec<Signal>, Option<Signal>)>>,
+}
+
+impl CollIo {
+    /// Posts a message (its completion signal) to inbox `(m, target)`.
+    fn post(&self, m: usize, target: usize, s: Signal) {
+        let mut ib = self.inbox.borrow_mut();
+        let e = ib.entry((m, target)).or_default();
+        e.0.push(s);
+        if let Some(k) = e.1.take() {
+            k.fire();
+        }
+    }
+
+    /// Waits until `expected` messages were posted to `(m, target)` and all arrived.
+    async fn receive(&self, rank: &Rank, m: usize, target: usize, expected: usize) {
+        loop {
+            let next = {
+                let mut ib = self.inbox.borrow_mut();
+                let e = ib.entry((m, target)).or_default();
+                if e.0.len() >= expected {
+                    None
+                } else {
+                    let k = Signal::new();
+                    e.1 = Some(k.clone());
+                    Some(k)
+                }
+            };
+            match next {
+                Some(k) => rank.wait(&k, Wait::Io).await,
+                None => break,
+            }
+        }
+        let got = self
+            .inbox
+            .borrow_mut()
+            .remove(&(m, target))
+            .map(|e| e.0)
+            .unwrap_or_default();
+        for s in &got {
+            rank.wait(s, Wait::Io).await;
+        }
+    }
+}
+
+/// The extents of `len` bytes at `offset` etypes through `view`, lazily.
+fn view_extents(view: &View, offset: u64, len: u64) -> Box<dyn Iterator<Item = (u64, u64)> + '_> {
+    if len == 0 {
+        Box::new(std::iter::empty())
+    } else if is_byte_view(view) {
+        Box::new(std::iter::once((view.disp + offset, len)))
+    } else {
+        Box::new(view.extents(offset, len))
+    }
+}
+
+/// Bytes of an access that lie before the end of file `inode` (what a read returns).
+fn readable(m: &Model, inode: usize, view: &View, offset: u64, len: u64) -> u64 {
+    let size = m.files[inode].size;
+    view_extents(view, offset, len)
+        .map(|(o, l)| l.min(size.saturating_sub(o)))
+        .sum()
+}
+
+/// File-system requests `ext` = (offset, bytes) of file `inode` by world rank
+/// `world`, one after the other (reads stop at the end of the file; writes grow
+/// it); recorded in the trace when it is on. Returns the bytes moved.
+async fn fs_io(core: &Core, world: usize, inode: usize, access: Access, ext: &[(u64, u64)]) -> u64 {
+    let (node, reqs) = {
+        let mut m = core.model.borrow_mut();
+        let size = m.files[inode].size;
+        let reqs: Vec<(usize, u64, u64)> = ext
+            .iter()
+            .map(|&(off, len)| {
+                let n = match access {
+                    Access::Write => len,
+                    Access::Read => len.min(size.saturating_sub(off)),
+                };
+                (inode, off, n)
+            })
+            .filter(|r| r.2 > 0)
+            .collect();
+        if let Some(t) = m.trace.as_mut() {
+            t.extend(reqs.iter().map(|&(file, offset, len)| FsRequest {
+                rank: world,
+                file,
+                access,
+                offset,
+                len,
+            }));
+        }
+        m.waiting[world] = Wait::Io;
+        (m.platform.node_of(world), reqs)
+    };
+    storage::io(core, node, access, &reqs).await;
+    let mut m = core.model.borrow_mut();
+    m.waiting[world] = Wait::Running;
+    if access == Access::Write {
+        grow(&mut m, &reqs);
+    }
+    reqs.iter().map(|r| r.2).sum()
+}
+
+/// Waits `seconds` of virtual time.
+async fn delay(core: &Core, seconds: f64) {
+    let s = Signal::new();
+    {
+        let mut e = core.engine.borrow_mut();
+        let at = e.now() + seconds;
+        e.fire_at(at, s.clone());
+    }
+    s.wait().await;
+}
+
+/// ROMIO's byte-range lock (`ADIOI_WRITE_LOCK`, an `fcntl` lock) on `[a, b)` of
+/// `inode` for world rank `world`: waits for overlapping holders, then one round
+/// trip to the lock manager. Returns the signal [`unlock`] fires.
+async fn lock(core: &Core, world: usize, inode: usize, a: u64, b: u64) -> Signal {
+    let mine = Signal::new();
+    loop {
+        let busy = {
+            let mut m = core.model.borrow_mut();
+            let held = m.range_locks.entry(inode).or_default();
+            match held.iter().find(|(x, y, _)| *x < b && a < *y) {
+                Some((_, _, s)) => Some(s.clone()),
+                None => {
+                    held.push((a, b, mine.clone()));
+                    None
+                }
+            }
+        };
+        match busy {
+            Some(s) => s.wait().await,
+            None => break,
+        }
+    }
+    let rtt = {
+        let m = core.model.borrow();
+        m.platform.server_rtt(m.platform.node_of(world))
+    };
+    delay(core, rtt).await;
+    mine
+}
+
+/// Releases a lock [`lock`] took (one more round trip).
+async fn unlock(core: &Core, world: usize, inode: usize, held: Signal) {
+    let rtt = {
+        let m = core.model.borrow();
+        m.platform.server_rtt(m.platform.node_of(world))
+    };
+    delay(core, rtt).await;
+    let mut m = core.model.borrow_mut();
+    if let Some(v) = m.range_locks.get_mut(&inode) {
+        v.retain(|(_, _, s)| !s.same(&held));
+        if v.is_empty() {
+            m.range_locks.remove(&inode);
+        }
+    }
+    held.fire();
+}
+
+/// An independent MPI-IO access as ROMIO's generic driver does it: one request
+/// for a contiguous access; data sieving for a noncontiguous one (reads: read each
+/// window; writes: lock, read, write back, unlock each window); one request per
+/// extent with sieving disabled. Returns the bytes moved.
+#[allow(clippy::too_many_arguments)]
+async fn independent_io(
+    core: &Core,
+    world: usize,
+    inode: usize,
+    view: &View,
+    hints: &Effective,
+    access: Access,
+    off: u64,
+    len: u64,
+) -> u64 {
+    let pieces = view_extents(view, off, len).take(2).count();
+    match sieving::method(access, hints, pieces) {
+        Method::Direct => {
+            let mut moved = 0;
+            for x in view_extents(view, off, len) {
+                moved += fs_io(core, world, inode, access, &[x]).await;
+            }
+            moved
+        }
+        Method::Sieve(buffer) => {
+            let end = view_extents(view, off, len)
+                .map(|(o, l)| o + l)
+                .max()
+                .unwrap_or(0);
+            let mut wins = sieving::windows(view_extents(view, off, len), buffer, end);
+            while let Some((o, l)) = wins.next() {
+                match access {
+                    Access::Read => {
+                        fs_io(core, world, inode, Access::Read, &[(o, l)]).await;
+                    }
+                    Access::Write => {
+                        let held = lock(core, world, inode, o, o + l).await;
+                        fs_io(core, world, inode, Access::Read, &[(o, l)]).await;
+                        fs_io(core, world, inode, Access::Write, &[(o, l)]).await;
+                        unlock(core, world, inode, held).await;
+                    }
+                }
+            }
+            match access {
+                Access::Write => len,
+                Access::Read => readable(&core.model.borrow(), inode, view, off, len),
+            }
+        }
+    }
+}
+
+impl Rank {
     /// Flushes `file` to stable storage: a server round trip plus the scenario's
     /// sync cost (collective over the file's ranks for MPI-IO).
     pub async fn sync(&self, file: &mut File) {
@@ -1033,6 +1447,15 @@ impl File {
     /// The I/O library it was opened through.
     pub fn api(&self) -> FileApi {
         self.api
+    }
+
+    /// The MPI-IO hints in effect, with the keys MPICH's `MPI_File_get_info`
+    /// reports (none for POSIX files).
+    pub fn hints_in_effect(&self) -> Hints {
+        match self.api {
+            FileApi::MpiIo => self.hints.to_hints(),
+            FileApi::Posix => Hints::new(),
+        }
     }
 }
 
@@ -1194,6 +1617,10 @@ fn complete(m: &mut Model, e: &mut Engine, comm: &Comm, kind: Kind<'_>, z: Rende
             p.free_at = begin + m.shared_pointer_cost;
             (p.free_at, CollOut::Offsets(offs))
         }
+        Kind::Offsets => (
+            now + steps * comm.lat + (n - 1) as f64 * 2.0 * word,
+            CollOut::Unit,
+        ),
         Kind::SetView(ptr) => {
             m.ptrs[ptr].pos = 0;
             (barrier_t, CollOut::Unit)

@@ -311,12 +311,13 @@ fn shared_file_pointer() {
     let mut dts: Vec<f64> = got.iter().map(|g| g.1).collect();
     dts.sort_by(f64::total_cmp);
     assert!(
-        dts[0] >= 10e-6 && dts[3] >= 40e-6 && dts[3] < 41e-6,
+        dts[0] >= 10e-6 && dts[3] >= 40e-6 && dts[3] < 41e-6 * (1.0 + 1e-9),
         "{dts:?}"
     );
 }
 
-/// Nonblocking: independent posts overlap; collective posts complete as one collective.
+/// Nonblocking: independent posts overlap; collective posts complete in `wait_all`,
+/// one collective access after the other (ROMIO's schedule for each).
 #[test]
 fn post_and_wait_all() {
     let scn = scenario(2, 1, &[]);
@@ -353,8 +354,9 @@ fn post_and_wait_all() {
     .unwrap();
     for (n, dt, size) in got {
         assert_eq!(n, vec![1_000_000, 1_000_000]);
-        // Four 1 MB requests share 100 MB/s: 4 MB / 100 MB/s + 1 ms latency.
-        assert!(close(dt, 0.041), "{dt}");
+        // Twice two 1 MB requests sharing 100 MB/s: 2 × (2 MB / 100 MB/s + 1 ms
+        // latency), plus ROMIO's all-gather of offsets per call (2 × 8 B at 1 GB/s).
+        assert!(close(dt, 0.042 + 2.0 * 16e-9), "{dt}");
         assert_eq!(size, 4_000_000);
     }
 }

@@ -2,7 +2,9 @@
 //! deterministic virtual-time engine; data buffers carry lengths only.
 //!
 //! This file only translates: `IoCtx`'s types to the twin's ([`piotwin_sim::Rank`]
-//! does the modelling), `IoBuf` to a length, `Kernel` kinds to the scenario's rates.
+//! does the modelling, ROMIO's methods included), hints to the twin's MPI-IO
+//! layer (which reports the hints in effect as MPICH does), `IoBuf` to a length,
+//! `Kernel` kinds to the scenario's rates.
 
 use std::cell::RefCell;
 use std::future::Future;
@@ -35,7 +37,6 @@ impl IoBuf for SimBuf {
 /// An open file in the twin.
 pub struct SimFile {
     inner: piotwin_sim::File,
-    hints: Hints,
 }
 
 /// A posted nonblocking operation in the twin.
@@ -130,17 +131,17 @@ impl IoCtx for SimCtx {
             Api::Posix => piotwin_sim::FileApi::Posix,
             Api::MpiIo => piotwin_sim::FileApi::MpiIo,
         };
+        // POSIX files take no MPI-IO hints.
+        let hints = match opts.api {
+            Api::MpiIo => opts.hints.clone(),
+            Api::Posix => Hints::new(),
+        };
         let inner = self
             .rank
-            .open(path, mode, opts.scope == Scope::Shared, api)
+            .open_with_hints(path, mode, opts.scope == Scope::Shared, api, &hints)
             .await
             .map_err(io_error)?;
-        let hints = if opts.api == Api::MpiIo {
-            opts.hints.clone()
-        } else {
-            Hints::new()
-        };
-        Ok(SimFile { inner, hints })
+        Ok(SimFile { inner })
     }
     async fn set_view(&self, file: &mut SimFile, view: &View) -> IoResult<()> {
         self.rank
@@ -188,7 +189,7 @@ impl IoCtx for SimCtx {
         Ok(())
     }
     fn hints_in_effect(&self, file: &SimFile) -> Hints {
-        file.hints.clone()
+        file.inner.hints_in_effect()
     }
     async fn close(&self, file: SimFile) -> IoResult<()> {
         self.rank.close(file.inner).await;

@@ -1,0 +1,303 @@
+//! The planner of two-phase collective I/O (ROMIO's generalised extended
+//! two-phase method; `ad_write_coll.c`, `ad_read_coll.c`, `ad_aggregate.c`).
+//!
+//! Given every rank's file extents of one collective call and the hints in
+//! effect, it decides whether ROMIO buffers collectively at all, splits the
+//! accessed range into file domains (one per aggregator), cuts each domain into
+//! `cb_buffer_size` windows (one per round) and says how many bytes each rank
+//! exchanges with each aggregator in each round and which requests the
+//! aggregators make. It is pure: no time, no flows.
+//!
+//! Extents are streamed three times per rank (range, domain bounds, exchange
+//! amounts) and never stored: memory is O(ranks + aggregators × rounds + the
+//! (rank, aggregator, round) triples that carry data).
+
+use crate::platform::Access;
+
+use super::hints::{Effective, Switch};
+
+/// A source of each rank's extents `(file offset, bytes)` of one call, ascending
+/// in offset (MPI requires monotone file views), streamed anew on each call.
+pub type ExtentSource<'a> = dyn Fn(usize) -> Box<dyn Iterator<Item = (u64, u64)> + 'a> + 'a;
+
+/// One round's window of one aggregator's file domain.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Window {
+    /// First byte of the window (file offset).
+    pub offset: u64,
+    /// Window length in bytes: `min(cb_buffer_size, end of the domain's data − offset)`.
+    pub len: u64,
+    /// Bytes of the ranks' data in the window.
+    pub data: u64,
+}
+
+impl Window {
+    /// True when the ranks' data leaves gaps in the window, so a write must first
+    /// read it (read-modify-write).
+    pub fn has_hole(&self) -> bool {
+        self.data < self.len
+    }
+}
+
+/// The two-phase schedule of one collective call.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TwoPhase {
+    /// Aggregators (ranks of the file's communicator), in file-domain order.
+    pub aggregators: Vec<usize>,
+    /// File domain `[start, end)` of each aggregator; `None` where it got none.
+    pub domains: Vec<Option<(u64, u64)>>,
+    /// Rounds every rank goes through: the most windows any aggregator has.
+    pub rounds: usize,
+    /// Windows of each aggregator (index as `aggregators`), round by round.
+    pub windows: Vec<Vec<Window>>,
+    /// Data moved in each round: `(rank, aggregator index, bytes)`, ordered by rank then aggregator.
+    pub moves: Vec<Vec<(usize, usize, u64)>>,
+    /// Per round, indices into `moves` ordered by aggregator then rank.
+    by_aggregator: Vec<Vec<u32>>,
+}
+
+/// A file-system request an aggregator makes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct AggRequest {
+    /// Round.
+    pub round: usize,
+    /// The aggregator (rank of the file's communicator).
+    pub rank: usize,
+    /// Read or write.
+    pub access: Access,
+    /// File offset, bytes.
+    pub offset: u64,
+    /// Length, bytes.
+    pub len: u64,
+}
+
+impl TwoPhase {
+    /// The `(rank, bytes)` exchanged with aggregator index `a` in round `m`, by rank.
+    pub fn to_aggregator(&self, m: usize, a: usize) -> impl Iterator<Item = (usize, u64)> + '_ {
+        let idx = &self.by_aggregator[m];
+        let mv = &self.moves[m];
+        let lo = idx.partition_point(|&i| mv[i as usize].1 < a);
+        let hi = idx.partition_point(|&i| mv[i as usize].1 <= a);
+        idx[lo..hi]
+            .iter()
+            .map(move |&i| (mv[i as usize].0, mv[i as usize].2))
+    }
+
+    /// The aggregators' file-system requests, round by round and aggregator by
+    /// aggregator: a window with data is read whole (reads, and writes with a
+    /// hole: read-modify-write), then written whole (writes).
+    pub fn requests(&self, access: Access) -> Vec<AggRequest> {
+        let mut out = Vec::new();
+        for m in 0..self.rounds {
+            for (a, ws) in self.windows.iter().enumerate() {
+                let Some(w) = ws.get(m).filter(|w| w.data > 0) else {
+                    continue;
+                };
+                let req = |access| AggRequest {
+                    round: m,
+                    rank: self.aggregators[a],
+                    access,
+                    offset: w.offset,
+                    len: w.len,
+                };
+                if access == Access::Read || w.has_hole() {
+                    out.push(req(Access::Read));
+                }
+                if access == Access::Write {
+                    out.push(req(Access::Write));
+                }
+            }
+        }
+        out
+    }
+}
+
+/// Each rank's `[first byte, end)` of the call; `None` for ranks without data.
+pub fn ranges(nranks: usize, extents: &ExtentSource<'_>) -> Vec<Option<(u64, u64)>> {
+    (0..nranks)
+        .map(|r| {
+            extents(r)
+                .filter(|e| e.1 > 0)
+                .fold(None, |acc, (o, l)| match acc {
+                    None => Some((o, o + l)),
+                    Some((a, b)) => Some((a.min(o), b.max(o + l))),
+                })
+        })
+        .collect()
+}
+
+/// ROMIO's interleave test: some rank starts before the previous rank (in rank
+/// order, ranks without data skipped) ends.
+pub fn interleaved(ranges: &[Option<(u64, u64)>]) -> bool {
+    let mut prev_end: Option<u64> = None;
+    for &(a, b) in ranges.iter().flatten() {
+        if prev_end.is_some_and(|e| a < e) {
+            return true;
+        }
+        prev_end = Some(b);
+    }
+    false
+}
+
+/// Whether ROMIO takes the two-phase path: `romio_cb_{read,write}` enable, or
+/// automatic and the accesses interleave.
+pub fn collective_buffering(
+    access: Access,
+    eff: &Effective,
+    ranges: &[Option<(u64, u64)>],
+) -> bool {
+    let s = match access {
+        Access::Read => eff.cb_read,
+        Access::Write => eff.cb_write,
+    };
+    match s {
+        Switch::Enable => true,
+        Switch::Disable => false,
+        Switch::Automatic => interleaved(ranges),
+    }
+}
+
+/// ROMIO's file domains (`ADIOI_Calc_file_domains`): `[min start, max end)`
+/// split into `n` pieces of ⌈range / n⌉ bytes; with `striping_unit > 0` each
+/// boundary moves to the nearest multiple of it (Liao's lock-boundary
+/// alignment), the last domain ending at the range's end. Returns each domain's
+/// `[start, end)`, `None` when it is empty.
+pub fn file_domains(start: u64, end: u64, n: usize, striping_unit: u64) -> Vec<Option<(u64, u64)>> {
+    let n64 = n as u64;
+    let fd_size = (end - start).div_ceil(n64).max(1);
+    let mut out = Vec::with_capacity(n);
+    let mut lo = start;
+    for i in 0..n64 {
+        let mut hi = start + fd_size * (i + 1);
+        if striping_unit > 0 {
+            let front = hi % striping_unit;
+            let back = striping_unit - front;
+            hi = if front < back { hi - front } else { hi + back };
+            if i + 1 == n64 {
+                hi = end;
+            }
+        }
+        let hi = hi.min(end);
+        out.push((lo < hi).then_some((lo, hi)));
+        lo = lo.max(hi);
+    }
+    out
+}
+
+/// Index of the domain holding byte `off` (`ADIOI_Calc_aggregator`).
+fn domain_of(ends: &[u64], off: u64) -> usize {
+    ends.partition_point(|&e| e <= off)
+}
+
+/// Splits `[o, o + l)` at domain boundaries: calls `f(domain, start, end)`.
+fn split(ends: &[u64], o: u64, l: u64, mut f: impl FnMut(usize, u64, u64)) {
+    let (mut x, stop) = (o, o + l);
+    while x < stop {
+        let a = domain_of(ends, x);
+        let y = ends[a].min(stop);
+        f(a, x, y);
+        x = y;
+    }
+}
+
+/// Plans one collective call of `nranks` ranks, or `None` when ROMIO would do
+/// it as independent I/O (see [`collective_buffering`]) or nothing is accessed.
+pub fn plan(
+    access: Access,
+    eff: &Effective,
+    nranks: usize,
+    extents: &ExtentSource<'_>,
+) -> Option<TwoPhase> {
+    let rr = ranges(nranks, extents);
+    if !collective_buffering(access, eff, &rr) {
+        return None;
+    }
+    let start = rr.iter().flatten().map(|r| r.0).min()?;
+    let end = rr.iter().flatten().map(|r| r.1).max()?;
+    let n = eff.aggregators.len();
+    let domains = file_domains(start, end, n, eff.striping_unit);
+    // Exclusive ends for the search; empty domains take their predecessor's end
+    // (the search then never lands on them).
+    let mut ends = Vec::with_capacity(n);
+    let mut last = start;
+    for d in &domains {
+        last = d.map_or(last, |(_, e)| e);
+        ends.push(last);
+    }
+    // Pass 2: where each domain's data starts and ends (st_loc, end_loc).
+    let mut span: Vec<Option<(u64, u64)>> = vec![None; n];
+    for (r, _) in rr.iter().enumerate().filter(|(_, x)| x.is_some()) {
+        for (o, l) in extents(r) {
+            split(&ends, o, l, |a, x, y| {
+                span[a] = Some(span[a].map_or((x, y), |(s, e)| (s.min(x), e.max(y))));
+            });
+        }
+    }
+    let cb = eff.cb_buffer_size;
+    let mut windows: Vec<Vec<Window>> = span
+        .iter()
+        .map(|s| match *s {
+            None => Vec::new(),
+            Some((s, e)) => (0..(e - s).div_ceil(cb))
+                .map(|m| {
+                    let offset = s + m * cb;
+                    Window {
+                        offset,
+                        len: cb.min(e - offset),
+                        data: 0,
+                    }
+                })
+                .collect(),
+        })
+        .collect();
+    let rounds = windows.iter().map(Vec::len).max().unwrap_or(0);
+    // Pass 3: bytes per (round, rank, aggregator), accumulated as a run per rank.
+    let mut moves: Vec<Vec<(usize, usize, u64)>> = vec![Vec::new(); rounds];
+    for (r, _) in rr.iter().enumerate().filter(|(_, x)| x.is_some()) {
+        let mut acc: Vec<(usize, usize, u64)> = Vec::new(); // (round, agg, bytes), sorted on flush
+        for (o, l) in extents(r) {
+            split(&ends, o, l, |a, x, y| {
+                let s = span[a].expect("data in the domain").0;
+                let mut p = x;
+                while p < y {
+                    let m = ((p - s) / cb) as usize;
+                    let q = y.min(s + (m as u64 + 1) * cb);
+                    windows[a][m].data += q - p;
+                    match acc.last_mut() {
+                        Some(t) if t.0 == m && t.1 == a => t.2 += q - p,
+                        _ => acc.push((m, a, q - p)),
+                    }
+                    p = q;
+                }
+            });
+        }
+        acc.sort_unstable();
+        let mut it = acc.into_iter().peekable();
+        while let Some((m, a, mut b)) = it.next() {
+            while let Some(&(m2, a2, b2)) = it.peek() {
+                if (m2, a2) != (m, a) {
+                    break;
+                }
+                b += b2;
+                it.next();
+            }
+            moves[m].push((r, a, b));
+        }
+    }
+    let by_aggregator = moves
+        .iter()
+        .map(|mv| {
+            let mut idx: Vec<u32> = (0..mv.len() as u32).collect();
+            idx.sort_by_key(|&i| (mv[i as usize].1, mv[i as usize].0));
+            idx
+        })
+        .collect();
+    Some(TwoPhase {
+        aggregators: eff.aggregators.clone(),
+        domains,
+        rounds,
+        windows,
+        moves,
+        by_aggregator,
+    })
+}
