@@ -299,6 +299,8 @@ pub struct File {
     ptr: usize,
     /// The MPI-IO hints in effect.
     hints: Rc<Effective>,
+    /// The hints given at open and by later `set_info` calls.
+    given: Hints,
     /// Collective data accesses made so far (numbers the calls).
     cseq: Cell<u64>,
 }
@@ -696,6 +698,7 @@ impl Rank {
         api: FileApi,
         hints: &Hints,
     ) -> Result<File, FileError> {
+        let hints_given = hints;
         let (rank, opened) = if shared && self.size() > 1 {
             let out = self
                 .collective(
@@ -742,8 +745,37 @@ impl Rank {
             view: View::bytes(),
             ptr,
             hints,
+            given: hints_given.clone(),
             cseq: Cell::new(0),
         })
+    }
+
+    /// `MPI_File_set_info` (collective over the file's ranks): lays `hints` over
+    /// those given so far. As in ROMIO, the aggregator list and the striping are
+    /// fixed when the file is opened; buffer sizes and the collective-buffering
+    /// and data-sieving switches take effect for the following calls.
+    pub fn set_info(&self, file: &mut File, hints: &Hints) -> Result<(), FileError> {
+        if file.api == FileApi::Posix {
+            return Err(FileError::Invalid(format!(
+                "set_info on `{}`: POSIX files take no hints",
+                file.path
+            )));
+        }
+        let given = file.given.merged(hints);
+        let mut eff = (*self
+            .resolve_hints(&file.comm, &given)
+            .map_err(|e| FileError::Call {
+                op: "set_info".into(),
+                path: file.path.clone(),
+                message: e,
+            })?)
+        .clone();
+        eff.aggregators = file.hints.aggregators.clone();
+        eff.striping_unit = file.hints.striping_unit;
+        eff.striping_factor = file.hints.striping_factor;
+        file.hints = Rc::new(eff);
+        file.given = given;
+        Ok(())
     }
 
     /// The hints in effect on a file of communicator `comm` (resolved once per

@@ -185,8 +185,7 @@ impl IoCtx for SimCtx {
         Ok(self.rank.file_size(&file.inner).await)
     }
     async fn set_info(&self, file: &mut SimFile, hints: &Hints) -> IoResult<()> {
-        file.hints = file.hints.merged(hints);
-        Ok(())
+        self.rank.set_info(&mut file.inner, hints).map_err(io_error)
     }
     fn hints_in_effect(&self, file: &SimFile) -> Hints {
         file.inner.hints_in_effect()
