@@ -13,52 +13,10 @@
 //! each in Fortran order.
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::Output;
 
-const BIN: &str = env!("CARGO_BIN_EXE_piotwin");
-
-fn piotwin(dir: &Path, args: &[&str]) -> Output {
-    Command::new(BIN)
-        .current_dir(dir)
-        .args(args)
-        .output()
-        .expect("piotwin runs")
-}
-
-fn stderr(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stderr).into_owned()
-}
-
-fn stdout(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stdout).into_owned()
-}
-
-fn files_in(dir: &Path) -> Vec<String> {
-    let mut v: Vec<String> = std::fs::read_dir(dir)
-        .unwrap()
-        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
-        .collect();
-    v.sort();
-    v
-}
-
-/// Checks a refused run: exit code 2, `expect` in the message, nothing printed on
-/// stdout, nothing written in `dir` (the run's working and output directory).
-fn assert_refused(o: &Output, dir: &Path, expect: &[&str]) {
-    let err = stderr(o);
-    assert_eq!(o.status.code(), Some(2), "stderr: {err}");
-    for e in expect {
-        assert!(err.contains(e), "expected `{e}` in: {err}");
-    }
-    assert!(stdout(o).is_empty(), "printed {}", stdout(o));
-    assert_eq!(files_in(dir), Vec::<String>::new(), "files were written");
-}
-
-fn bad_input(args: &[&str], expect: &[&str]) {
-    let dir = tempfile::tempdir().unwrap();
-    let o = piotwin(dir.path(), args);
-    assert_refused(&o, dir.path(), expect);
-}
+mod common;
+use common::*;
 
 /// A file with `text` in a directory of its own (so the run's directory stays empty).
 fn input_file(text: &str) -> (tempfile::TempDir, String) {
@@ -131,10 +89,6 @@ fn bad_inputs_exit_2_naming_the_input() {
 
 fn a_scenario() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("scenarios/default.toml")
-}
-
-fn read_json(path: &Path) -> serde_json::Value {
-    serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
 }
 
 #[test]
@@ -268,23 +222,10 @@ fn twin_btio_is_deterministic() {
 
 // ---------------------------------------------------------------- real (needs backend::real + mpiexec)
 
-/// The launcher: `PIOTWIN_MPIEXEC` (split on spaces) or `mpiexec`.
-#[cfg(feature = "mpi")]
-fn mpiexec() -> Vec<String> {
-    let launcher = std::env::var("PIOTWIN_MPIEXEC").unwrap_or_else(|_| "mpiexec".into());
-    launcher.split_whitespace().map(String::from).collect()
-}
-
+/// `mpiexec -n N piotwin ARGS`: real mode is built, so the launcher must be there.
 #[cfg(feature = "mpi")]
 fn mpirun(dir: &Path, n: usize, args: &[&str]) -> Output {
-    let launcher = mpiexec();
-    Command::new(&launcher[0])
-        .args(&launcher[1..])
-        .args(["-n", &n.to_string(), BIN])
-        .args(args)
-        .current_dir(dir)
-        .output()
-        .unwrap_or_else(|e| panic!("{launcher:?}: {e} (set PIOTWIN_MPIEXEC to the launcher)"))
+    common::mpirun(dir, n, args).expect("real mode is built, so mpiexec must be installed")
 }
 
 /// The spec's per-direction cell bounds: coordinate `k` (0-based) of `p` over `n` points.

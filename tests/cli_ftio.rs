@@ -5,52 +5,21 @@
 //! * `twin_*`: the twin (`backend::sim`, a scenario in `scenarios/`);
 //! * `real_*`: the real back end and `mpiexec` (or `PIOTWIN_MPIEXEC`, split on spaces).
 
-use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::path::Path;
+use std::process::Output;
 
-const BIN: &str = env!("CARGO_BIN_EXE_piotwin");
-
-fn piotwin(dir: &Path, args: &[&str], env: &[(&str, &str)]) -> Output {
-    Command::new(BIN)
-        .current_dir(dir)
-        .args(args)
-        .env_remove("PMI_SIZE")
-        .env_remove("OMPI_COMM_WORLD_SIZE")
-        .envs(env.iter().copied())
-        .output()
-        .expect("piotwin runs")
-}
-
-fn stderr(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stderr).into_owned()
-}
-
-fn stdout(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stdout).into_owned()
-}
-
-/// Files in `dir`, sorted.
-fn files_in(dir: &Path) -> Vec<String> {
-    let mut v: Vec<String> = std::fs::read_dir(dir)
-        .unwrap()
-        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
-        .collect();
-    v.sort();
-    v
-}
+mod common;
+use common::*;
 
 /// Exit code 2, `expect` in the message, nothing on stdout, nothing written in `dir`.
 fn assert_bad_input(o: &Output, dir: &Path, what: &str, expect: &str) {
-    let err = stderr(o);
-    assert_eq!(o.status.code(), Some(2), "{what}: stderr {err}");
-    assert!(err.contains(expect), "{what}: expected `{expect}` in {err}");
-    assert!(stdout(o).is_empty(), "{what} printed {}", stdout(o));
-    assert_eq!(files_in(dir), Vec::<String>::new(), "{what} wrote files");
+    assert_eq!(o.status.code(), Some(2), "{what}: stderr {}", stderr(o));
+    assert_refused(o, dir, &[expect]);
 }
 
 fn bad_input(args: &[&str], env: &[(&str, &str)], expect: &str) {
     let dir = tempfile::tempdir().unwrap();
-    let o = piotwin(dir.path(), args, env);
+    let o = piotwin_env(dir.path(), args, env);
     assert_bad_input(&o, dir.path(), &format!("{args:?} {env:?}"), expect);
 }
 
@@ -130,7 +99,7 @@ fn invalid_i_exits_2_with_the_smallest_valid_i_and_writes_nothing() {
 #[test]
 fn dry_run_prints_the_nas_block() {
     let dir = tempfile::tempdir().unwrap();
-    let o = piotwin(
+    let o = piotwin_env(
         dir.path(),
         &[
             "run",
@@ -157,21 +126,12 @@ fn dry_run_prints_the_nas_block() {
 
 // ---------------------------------------------------------------- twin
 
-/// The repository's default scenario.
-fn default_scenario() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("scenarios/default.toml")
-}
-
-fn json(path: &Path) -> serde_json::Value {
-    serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
-}
-
 #[test]
 fn twin_ftio_writes_a_report_and_is_deterministic() {
     let dir = tempfile::tempdir().unwrap();
-    let sc = default_scenario();
+    let sc = scenario("default.toml");
     for name in ["a.json", "b.json"] {
-        let o = piotwin(
+        let o = piotwin_env(
             dir.path(),
             &[
                 "run",
@@ -198,7 +158,7 @@ fn twin_ftio_writes_a_report_and_is_deterministic() {
     let a = std::fs::read(dir.path().join("a.json")).unwrap();
     let b = std::fs::read(dir.path().join("b.json")).unwrap();
     assert!(a == b, "same scenario and seed gave different reports");
-    let r = json(&dir.path().join("a.json"));
+    let r = read_json(&dir.path().join("a.json"));
     assert_eq!(r["benchmark"], "ftio");
     assert_eq!(r["mode"], "sim");
     assert_eq!(r["ranks"], 16);
@@ -225,32 +185,6 @@ fn twin_ftio_writes_a_report_and_is_deterministic() {
 
 // ---------------------------------------------------------------- real
 
-/// The launcher: `PIOTWIN_MPIEXEC` (split on spaces) or `mpiexec`; `None` if absent.
-#[cfg(feature = "mpi")]
-fn mpiexec() -> Option<Vec<String>> {
-    let launcher = std::env::var("PIOTWIN_MPIEXEC").unwrap_or_else(|_| "mpiexec".into());
-    let words: Vec<String> = launcher.split_whitespace().map(String::from).collect();
-    let found = Command::new(&words[0]).arg("--version").output().is_ok();
-    found.then_some(words)
-}
-
-#[cfg(feature = "mpi")]
-fn mpirun(dir: &Path, n: usize, args: &[&str]) -> Option<Output> {
-    let Some(launcher) = mpiexec() else {
-        eprintln!("skipped: no mpiexec (set PIOTWIN_MPIEXEC to the launcher)");
-        return None;
-    };
-    Some(
-        Command::new(&launcher[0])
-            .args(&launcher[1..])
-            .args(["-n", &n.to_string(), BIN])
-            .args(args)
-            .current_dir(dir)
-            .output()
-            .expect("mpiexec runs"),
-    )
-}
-
 #[cfg(feature = "mpi")]
 #[test]
 fn real_ftio_verifies_every_element() {
@@ -276,7 +210,7 @@ fn real_ftio_verifies_every_element() {
             out.contains("Verification            =                   SUCCESSFUL"),
             "{what}: {out}"
         );
-        let r = json(&dir.path().join("r.json"));
+        let r = read_json(&dir.path().join("r.json"));
         let n = (i * i * n_ranks) as f64;
         assert_eq!(r["mode"], "real");
         assert_eq!(r["ranks"], n_ranks);

@@ -6,53 +6,13 @@
 //! * `real_*`: the real back end (`backend::real`) and `mpiexec` (or `PIOTWIN_MPIEXEC`).
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
 
-const BIN: &str = env!("CARGO_BIN_EXE_piotwin");
+mod common;
+use common::*;
 
-fn piotwin(dir: &Path, args: &[&str]) -> Output {
-    Command::new(BIN)
-        .current_dir(dir)
-        .args(args)
-        .output()
-        .expect("piotwin runs")
-}
-
-fn stderr(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stderr).into_owned()
-}
-
-fn stdout(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stdout).into_owned()
-}
-
-/// Files in `dir` (the test's working directory), sorted.
-fn files_in(dir: &Path) -> Vec<String> {
-    let mut v: Vec<String> = std::fs::read_dir(dir)
-        .unwrap()
-        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
-        .collect();
-    v.sort();
-    v
-}
-
-/// Runs `args` in an empty temp dir and checks: exit code 2, `expect` in the
-/// message, and nothing written (the directory stays empty).
+/// Runs `args` in an empty temp dir: refused, `expect` in the message, nothing written.
 fn bad_input(args: &[&str], expect: &str) {
-    let dir = tempfile::tempdir().unwrap();
-    let o = piotwin(dir.path(), args);
-    let err = stderr(&o);
-    assert_eq!(o.status.code(), Some(2), "{args:?}: stderr {err}");
-    assert!(
-        err.contains(expect),
-        "{args:?}: expected `{expect}` in {err}"
-    );
-    assert!(stdout(&o).is_empty(), "{args:?} printed {}", stdout(&o));
-    assert_eq!(
-        files_in(dir.path()),
-        Vec::<String>::new(),
-        "{args:?} wrote files"
-    );
+    common::bad_input(args, &[expect]);
 }
 
 #[test]
@@ -341,32 +301,6 @@ fn scenario_check_prints_a_summary_or_exits_2() {
 }
 
 // ---------------------------------------------------------------- real (needs backend::real + mpiexec)
-
-#[cfg(feature = "mpi")]
-/// The launcher: `PIOTWIN_MPIEXEC` (split on spaces) or `mpiexec`; `None` if absent.
-fn mpiexec() -> Option<Vec<String>> {
-    let launcher = std::env::var("PIOTWIN_MPIEXEC").unwrap_or_else(|_| "mpiexec".into());
-    let words: Vec<String> = launcher.split_whitespace().map(String::from).collect();
-    let found = Command::new(&words[0]).arg("--version").output().is_ok();
-    found.then_some(words)
-}
-
-#[cfg(feature = "mpi")]
-fn mpirun(dir: &Path, n: usize, args: &[&str]) -> Option<Output> {
-    let Some(launcher) = mpiexec() else {
-        eprintln!("skipped: no mpiexec (set PIOTWIN_MPIEXEC to the launcher)");
-        return None;
-    };
-    Some(
-        Command::new(&launcher[0])
-            .args(&launcher[1..])
-            .args(["-n", &n.to_string(), BIN])
-            .args(args)
-            .current_dir(dir)
-            .output()
-            .expect("mpiexec runs"),
-    )
-}
 
 #[cfg(feature = "mpi")]
 #[test]

@@ -1,0 +1,111 @@
+//! What the end-to-end tests share: running the `piotwin` binary (directly or
+//! under the MPI launcher), reading its outputs, and checking that bad input is
+//! refused without anything written.
+#![allow(dead_code)] // each test crate uses its own subset
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+/// The binary under test.
+pub const BIN: &str = env!("CARGO_BIN_EXE_piotwin");
+
+/// Runs `piotwin ARGS` in `dir`.
+pub fn piotwin<S: AsRef<std::ffi::OsStr>>(dir: &Path, args: &[S]) -> Output {
+    piotwin_env(dir, args, &[])
+}
+
+/// Runs `piotwin ARGS` in `dir` with extra environment variables.
+pub fn piotwin_env<S: AsRef<std::ffi::OsStr>>(
+    dir: &Path,
+    args: &[S],
+    env: &[(&str, &str)],
+) -> Output {
+    Command::new(BIN)
+        .current_dir(dir)
+        .args(args)
+        // A real run sizes itself from the launcher's variables: never inherit them.
+        .env_remove("PMI_SIZE")
+        .env_remove("OMPI_COMM_WORLD_SIZE")
+        .envs(env.iter().copied())
+        .output()
+        .expect("piotwin runs")
+}
+
+/// Standard error as text.
+pub fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+/// Standard output as text.
+pub fn stdout(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+/// Names of the files in `dir`, sorted.
+pub fn files_in(dir: &Path) -> Vec<String> {
+    let mut v: Vec<String> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    v.sort();
+    v
+}
+
+/// A refused run: exit code 2, every `expect` in the message, nothing on
+/// stdout, nothing written in `dir` (the run's working and output directory).
+pub fn assert_refused(o: &Output, dir: &Path, expect: &[&str]) {
+    let err = stderr(o);
+    assert_eq!(o.status.code(), Some(2), "stderr: {err}");
+    for e in expect {
+        assert!(err.contains(e), "expected `{e}` in: {err}");
+    }
+    assert!(stdout(o).is_empty(), "printed {}", stdout(o));
+    assert_eq!(files_in(dir), Vec::<String>::new(), "files were written");
+}
+
+/// `piotwin ARGS` in an empty directory must be refused as [`assert_refused`] says.
+pub fn bad_input<S: AsRef<std::ffi::OsStr> + std::fmt::Debug>(args: &[S], expect: &[&str]) {
+    let dir = tempfile::tempdir().unwrap();
+    let o = piotwin(dir.path(), args);
+    assert_refused(&o, dir.path(), expect);
+}
+
+/// A shipped scenario file.
+pub fn scenario(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("scenarios")
+        .join(name)
+}
+
+/// A JSON file, parsed.
+pub fn read_json(path: &Path) -> serde_json::Value {
+    let text = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    serde_json::from_str(&text).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+}
+
+/// The MPI launcher: `PIOTWIN_MPIEXEC` (split on spaces) or `mpiexec`; `None`
+/// when it cannot be started.
+pub fn mpiexec() -> Option<Vec<String>> {
+    let launcher = std::env::var("PIOTWIN_MPIEXEC").unwrap_or_else(|_| "mpiexec".into());
+    let words: Vec<String> = launcher.split_whitespace().map(String::from).collect();
+    let found = Command::new(&words[0]).arg("--version").output().is_ok();
+    found.then_some(words)
+}
+
+/// `mpiexec -n N piotwin ARGS` in `dir`; `None` (and a note on stderr) when no
+/// launcher is installed.
+pub fn mpirun(dir: &Path, n: usize, args: &[&str]) -> Option<Output> {
+    let Some(launcher) = mpiexec() else {
+        eprintln!("skipped: no mpiexec (set PIOTWIN_MPIEXEC to the launcher)");
+        return None;
+    };
+    Some(
+        Command::new(&launcher[0])
+            .args(&launcher[1..])
+            .args(["-n", &n.to_string(), BIN])
+            .args(args)
+            .current_dir(dir)
+            .output()
+            .expect("mpiexec runs"),
+    )
+}
