@@ -26,7 +26,10 @@ pub(crate) struct Signal(Rc<SignalState>);
 #[derive(Default)]
 struct SignalState {
     fired: Cell<bool>,
-    wakers: RefCell<Vec<Waker>>,
+    /// The first waiter (most signals have exactly one: no allocation for it).
+    first: RefCell<Option<Waker>>,
+    /// Further waiters, in the order they waited.
+    more: RefCell<Vec<Waker>>,
 }
 
 impl Signal {
@@ -37,7 +40,10 @@ impl Signal {
     /// Marks the signal fired and wakes its waiters (in the order they waited).
     pub(crate) fn fire(&self) {
         self.0.fired.set(true);
-        for w in self.0.wakers.take() {
+        if let Some(w) = self.0.first.take() {
+            w.wake();
+        }
+        for w in self.0.more.take() {
             w.wake();
         }
     }
@@ -81,7 +87,12 @@ impl Future for SignalWait<'_> {
             .as_ref()
             .is_some_and(|w| w.will_wake(cx.waker()))
         {
-            st.wakers.borrow_mut().push(cx.waker().clone());
+            let mut first = st.first.borrow_mut();
+            if first.is_none() {
+                *first = Some(cx.waker().clone());
+            } else {
+                st.more.borrow_mut().push(cx.waker().clone());
+            }
             self.registered = Some(cx.waker().clone());
         }
         Poll::Pending
@@ -98,18 +109,27 @@ enum Action {
     FlowTick(u64),
 }
 
+/// A queued event: its time, its sequence number and where its action waits.
+/// Small on purpose (the heap moves entries, not actions): the time is kept as
+/// the bits of [`f64::total_cmp`]'s order, so ordering is two integer compares.
+#[derive(Clone, Copy, PartialEq, Eq)]
 struct Event {
-    at: f64,
+    key: u64,
     seq: u64,
-    action: Action,
+    slot: u32,
 }
 
-impl PartialEq for Event {
-    fn eq(&self, o: &Self) -> bool {
-        self.cmp(o) == Ordering::Equal
-    }
+/// `t`'s bits, transformed so that unsigned order is [`f64::total_cmp`] order.
+fn time_key(t: f64) -> u64 {
+    let b = t.to_bits();
+    if b >> 63 == 1 { !b } else { b | 1 << 63 }
 }
-impl Eq for Event {}
+
+/// Inverse of [`time_key`].
+fn key_time(k: u64) -> f64 {
+    f64::from_bits(if k >> 63 == 1 { k & !(1 << 63) } else { !k })
+}
+
 impl PartialOrd for Event {
     fn partial_cmp(&self, o: &Self) -> Option<Ordering> {
         Some(self.cmp(o))
@@ -118,7 +138,7 @@ impl PartialOrd for Event {
 impl Ord for Event {
     fn cmp(&self, o: &Self) -> Ordering {
         // Reversed for BinaryHeap (a max-heap): earliest (time, seq) first.
-        o.at.total_cmp(&self.at).then(o.seq.cmp(&self.seq))
+        (o.key, o.seq).cmp(&(self.key, self.seq))
     }
 }
 
@@ -127,6 +147,9 @@ pub(crate) struct Engine {
     now: f64,
     seq: u64,
     queue: BinaryHeap<Event>,
+    /// Actions of queued events, by slot; free slots are reused.
+    actions: Vec<Option<Action>>,
+    free_slots: Vec<u32>,
     pub(crate) flows: FlowNet<Signal>,
     /// Number and time of the latest scheduled [`Action::FlowTick`].
     tick: (u64, f64),
@@ -141,6 +164,8 @@ impl Engine {
             now: 0.0,
             seq: 0,
             queue: BinaryHeap::new(),
+            actions: Vec::new(),
+            free_slots: Vec::new(),
             flows,
             tick: (0, f64::INFINITY),
             done: Vec::new(),
@@ -156,11 +181,29 @@ impl Engine {
     fn push(&mut self, at: f64, action: Action) {
         debug_assert!(at >= self.now, "events cannot be scheduled in the past");
         self.seq += 1;
+        let slot = match self.free_slots.pop() {
+            Some(i) => {
+                self.actions[i as usize] = Some(action);
+                i
+            }
+            None => {
+                self.actions.push(Some(action));
+                self.actions.len() as u32 - 1
+            }
+        };
         self.queue.push(Event {
-            at,
+            key: time_key(at),
             seq: self.seq,
-            action,
+            slot,
         });
+    }
+
+    /// Removes the earliest event; its time and action.
+    fn pop(&mut self) -> Option<(f64, Action)> {
+        let e = self.queue.pop()?;
+        let action = self.actions[e.slot as usize].take().expect("queued");
+        self.free_slots.push(e.slot);
+        Some((key_time(e.key), action))
     }
 
     /// Fires `signal` at virtual time `at` (≥ now).
@@ -216,9 +259,9 @@ impl Engine {
     /// Handles one event due at the current instant; false if none is.
     fn step_now(&mut self) -> bool {
         match self.queue.peek() {
-            Some(e) if e.at <= self.now => {
-                let e = self.queue.pop().expect("peeked");
-                self.handle(e.action);
+            Some(e) if key_time(e.key) <= self.now => {
+                let (_, action) = self.pop().expect("peeked");
+                self.handle(action);
                 true
             }
             _ => false,
@@ -241,10 +284,10 @@ impl Engine {
 
     /// Advances the clock to the next event and handles it; false if there is none.
     fn advance(&mut self) -> bool {
-        match self.queue.pop() {
-            Some(e) => {
-                self.now = e.at;
-                self.handle(e.action);
+        match self.pop() {
+            Some((at, action)) => {
+                self.now = at;
+                self.handle(action);
                 true
             }
             None => false,
@@ -434,5 +477,49 @@ pub(crate) fn run<'a>(
         if !e.advance() {
             return Err(exec.pending());
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The event key orders times as `f64::total_cmp` does and gives the time back bit for bit.
+    #[test]
+    fn time_keys_order_and_round_trip() {
+        let ts = [
+            -1.5,
+            -0.0,
+            0.0,
+            1e-300,
+            1e-9,
+            0.5,
+            1.0,
+            1.0 + f64::EPSILON,
+            3e8,
+            f64::INFINITY,
+        ];
+        for w in ts.windows(2) {
+            assert!(time_key(w[0]) < time_key(w[1]), "{} < {}", w[0], w[1]);
+        }
+        for t in ts {
+            assert_eq!(key_time(time_key(t)).to_bits(), t.to_bits());
+        }
+    }
+
+    /// Events come out by time, then in the order they were scheduled.
+    #[test]
+    fn events_by_time_then_sequence() {
+        let mut e = Engine::new(FlowNet::new());
+        let s: Vec<Signal> = (0..4).map(|_| Signal::new()).collect();
+        e.fire_at(2.0, s[0].clone());
+        e.fire_at(1.0, s[1].clone());
+        e.fire_at(2.0, s[2].clone());
+        e.fire_at(0.5, s[3].clone());
+        let mut order = Vec::new();
+        while let Some((t, Action::Fire(x))) = e.pop() {
+            order.push((t, s.iter().position(|y| y.same(&x)).unwrap()));
+        }
+        assert_eq!(order, vec![(0.5, 3), (1.0, 1), (2.0, 0), (2.0, 2)]);
     }
 }
