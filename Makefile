@@ -38,24 +38,26 @@ test: deps
 	$(CARGO) test --workspace
 	$(CARGO) build --no-default-features --bin piotwin
 
-# Engine speed: events/s on micro-benchmarks (engine_bench, $(BENCH_RANKS) ranks), then the
-# wall time of the twin IOR at 64, 1024 and 4096 ranks against an N log N growth. Built into
-# its own target dir (twin-only, no MPI) so it never replaces the MPI-enabled release binary.
+# Engine speed: events/s on micro-benchmarks (engine_bench at $(BENCH_RANKS) ranks), then the
+# twin IOR at 64, 1024 and 4096 ranks: wall and CPU (user + sys) seconds, growth of the CPU
+# time from the previous size against N log N. Built into its own target dir (twin-only, no
+# MPI) so it never replaces the MPI-enabled release binary in target/release.
 BENCH_DIR := target/bench
-BENCH_RANKS ?= 4096
+BENCH_RANKS ?= 1024 4096
 BENCH_IOR := -a MPIIO -b 16m -t 1m -e
 BENCH_SCN := scenarios/lustre-hdd.toml
 bench:
 	CARGO_TARGET_DIR=$(BENCH_DIR) $(CARGO) build --release -p piotwin-sim --example engine_bench
 	CARGO_TARGET_DIR=$(BENCH_DIR) $(CARGO) build --release --no-default-features --bin piotwin
 	$(BENCH_DIR)/release/examples/engine_bench $(BENCH_RANKS)
-	@echo; echo "twin IOR ($(BENCH_IOR), $(BENCH_SCN)): wall time by ranks"; \
-	printf "%6s  %9s  %8s  %18s\n" ranks "wall s" growth "N log N predicts"; \
-	prev=""; prevn=""; TIMEFORMAT=%R; \
+	@set -o pipefail; echo; echo "twin IOR ($(BENCH_IOR), $(BENCH_SCN))"; \
+	printf "%6s  %8s  %8s  %8s  %9s\n" ranks "wall s" "cpu s" growth "N log N"; \
+	prev=""; prevn=""; TIMEFORMAT="%R %U %S"; \
 	for n in 64 1024 4096; do \
-	  s=$$( { time $(BENCH_DIR)/release/piotwin run ior $(BENCH_IOR) --sim $(BENCH_SCN) --ranks $$n >/dev/null; } 2>&1 | tail -1 ) || exit 1; \
-	  awk -v n=$$n -v s=$$s -v p="$$prev" -v pn="$$prevn" 'BEGIN { \
-	    if (p == "") { printf "%6d  %9.3f  %8s  %18s\n", n, s, "-", "-"; exit } \
-	    printf "%6d  %9.3f  %7.1fx  %17.1fx\n", n, s, s / (p > 0.001 ? p : 0.001), (n * log(n)) / (pn * log(pn)) }'; \
-	  prev=$$s; prevn=$$n; \
+	  t=$$( { time $(BENCH_DIR)/release/piotwin run ior $(BENCH_IOR) --sim $(BENCH_SCN) --ranks $$n >/dev/null; } 2>&1 | tail -1 ) || exit 1; \
+	  set -- $$t; c=$$(awk -v u=$$2 -v s=$$3 'BEGIN { print u + s }'); \
+	  awk -v n=$$n -v w=$$1 -v c=$$c -v p="$$prev" -v pn="$$prevn" 'BEGIN { \
+	    if (p == "") { printf "%6d  %8.3f  %8.3f  %8s  %9s\n", n, w, c, "-", "-"; exit } \
+	    printf "%6d  %8.3f  %8.3f  %7.1fx  %8.1fx\n", n, w, c, c / (p > 0.001 ? p : 0.001), (n * log(n)) / (pn * log(pn)) }'; \
+	  prev=$$c; prevn=$$n; \
 	done
