@@ -31,7 +31,7 @@
 //! Within a class every flow is served at the class rate, so the class keeps
 //! one counter, the bytes `S(t)` served to each of its flows so far (the
 //! virtual time of processor sharing: Kleinrock, *Queueing Systems* vol. 2,
-//! 1976, §4.4; the finish tags of Demers, Keshav & Shenker, *Analysis and
+//! 1976, ch. 4; the finish tags of Demers, Keshav & Shenker, *Analysis and
 //! simulation of a fair queueing algorithm*, SIGCOMM 1989). A flow of `b`
 //! bytes joining at `S₀` ends when `S` reaches its tag `S₀ + b`, so flows of a
 //! class end in tag order (a per-class min-heap), and a rate change settles
@@ -302,8 +302,10 @@ impl<T> FlowNet<T> {
     }
 
     /// Starts a flow of `bytes` (> 0) over `path` — `(resource, weight)` pairs,
-    /// weight in capacity units per byte — at time `now`. Its rate is set by the
-    /// next [`FlowNet::recompute`] (a resource listed twice counts with the sum of its weights).
+    /// weight in capacity units per byte — at time `now`; a resource listed twice
+    /// counts with the sum of its weights. Its rate is set by the next
+    /// [`FlowNet::recompute`], which must run before time moves on (the engine
+    /// recomputes at the same virtual instant).
     pub fn start(&mut self, now: f64, path: &[(ResourceId, f64)], bytes: f64, token: T) -> FlowId {
         assert!(!path.is_empty(), "a flow needs at least one resource");
         assert!(bytes > 0.0, "a flow moves a positive number of bytes");
