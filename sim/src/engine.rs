@@ -103,21 +103,24 @@ impl Future for SignalWait<'_> {
 enum Action {
     /// Fire a signal (a delay ended, a collective completed, …).
     Fire(Signal),
-    /// Start a flow (after its latency): path, bytes, signal fired when it ends.
-    StartFlow(Vec<(ResourceId, f64)>, f64, Signal),
+    /// Start a flow (after its latency): the slot of its path, bytes and
+    /// completion signal in [`Engine::starts`] (kept out of the heap entry).
+    StartFlow(u32),
     /// The earliest flow completion; stale unless its number is the latest scheduled.
     FlowTick(u64),
 }
 
-/// A queued event: its time, its sequence number and where its action waits.
-/// Small on purpose (the heap moves entries, not actions): the time is kept as
-/// the bits of [`f64::total_cmp`]'s order, so ordering is two integer compares.
-#[derive(Clone, Copy, PartialEq, Eq)]
+/// A queued event: its time, its sequence number and its action, 32 bytes (the
+/// heap moves entries around). The time is kept as the bits of
+/// [`f64::total_cmp`]'s order, so ordering is two integer compares.
 struct Event {
     key: u64,
     seq: u64,
-    slot: u32,
+    action: Action,
 }
+
+/// A flow waiting for its start event: path, bytes, completion signal.
+type FlowStart = (Vec<(ResourceId, f64)>, f64, Signal);
 
 /// `t`'s bits, transformed so that unsigned order is [`f64::total_cmp`] order.
 fn time_key(t: f64) -> u64 {
@@ -130,6 +133,12 @@ fn key_time(k: u64) -> f64 {
     f64::from_bits(if k >> 63 == 1 { k & !(1 << 63) } else { !k })
 }
 
+impl PartialEq for Event {
+    fn eq(&self, o: &Self) -> bool {
+        (self.key, self.seq) == (o.key, o.seq)
+    }
+}
+impl Eq for Event {}
 impl PartialOrd for Event {
     fn partial_cmp(&self, o: &Self) -> Option<Ordering> {
         Some(self.cmp(o))
@@ -147,9 +156,9 @@ pub(crate) struct Engine {
     now: f64,
     seq: u64,
     queue: BinaryHeap<Event>,
-    /// Actions of queued events, by slot; free slots are reused.
-    actions: Vec<Option<Action>>,
-    free_slots: Vec<u32>,
+    /// Flows of queued [`Action::StartFlow`] events, by slot; free slots are reused.
+    starts: Vec<Option<FlowStart>>,
+    free_starts: Vec<u32>,
     pub(crate) flows: FlowNet<Signal>,
     /// Number and time of the latest scheduled [`Action::FlowTick`].
     tick: (u64, f64),
@@ -164,8 +173,8 @@ impl Engine {
             now: 0.0,
             seq: 0,
             queue: BinaryHeap::new(),
-            actions: Vec::new(),
-            free_slots: Vec::new(),
+            starts: Vec::new(),
+            free_starts: Vec::new(),
             flows,
             tick: (0, f64::INFINITY),
             done: Vec::new(),
@@ -181,29 +190,17 @@ impl Engine {
     fn push(&mut self, at: f64, action: Action) {
         debug_assert!(at >= self.now, "events cannot be scheduled in the past");
         self.seq += 1;
-        let slot = match self.free_slots.pop() {
-            Some(i) => {
-                self.actions[i as usize] = Some(action);
-                i
-            }
-            None => {
-                self.actions.push(Some(action));
-                self.actions.len() as u32 - 1
-            }
-        };
         self.queue.push(Event {
             key: time_key(at),
             seq: self.seq,
-            slot,
+            action,
         });
     }
 
     /// Removes the earliest event; its time and action.
     fn pop(&mut self) -> Option<(f64, Action)> {
         let e = self.queue.pop()?;
-        let action = self.actions[e.slot as usize].take().expect("queued");
-        self.free_slots.push(e.slot);
-        Some((key_time(e.key), action))
+        Some((key_time(e.key), e.action))
     }
 
     /// Fires `signal` at virtual time `at` (≥ now).
@@ -225,7 +222,18 @@ impl Engine {
             if latency == 0.0 {
                 self.start_flow(path, bytes, done);
             } else {
-                self.push(at, Action::StartFlow(path, bytes, done));
+                let start = (path, bytes, done);
+                let slot = match self.free_starts.pop() {
+                    Some(i) => {
+                        self.starts[i as usize] = Some(start);
+                        i
+                    }
+                    None => {
+                        self.starts.push(Some(start));
+                        self.starts.len() as u32 - 1
+                    }
+                };
+                self.push(at, Action::StartFlow(slot));
             }
         } else {
             self.push(at, Action::Fire(done));
@@ -241,7 +249,11 @@ impl Engine {
         self.events += 1;
         match action {
             Action::Fire(s) => s.fire(),
-            Action::StartFlow(path, bytes, done) => self.start_flow(path, bytes, done),
+            Action::StartFlow(slot) => {
+                let (path, bytes, done) = self.starts[slot as usize].take().expect("queued");
+                self.free_starts.push(slot);
+                self.start_flow(path, bytes, done);
+            }
             Action::FlowTick(n) => {
                 if n == self.tick.0 {
                     self.tick.1 = f64::INFINITY;
