@@ -38,16 +38,26 @@ test: deps
 	$(CARGO) test --workspace
 	$(CARGO) build --no-default-features --bin piotwin
 
-# Speed and memory figures: engine events/s and twin IOR wall time at 64, 1024, 4096 ranks.
+# Engine speed: events/s on micro-benchmarks (engine_bench at $(BENCH_RANKS) ranks), then the
+# twin IOR at 64, 1024 and 4096 ranks: wall and CPU (user + sys) seconds, growth of the CPU
+# time from the previous size against N log N. Built into its own target dir (twin-only, no
+# MPI) so it never replaces the MPI-enabled release binary in target/release.
+BENCH_DIR := target/bench
+BENCH_RANKS ?= 1024 4096
+BENCH_IOR := -a MPIIO -b 16m -t 1m -e
+BENCH_SCN := scenarios/lustre-hdd.toml
 bench:
-	$(CARGO) run --release -p piotwin-sim --example engine_bench
-	$(CARGO) build --release --no-default-features --bin piotwin
-	@echo "twin IOR (-a MPIIO -b 16m -t 1m -e, scenarios/lustre-hdd.toml): wall time by ranks"; \
-	prev=""; prevn=""; \
+	CARGO_TARGET_DIR=$(BENCH_DIR) $(CARGO) build --release -p piotwin-sim --example engine_bench
+	CARGO_TARGET_DIR=$(BENCH_DIR) $(CARGO) build --release --no-default-features --bin piotwin
+	$(BENCH_DIR)/release/examples/engine_bench $(BENCH_RANKS)
+	@set -o pipefail; echo; echo "twin IOR ($(BENCH_IOR), $(BENCH_SCN))"; \
+	printf "%6s  %8s  %8s  %8s  %9s\n" ranks "wall s" "cpu s" growth "N log N"; \
+	prev=""; prevn=""; TIMEFORMAT="%R %U %S"; \
 	for n in 64 1024 4096; do \
-	  s=$$( { /usr/bin/time -f "%e" $(BIN) run ior -a MPIIO -b 16m -t 1m -e --sim scenarios/lustre-hdd.toml --ranks $$n >/dev/null; } 2>&1 | tail -1 ); \
-	  if [ -n "$$prev" ]; then \
-	    awk -v n=$$n -v s=$$s -v p=$$prev -v pn=$$prevn 'BEGIN { r = s / (p > 0 ? p : 0.01); nl = (n * log(n)) / (pn * log(pn)); printf "%6d ranks: %7.2f s   ×%.1f vs %d ranks (N log N predicts ×%.1f)\n", n, s, r, pn, nl }'; \
-	  else printf "%6d ranks: %7.2f s\n" $$n $$s; fi; \
-	  prev=$$s; prevn=$$n; \
+	  t=$$( { time $(BENCH_DIR)/release/piotwin run ior $(BENCH_IOR) --sim $(BENCH_SCN) --ranks $$n >/dev/null; } 2>&1 | tail -1 ) || exit 1; \
+	  set -- $$t; c=$$(awk -v u=$$2 -v s=$$3 'BEGIN { print u + s }'); \
+	  awk -v n=$$n -v w=$$1 -v c=$$c -v p="$$prev" -v pn="$$prevn" 'BEGIN { \
+	    if (p == "") { printf "%6d  %8.3f  %8.3f  %8s  %9s\n", n, w, c, "-", "-"; exit } \
+	    printf "%6d  %8.3f  %8.3f  %7.1fx  %8.1fx\n", n, w, c, c / (p > 0.001 ? p : 0.001), (n * log(n)) / (pn * log(pn)) }'; \
+	  prev=$$c; prevn=$$n; \
 	done

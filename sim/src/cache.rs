@@ -26,6 +26,17 @@ pub(crate) enum State {
     Writeback,
 }
 
+impl State {
+    /// Position of this state's LRU set in [`Cache`].
+    fn index(self) -> usize {
+        match self {
+            State::Clean => 0,
+            State::Dirty => 1,
+            State::Writeback => 2,
+        }
+    }
+}
+
 #[derive(Debug, Clone, Copy)]
 struct Ext {
     end: u64,
@@ -42,8 +53,11 @@ pub(crate) struct Cache {
     /// Dirty bytes above which write-back starts (Linux `dirty_background_ratio`).
     pub(crate) background: u64,
     files: BTreeMap<usize, BTreeMap<u64, Ext>>,
-    /// (stamp, file, start) of every extent: least recently used first.
-    lru: BTreeSet<(u64, usize, u64)>,
+    /// (stamp, file, start) of every extent, one set per [`State`] (indexed by
+    /// [`State::index`]): least recently used first. Per state, so the flusher
+    /// finds the oldest dirty extent and eviction the oldest clean one without
+    /// stepping over the others.
+    lru: [BTreeSet<(u64, usize, u64)>; 3],
     stamp: u64,
     /// Bytes held.
     pub(crate) bytes: u64,
@@ -60,7 +74,7 @@ impl Cache {
             dirty_limit: (capacity as f64 * dirty_ratio) as u64,
             background: (capacity as f64 * background_ratio) as u64,
             files: BTreeMap::new(),
-            lru: BTreeSet::new(),
+            lru: Default::default(),
             stamp: 0,
             bytes: 0,
             dirty: 0,
@@ -102,7 +116,7 @@ impl Cache {
                 continue;
             }
             map.remove(&s);
-            self.lru.remove(&(e.stamp, file, s));
+            self.lru[e.state.index()].remove(&(e.stamp, file, s));
             if s < a {
                 put.push((s, Ext { end: a, ..e }));
             }
@@ -113,7 +127,7 @@ impl Cache {
         }
         for (s, e) in put {
             map.insert(s, e);
-            self.lru.insert((e.stamp, file, s));
+            self.lru[e.state.index()].insert((e.stamp, file, s));
         }
         for &(s, e, st) in &out {
             self.count(st, e - s, false);
@@ -140,7 +154,7 @@ impl Cache {
         {
             let e = *e;
             map.remove(&s);
-            self.lru.remove(&(e.stamp, file, s));
+            self.lru[state.index()].remove(&(e.stamp, file, s));
             self.count(state, a - s, false);
             start = s;
         }
@@ -153,7 +167,7 @@ impl Cache {
                 state,
             },
         );
-        self.lru.insert((stamp, file, start));
+        self.lru[state.index()].insert((stamp, file, start));
         self.count(state, b - start, true);
     }
 
@@ -164,7 +178,7 @@ impl Cache {
         }
         let mut victims = Vec::new();
         let mut over = self.bytes - self.capacity;
-        for &(_, file, s) in &self.lru {
+        for &(_, file, s) in &self.lru[State::Clean.index()] {
             if over == 0 {
                 break;
             }
@@ -206,9 +220,10 @@ impl Cache {
                 }
                 hits.push((lo, hi));
                 at = hi;
-                self.lru.remove(&(e.stamp, file, s));
+                let lru = &mut self.lru[e.state.index()];
+                lru.remove(&(e.stamp, file, s));
                 e.stamp = stamp;
-                self.lru.insert((stamp, file, s));
+                lru.insert((stamp, file, s));
             }
         }
         if at < b {
@@ -242,7 +257,7 @@ impl Cache {
                 }
             }
             None => {
-                for &(_, file, s) in &self.lru {
+                for &(_, file, s) in &self.lru[State::Dirty.index()] {
                     if left == 0 {
                         break;
                     }
@@ -276,7 +291,7 @@ impl Cache {
                     state: st,
                 },
             );
-            self.lru.insert((self.stamp, file, s));
+            self.lru[st.index()].insert((self.stamp, file, s));
             self.count(st, e - s, true);
         }
     }
@@ -293,7 +308,7 @@ impl Cache {
                         state: st,
                     },
                 );
-                self.lru.insert((0, file, s));
+                self.lru[st.index()].insert((0, file, s));
                 self.count(st, e - s, true);
             }
         }

@@ -26,7 +26,10 @@ pub(crate) struct Signal(Rc<SignalState>);
 #[derive(Default)]
 struct SignalState {
     fired: Cell<bool>,
-    wakers: RefCell<Vec<Waker>>,
+    /// The first waiter (most signals have exactly one: no allocation for it).
+    first: RefCell<Option<Waker>>,
+    /// Further waiters, in the order they waited.
+    more: RefCell<Vec<Waker>>,
 }
 
 impl Signal {
@@ -37,7 +40,10 @@ impl Signal {
     /// Marks the signal fired and wakes its waiters (in the order they waited).
     pub(crate) fn fire(&self) {
         self.0.fired.set(true);
-        for w in self.0.wakers.take() {
+        if let Some(w) = self.0.first.take() {
+            w.wake();
+        }
+        for w in self.0.more.take() {
             w.wake();
         }
     }
@@ -81,7 +87,12 @@ impl Future for SignalWait<'_> {
             .as_ref()
             .is_some_and(|w| w.will_wake(cx.waker()))
         {
-            st.wakers.borrow_mut().push(cx.waker().clone());
+            let mut first = st.first.borrow_mut();
+            if first.is_none() {
+                *first = Some(cx.waker().clone());
+            } else {
+                st.more.borrow_mut().push(cx.waker().clone());
+            }
             self.registered = Some(cx.waker().clone());
         }
         Poll::Pending
@@ -92,21 +103,39 @@ impl Future for SignalWait<'_> {
 enum Action {
     /// Fire a signal (a delay ended, a collective completed, …).
     Fire(Signal),
-    /// Start a flow (after its latency): path, bytes, signal fired when it ends.
-    StartFlow(Vec<(ResourceId, f64)>, f64, Signal),
+    /// Start a flow (after its latency): the slot of its path, bytes and
+    /// completion signal in [`Engine::starts`] (kept out of the heap entry).
+    StartFlow(u32),
     /// The earliest flow completion; stale unless its number is the latest scheduled.
     FlowTick(u64),
 }
 
+/// A queued event: its time, its sequence number and its action, 32 bytes (the
+/// heap moves entries around). The time is kept as the bits of
+/// [`f64::total_cmp`]'s order, so ordering is two integer compares.
 struct Event {
-    at: f64,
+    key: u64,
     seq: u64,
     action: Action,
 }
 
+/// A flow waiting for its start event: path, bytes, completion signal.
+type FlowStart = (Vec<(ResourceId, f64)>, f64, Signal);
+
+/// `t`'s bits, transformed so that unsigned order is [`f64::total_cmp`] order.
+fn time_key(t: f64) -> u64 {
+    let b = t.to_bits();
+    if b >> 63 == 1 { !b } else { b | 1 << 63 }
+}
+
+/// Inverse of [`time_key`].
+fn key_time(k: u64) -> f64 {
+    f64::from_bits(if k >> 63 == 1 { k & !(1 << 63) } else { !k })
+}
+
 impl PartialEq for Event {
     fn eq(&self, o: &Self) -> bool {
-        self.cmp(o) == Ordering::Equal
+        (self.key, self.seq) == (o.key, o.seq)
     }
 }
 impl Eq for Event {}
@@ -118,7 +147,7 @@ impl PartialOrd for Event {
 impl Ord for Event {
     fn cmp(&self, o: &Self) -> Ordering {
         // Reversed for BinaryHeap (a max-heap): earliest (time, seq) first.
-        o.at.total_cmp(&self.at).then(o.seq.cmp(&self.seq))
+        (o.key, o.seq).cmp(&(self.key, self.seq))
     }
 }
 
@@ -127,6 +156,9 @@ pub(crate) struct Engine {
     now: f64,
     seq: u64,
     queue: BinaryHeap<Event>,
+    /// Flows of queued [`Action::StartFlow`] events, by slot; free slots are reused.
+    starts: Vec<Option<FlowStart>>,
+    free_starts: Vec<u32>,
     pub(crate) flows: FlowNet<Signal>,
     /// Number and time of the latest scheduled [`Action::FlowTick`].
     tick: (u64, f64),
@@ -141,6 +173,8 @@ impl Engine {
             now: 0.0,
             seq: 0,
             queue: BinaryHeap::new(),
+            starts: Vec::new(),
+            free_starts: Vec::new(),
             flows,
             tick: (0, f64::INFINITY),
             done: Vec::new(),
@@ -157,10 +191,16 @@ impl Engine {
         debug_assert!(at >= self.now, "events cannot be scheduled in the past");
         self.seq += 1;
         self.queue.push(Event {
-            at,
+            key: time_key(at),
             seq: self.seq,
             action,
         });
+    }
+
+    /// Removes the earliest event; its time and action.
+    fn pop(&mut self) -> Option<(f64, Action)> {
+        let e = self.queue.pop()?;
+        Some((key_time(e.key), e.action))
     }
 
     /// Fires `signal` at virtual time `at` (≥ now).
@@ -182,7 +222,18 @@ impl Engine {
             if latency == 0.0 {
                 self.start_flow(path, bytes, done);
             } else {
-                self.push(at, Action::StartFlow(path, bytes, done));
+                let start = (path, bytes, done);
+                let slot = match self.free_starts.pop() {
+                    Some(i) => {
+                        self.starts[i as usize] = Some(start);
+                        i
+                    }
+                    None => {
+                        self.starts.push(Some(start));
+                        self.starts.len() as u32 - 1
+                    }
+                };
+                self.push(at, Action::StartFlow(slot));
             }
         } else {
             self.push(at, Action::Fire(done));
@@ -198,7 +249,11 @@ impl Engine {
         self.events += 1;
         match action {
             Action::Fire(s) => s.fire(),
-            Action::StartFlow(path, bytes, done) => self.start_flow(path, bytes, done),
+            Action::StartFlow(slot) => {
+                let (path, bytes, done) = self.starts[slot as usize].take().expect("queued");
+                self.free_starts.push(slot);
+                self.start_flow(path, bytes, done);
+            }
             Action::FlowTick(n) => {
                 if n == self.tick.0 {
                     self.tick.1 = f64::INFINITY;
@@ -216,9 +271,9 @@ impl Engine {
     /// Handles one event due at the current instant; false if none is.
     fn step_now(&mut self) -> bool {
         match self.queue.peek() {
-            Some(e) if e.at <= self.now => {
-                let e = self.queue.pop().expect("peeked");
-                self.handle(e.action);
+            Some(e) if key_time(e.key) <= self.now => {
+                let (_, action) = self.pop().expect("peeked");
+                self.handle(action);
                 true
             }
             _ => false,
@@ -241,10 +296,10 @@ impl Engine {
 
     /// Advances the clock to the next event and handles it; false if there is none.
     fn advance(&mut self) -> bool {
-        match self.queue.pop() {
-            Some(e) => {
-                self.now = e.at;
-                self.handle(e.action);
+        match self.pop() {
+            Some((at, action)) => {
+                self.now = at;
+                self.handle(action);
                 true
             }
             None => false,
@@ -434,5 +489,49 @@ pub(crate) fn run<'a>(
         if !e.advance() {
             return Err(exec.pending());
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The event key orders times as `f64::total_cmp` does and gives the time back bit for bit.
+    #[test]
+    fn time_keys_order_and_round_trip() {
+        let ts = [
+            -1.5,
+            -0.0,
+            0.0,
+            1e-300,
+            1e-9,
+            0.5,
+            1.0,
+            1.0 + f64::EPSILON,
+            3e8,
+            f64::INFINITY,
+        ];
+        for w in ts.windows(2) {
+            assert!(time_key(w[0]) < time_key(w[1]), "{} < {}", w[0], w[1]);
+        }
+        for t in ts {
+            assert_eq!(key_time(time_key(t)).to_bits(), t.to_bits());
+        }
+    }
+
+    /// Events come out by time, then in the order they were scheduled.
+    #[test]
+    fn events_by_time_then_sequence() {
+        let mut e = Engine::new(FlowNet::new());
+        let s: Vec<Signal> = (0..4).map(|_| Signal::new()).collect();
+        e.fire_at(2.0, s[0].clone());
+        e.fire_at(1.0, s[1].clone());
+        e.fire_at(2.0, s[2].clone());
+        e.fire_at(0.5, s[3].clone());
+        let mut order = Vec::new();
+        while let Some((t, Action::Fire(x))) = e.pop() {
+            order.push((t, s.iter().position(|y| y.same(&x)).unwrap()));
+        }
+        assert_eq!(order, vec![(0.5, 3), (1.0, 1), (2.0, 0), (2.0, 2)]);
     }
 }

@@ -18,14 +18,33 @@
 //!   flow c ──[ nic2 ]──┘
 //! ```
 //!
+//! # Flow classes
+//!
+//! Flows that cross the same *set* of resources form a *class*. Progressive
+//! filling freezes every unfrozen flow of a saturated resource at once, so all
+//! flows of a class freeze together and get the same rate, whatever their
+//! weights; the filling therefore runs over classes, each resource seeing a
+//! class as the sum of its members' weights. A thousand ranks writing through
+//! one NIC to one device are one class: a flow arriving or leaving costs work
+//! in the number of classes of its component, not in the number of flows.
+//!
+//! Within a class every flow is served at the class rate, so the class keeps
+//! one counter, the bytes `S(t)` served to each of its flows so far (the
+//! virtual time of processor sharing: Kleinrock, *Queueing Systems* vol. 2,
+//! 1976, ch. 4; the finish tags of Demers, Keshav & Shenker, *Analysis and
+//! simulation of a fair queueing algorithm*, SIGCOMM 1989). A flow of `b`
+//! bytes joining at `S₀` ends when `S` reaches its tag `S₀ + b`, so flows of a
+//! class end in tag order (a per-class min-heap), and a rate change settles
+//! `S` once instead of every flow's remaining bytes. A global heap holds each
+//! class's next completion time, invalidated lazily by a generation number.
+//!
 //! Recomputation is batched by the engine (once per virtual instant, [`FlowNet::recompute`])
-//! and restricted to the connected component of the resources whose flow set changed.
-//! When a flow's rate changes its remaining bytes are first settled at the old rate,
-//! then its completion time is recomputed at the new rate. Flows and resources are visited in id order:
-//! the order must be fixed for the simulation to be reproducible.
+//! and restricted to the connected component (classes ↔ resources) of the
+//! classes whose membership changed. Classes and resources are visited in id
+//! order: the order must be fixed for the simulation to be reproducible.
 
 use std::cmp::Ordering;
-use std::collections::{BTreeSet, BinaryHeap};
+use std::collections::{BTreeMap, BTreeSet, BinaryHeap};
 
 /// A resource in a [`FlowNet`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -39,25 +58,47 @@ struct Resource {
     name: String,
     /// Capacity in resource units per second (B/s for links).
     capacity: f64,
-    flows: BTreeSet<u32>,
-    dirty: bool,
+    /// Classes crossing this resource.
+    classes: BTreeSet<u32>,
     mark: u64,
     used: f64,
     wsum: f64,
     unfrozen: usize,
 }
 
-struct Flow<T> {
-    path: Vec<(u32, f64)>,
-    remaining: f64,
-    rate: f64,
+/// Flows over one set of resources.
+struct Class {
+    /// The resources crossed, ascending and distinct (empty while the slot is free).
+    key: Box<[u32]>,
+    /// Per resource of `key`: the sum of the member flows' weights.
+    wsum: Vec<f64>,
+    members: usize,
+    /// Member flows by finish tag: min-heap of (tag in bytes of `served`, flow id).
+    tags: BinaryHeap<Tag>,
+    /// Bytes served to each member flow up to `since` (virtual time of the class).
+    served: f64,
+    /// Time `served` was last settled at, in s.
     since: f64,
-    /// Completion time at the current rate (infinite before the first recomputation).
-    finish_at: f64,
-    token: T,
-    mark: u64,
-    frozen: bool,
+    /// Rate of every member flow in B/s (0 before the first recomputation).
+    rate: f64,
     new_rate: f64,
+    frozen: bool,
+    mark: u64,
+    dirty: bool,
+    /// Completion time of the next member at the current rate, in s (∞ if none).
+    finish_at: f64,
+    /// Bumped whenever `finish_at` changes or the slot is freed: older entries of
+    /// the global completion heap are stale.
+    generation: u64,
+}
+
+struct Flow<T> {
+    class: u32,
+    /// The class's `served` at which this flow has moved all its bytes.
+    tag: f64,
+    /// Weight per resource of the class key.
+    weights: Box<[f64]>,
+    token: T,
 }
 
 /// Resources and the flows crossing them; `T` is what the owner gets back when a flow ends.
@@ -65,10 +106,20 @@ pub struct FlowNet<T> {
     resources: Vec<Resource>,
     flows: Vec<Option<Flow<T>>>,
     free: Vec<u32>,
+    classes: Vec<Class>,
+    free_classes: Vec<u32>,
+    by_key: BTreeMap<Box<[u32]>, u32>,
+    /// Classes whose membership changed since the last recomputation.
     dirty: Vec<u32>,
+    /// Next completion per class: (time, class, generation), earliest first.
+    completions: BinaryHeap<Due>,
     epoch: u64,
-    comp_flows: Vec<u32>,
+    comp_classes: Vec<u32>,
     comp_res: Vec<u32>,
+    scratch: Vec<(u32, f64)>,
+    key_scratch: Vec<u32>,
+    ended: Vec<u32>,
+    share_heap: Vec<Share>,
 }
 
 /// Min-heap entry for the progressive-filling bottleneck search.
@@ -91,6 +142,64 @@ impl Ord for Share {
     }
 }
 
+/// Min-heap entry of a class's member flows: (finish tag, flow id).
+struct Tag(f64, u32);
+impl PartialEq for Tag {
+    fn eq(&self, o: &Self) -> bool {
+        self.cmp(o) == Ordering::Equal
+    }
+}
+impl Eq for Tag {}
+impl PartialOrd for Tag {
+    fn partial_cmp(&self, o: &Self) -> Option<Ordering> {
+        Some(self.cmp(o))
+    }
+}
+impl Ord for Tag {
+    fn cmp(&self, o: &Self) -> Ordering {
+        o.0.total_cmp(&self.0).then(o.1.cmp(&self.1))
+    }
+}
+
+/// Min-heap entry of the global completion heap: (time, class, generation).
+struct Due(f64, u32, u64);
+impl PartialEq for Due {
+    fn eq(&self, o: &Self) -> bool {
+        self.cmp(o) == Ordering::Equal
+    }
+}
+impl Eq for Due {}
+impl PartialOrd for Due {
+    fn partial_cmp(&self, o: &Self) -> Option<Ordering> {
+        Some(self.cmp(o))
+    }
+}
+impl Ord for Due {
+    fn cmp(&self, o: &Self) -> Ordering {
+        o.0.total_cmp(&self.0)
+            .then(o.1.cmp(&self.1))
+            .then(o.2.cmp(&self.2))
+    }
+}
+
+impl Class {
+    /// Completion time of a flow of `tag` at the current rate, in s.
+    fn finish_of(&self, tag: f64) -> f64 {
+        if self.rate > 0.0 {
+            self.since + (tag - self.served).max(0.0) / self.rate
+        } else {
+            f64::INFINITY
+        }
+    }
+
+    /// Completion time of the next member flow at the current rate, in s.
+    fn next_finish(&self) -> f64 {
+        self.tags
+            .peek()
+            .map_or(f64::INFINITY, |t| self.finish_of(t.0))
+    }
+}
+
 impl<T> Default for FlowNet<T> {
     fn default() -> Self {
         Self::new()
@@ -104,10 +213,18 @@ impl<T> FlowNet<T> {
             resources: Vec::new(),
             flows: Vec::new(),
             free: Vec::new(),
+            classes: Vec::new(),
+            free_classes: Vec::new(),
+            by_key: BTreeMap::new(),
             dirty: Vec::new(),
+            completions: BinaryHeap::new(),
             epoch: 0,
-            comp_flows: Vec::new(),
+            comp_classes: Vec::new(),
             comp_res: Vec::new(),
+            scratch: Vec::new(),
+            key_scratch: Vec::new(),
+            ended: Vec::new(),
+            share_heap: Vec::new(),
         }
     }
 
@@ -120,8 +237,7 @@ impl<T> FlowNet<T> {
         self.resources.push(Resource {
             name: name.into(),
             capacity,
-            flows: BTreeSet::new(),
-            dirty: false,
+            classes: BTreeSet::new(),
             mark: 0,
             used: 0.0,
             wsum: 0.0,
@@ -135,85 +251,190 @@ impl<T> FlowNet<T> {
         &self.resources[r.0 as usize].name
     }
 
+    /// The class of flows over exactly the resources of `key` (created if none).
+    fn class_for(&mut self, key: &[u32], now: f64) -> u32 {
+        if let Some(&c) = self.by_key.get(key) {
+            return c;
+        }
+        let key: Box<[u32]> = key.into();
+        let fresh = |key: Box<[u32]>, generation: u64| Class {
+            wsum: vec![0.0; key.len()],
+            key,
+            members: 0,
+            tags: BinaryHeap::new(),
+            served: 0.0,
+            since: now,
+            rate: 0.0,
+            new_rate: 0.0,
+            frozen: false,
+            mark: 0,
+            dirty: false,
+            finish_at: f64::INFINITY,
+            generation,
+        };
+        let c = match self.free_classes.pop() {
+            Some(c) => {
+                let slot = &mut self.classes[c as usize];
+                let mut class = fresh(key.clone(), slot.generation);
+                // Keep the heap's allocation.
+                class.tags = std::mem::take(&mut slot.tags);
+                *slot = class;
+                c
+            }
+            None => {
+                self.classes.push(fresh(key.clone(), 0));
+                self.classes.len() as u32 - 1
+            }
+        };
+        for &r in &key {
+            self.resources[r as usize].classes.insert(c);
+        }
+        self.by_key.insert(key, c);
+        c
+    }
+
+    fn mark_dirty(&mut self, c: u32) {
+        let class = &mut self.classes[c as usize];
+        if !class.dirty {
+            class.dirty = true;
+            self.dirty.push(c);
+        }
+    }
+
     /// Starts a flow of `bytes` (> 0) over `path` — `(resource, weight)` pairs,
-    /// weight in capacity units per byte — at time `now`. Its rate is set by the
-    /// next [`FlowNet::recompute`].
+    /// weight in capacity units per byte — at time `now`; a resource listed twice
+    /// counts with the sum of its weights. Its rate is set by the next
+    /// [`FlowNet::recompute`], which must run before time moves on (the engine
+    /// recomputes at the same virtual instant).
     pub fn start(&mut self, now: f64, path: &[(ResourceId, f64)], bytes: f64, token: T) -> FlowId {
         assert!(!path.is_empty(), "a flow needs at least one resource");
         assert!(bytes > 0.0, "a flow moves a positive number of bytes");
-        let flow = Flow {
-            path: path.iter().map(|&(r, w)| (r.0, w)).collect(),
-            remaining: bytes,
-            rate: 0.0,
-            since: now,
-            finish_at: f64::INFINITY,
-            token,
-            mark: 0,
-            frozen: false,
-            new_rate: 0.0,
-        };
-        let id = match self.free.pop() {
-            Some(i) => {
-                self.flows[i as usize] = Some(flow);
-                i
+        let mut scratch = std::mem::take(&mut self.scratch);
+        scratch.clear();
+        scratch.extend(path.iter().map(|&(r, w)| (r.0, w)));
+        scratch.sort_by_key(|p| p.0);
+        scratch.dedup_by(|b, a| {
+            if a.0 == b.0 {
+                a.1 += b.1;
+                true
+            } else {
+                false
             }
+        });
+        let mut key = std::mem::take(&mut self.key_scratch);
+        key.clear();
+        key.extend(scratch.iter().map(|p| p.0));
+        let c = self.class_for(&key, now);
+        self.key_scratch = key;
+        let id = match self.free.pop() {
+            Some(i) => i,
             None => {
-                self.flows.push(Some(flow));
+                self.flows.push(None);
                 self.flows.len() as u32 - 1
             }
         };
-        for &(r, _) in path {
-            self.resources[r.0 as usize].flows.insert(id);
-            self.mark_dirty(r.0);
+        let class = &mut self.classes[c as usize];
+        for (s, &(_, w)) in class.wsum.iter_mut().zip(&scratch) {
+            *s += w;
         }
+        class.members += 1;
+        // Bytes served to the class by `now`, without settling it.
+        let tag = class.served + class.rate * (now - class.since) + bytes;
+        class.tags.push(Tag(tag, id));
+        self.flows[id as usize] = Some(Flow {
+            class: c,
+            tag,
+            weights: scratch.iter().map(|p| p.1).collect(),
+            token,
+        });
+        self.scratch = scratch;
+        self.mark_dirty(c);
         FlowId(id)
-    }
-
-    fn mark_dirty(&mut self, r: u32) {
-        let res = &mut self.resources[r as usize];
-        if !res.dirty {
-            res.dirty = true;
-            self.dirty.push(r);
-        }
     }
 
     /// Ends every flow due by `now` (completion time ≤ `now`), in flow-id order,
     /// appending their tokens to `out`.
     pub fn finish_due(&mut self, now: f64, out: &mut Vec<T>) {
-        for i in 0..self.flows.len() {
-            if !self.flows[i].as_ref().is_some_and(|f| f.finish_at <= now) {
+        let mut ended = std::mem::take(&mut self.ended);
+        ended.clear();
+        while let Some(&Due(t, c, g)) = self.completions.peek() {
+            if t > now {
+                break;
+            }
+            self.completions.pop();
+            if self.classes[c as usize].generation != g {
                 continue;
             }
-            let f = self.flows[i].take().expect("checked above");
-            for &(r, _) in &f.path {
-                self.resources[r as usize].flows.remove(&(i as u32));
-                self.mark_dirty(r);
+            loop {
+                let class = &mut self.classes[c as usize];
+                let Some(&Tag(tag, f)) = class.tags.peek() else {
+                    break;
+                };
+                if class.finish_of(tag) > now {
+                    break;
+                }
+                class.tags.pop();
+                class.members -= 1;
+                let flow = self.flows[f as usize].as_ref().expect("tagged flows live");
+                for (s, w) in class.wsum.iter_mut().zip(&flow.weights) {
+                    *s -= w;
+                }
+                ended.push(f);
             }
-            self.free.push(i as u32);
-            out.push(f.token);
+            // The next completion of this class is set by the recomputation.
+            self.classes[c as usize].finish_at = f64::INFINITY;
+            self.classes[c as usize].generation += 1;
+            self.mark_dirty(c);
+        }
+        ended.sort_unstable();
+        for &f in &ended {
+            let flow = self.flows[f as usize].take().expect("ended once");
+            self.free.push(f);
+            out.push(flow.token);
+        }
+        self.ended = ended;
+        self.drop_stale();
+    }
+
+    /// Drops a class that lost its last member: frees its slot and key.
+    fn release(&mut self, c: u32) {
+        let class = &mut self.classes[c as usize];
+        let key = std::mem::take(&mut class.key);
+        class.wsum.clear();
+        class.generation += 1;
+        class.finish_at = f64::INFINITY;
+        for &r in &key {
+            self.resources[r as usize].classes.remove(&c);
+        }
+        self.by_key.remove(&key);
+        self.free_classes.push(c);
+    }
+
+    fn drop_stale(&mut self) {
+        while let Some(&Due(_, c, g)) = self.completions.peek() {
+            if self.classes[c as usize].generation == g {
+                break;
+            }
+            self.completions.pop();
         }
     }
 
     /// The earliest completion time of the flows in progress, if any.
     ///
-    /// One scan over the flows: the engine keeps a single pending "next flow
-    /// completion" event instead of one event per flow, so a rate change that
-    /// touches n flows costs O(n) arithmetic and no event-queue traffic.
+    /// The engine keeps a single pending "next flow completion" event instead of
+    /// one event per flow; this is the top of the completion heap. Valid after
+    /// [`FlowNet::recompute`] (flows ended or started since are not yet counted).
     pub fn next_finish(&self) -> Option<f64> {
-        self.flows
-            .iter()
-            .flatten()
-            .map(|f| f.finish_at)
-            .min_by(f64::total_cmp)
+        self.completions
+            .peek()
+            .map(|d| d.0)
             .filter(|t| t.is_finite())
     }
 
     /// Completion time of `flow` at its current rate, in seconds.
     pub fn finish_time(&self, flow: FlowId) -> Option<f64> {
-        self.flows
-            .get(flow.0 as usize)?
-            .as_ref()
-            .map(|f| f.finish_at)
+        let f = self.flows.get(flow.0 as usize)?.as_ref()?;
+        Some(self.classes[f.class as usize].finish_of(f.tag))
     }
 
     /// True when some flow started or ended since the last recomputation.
@@ -223,7 +444,8 @@ impl<T> FlowNet<T> {
 
     /// Current rate of `flow` in bytes/s (0 before its first recomputation).
     pub fn rate(&self, flow: FlowId) -> Option<f64> {
-        self.flows.get(flow.0 as usize)?.as_ref().map(|f| f.rate)
+        let f = self.flows.get(flow.0 as usize)?.as_ref()?;
+        Some(self.classes[f.class as usize].rate)
     }
 
     /// Number of flows in progress.
@@ -240,44 +462,52 @@ impl<T> FlowNet<T> {
         self.epoch += 1;
         let epoch = self.epoch;
         let mut stack = std::mem::take(&mut self.dirty);
-        self.comp_flows.clear();
+        self.comp_classes.clear();
         self.comp_res.clear();
-        for &r in &stack {
-            let res = &mut self.resources[r as usize];
-            res.dirty = false;
-            res.mark = epoch;
+        for &c in &stack {
+            let class = &mut self.classes[c as usize];
+            class.dirty = false;
+            class.mark = epoch;
         }
-        // Connected component: resources ↔ flows, by depth-first search.
-        while let Some(r) = stack.pop() {
-            self.comp_res.push(r);
-            let first_new = self.comp_flows.len();
+        // Connected component: classes ↔ resources, by depth-first search.
+        while let Some(c) = stack.pop() {
+            self.comp_classes.push(c);
             let Self {
                 resources,
-                flows,
-                comp_flows,
+                classes,
+                comp_res,
                 ..
             } = self;
-            for &f in &resources[r as usize].flows {
-                let flow = flows[f as usize]
-                    .as_mut()
-                    .expect("resource lists live flows");
-                if flow.mark != epoch {
-                    flow.mark = epoch;
-                    comp_flows.push(f);
+            for k in 0..classes[c as usize].key.len() {
+                let r = classes[c as usize].key[k];
+                let res = &mut resources[r as usize];
+                if res.mark == epoch {
+                    continue;
                 }
-            }
-            for &f in &comp_flows[first_new..] {
-                for &(r2, _) in &flows[f as usize].as_ref().expect("live").path {
-                    let res2 = &mut resources[r2 as usize];
-                    if res2.mark != epoch {
-                        res2.mark = epoch;
-                        stack.push(r2);
+                res.mark = epoch;
+                comp_res.push(r);
+                for &c2 in &res.classes {
+                    let class2 = &mut classes[c2 as usize];
+                    if class2.mark != epoch {
+                        class2.mark = epoch;
+                        stack.push(c2);
                     }
                 }
             }
         }
         self.dirty = stack; // empty; keeps the allocation
-        self.comp_flows.sort_unstable();
+        // Classes that lost their last member leave the network.
+        let mut i = 0;
+        while i < self.comp_classes.len() {
+            let c = self.comp_classes[i];
+            if self.classes[c as usize].members == 0 {
+                self.release(c);
+                self.comp_classes.swap_remove(i);
+            } else {
+                i += 1;
+            }
+        }
+        self.comp_classes.sort_unstable();
         self.comp_res.sort_unstable();
 
         for &r in &self.comp_res {
@@ -286,24 +516,25 @@ impl<T> FlowNet<T> {
             res.wsum = 0.0;
             res.unfrozen = 0;
         }
-        for &f in &self.comp_flows {
-            let flow = self.flows[f as usize].as_mut().expect("live");
-            flow.frozen = false;
-            for &(r, w) in &flow.path {
+        for &c in &self.comp_classes {
+            let class = &mut self.classes[c as usize];
+            class.frozen = false;
+            for (&r, &w) in class.key.iter().zip(&class.wsum) {
                 let res = &mut self.resources[r as usize];
                 res.wsum += w;
                 res.unfrozen += 1;
             }
         }
         // Progressive filling. A resource's fair share only grows as others'
-        // flows freeze, so a lazy min-heap with re-insertion finds each bottleneck.
+        // classes freeze, so a lazy min-heap with re-insertion finds each bottleneck.
         let share = |res: &Resource| ((res.capacity - res.used) / res.wsum).max(0.0);
-        let mut heap: BinaryHeap<Share> = self
-            .comp_res
-            .iter()
-            .filter(|&&r| self.resources[r as usize].unfrozen > 0)
-            .map(|&r| Share(share(&self.resources[r as usize]), r))
-            .collect();
+        let mut heap = BinaryHeap::from(std::mem::take(&mut self.share_heap));
+        heap.extend(
+            self.comp_res
+                .iter()
+                .filter(|&&r| self.resources[r as usize].unfrozen > 0)
+                .map(|&r| Share(share(&self.resources[r as usize]), r)),
+        );
         while let Some(Share(s, r)) = heap.pop() {
             let res = &self.resources[r as usize];
             if res.unfrozen == 0 {
@@ -314,39 +545,47 @@ impl<T> FlowNet<T> {
                 heap.push(Share(now_share, r));
                 continue;
             }
-            let members: Vec<u32> = res.flows.iter().copied().collect();
-            for f in members {
-                let flow = self.flows[f as usize].as_mut().expect("live");
-                if flow.frozen {
+            let Self {
+                resources, classes, ..
+            } = self;
+            let crossing = std::mem::take(&mut resources[r as usize].classes);
+            for &c in &crossing {
+                let class = &mut classes[c as usize];
+                if class.frozen {
                     continue;
                 }
-                flow.frozen = true;
-                flow.new_rate = s;
-                for &(r2, w) in &flow.path {
-                    let res2 = &mut self.resources[r2 as usize];
+                class.frozen = true;
+                class.new_rate = s;
+                for (&r2, &w) in class.key.iter().zip(&class.wsum) {
+                    let res2 = &mut resources[r2 as usize];
                     res2.used += s * w;
                     res2.wsum -= w;
                     res2.unfrozen -= 1;
                 }
             }
+            resources[r as usize].classes = crossing;
         }
-        // Settle at the old rate, then reschedule.
+        self.share_heap = heap.into_vec();
+        // Settle the classes whose rate changed at the old rate, then reschedule.
         let mut changed = 0;
-        for &f in &self.comp_flows {
-            let flow = self.flows[f as usize].as_mut().expect("live");
-            if flow.new_rate == flow.rate {
-                continue;
+        for &c in &self.comp_classes {
+            let class = &mut self.classes[c as usize];
+            if class.new_rate != class.rate {
+                class.served += class.rate * (now - class.since);
+                class.since = now;
+                class.rate = class.new_rate;
+                changed += class.members;
             }
-            flow.remaining = (flow.remaining - flow.rate * (now - flow.since)).max(0.0);
-            flow.since = now;
-            flow.rate = flow.new_rate;
-            flow.finish_at = if flow.rate > 0.0 {
-                now + flow.remaining / flow.rate
-            } else {
-                f64::INFINITY
-            };
-            changed += 1;
+            let t = class.next_finish();
+            if t != class.finish_at {
+                class.finish_at = t;
+                class.generation += 1;
+                if t.is_finite() {
+                    self.completions.push(Due(t, c, class.generation));
+                }
+            }
         }
+        self.drop_stale();
         changed
     }
 }
@@ -434,6 +673,52 @@ mod tests {
         assert!(close(net.rate(w).unwrap(), expect) && close(net.rate(r).unwrap(), expect));
     }
 
+    /// Processor sharing within a class: capacity 10; a (30 B) alone from t = 0, b (10 B)
+    /// joins at t = 1 when a has 20 B left; both at 5 B/s, b ends at 3 with a at 10 B
+    /// left, then a alone at 10 B/s ends at 4. Then c joins the emptied network.
+    #[test]
+    fn flows_of_one_class_end_in_tag_order() {
+        let mut net = FlowNet::new();
+        let l = net.add_resource("l", 10.0);
+        let a = net.start(0.0, &[(l, 1.0)], 30.0, "a");
+        net.recompute(0.0);
+        assert_eq!(net.next_finish(), Some(3.0));
+        let b = net.start(1.0, &[(l, 1.0)], 10.0, "b");
+        assert_eq!(net.recompute(1.0), 2);
+        assert_eq!(rates_s(&net, &[a, b]), vec![5.0, 5.0]);
+        assert_eq!(net.finish_time(a), Some(5.0));
+        assert_eq!(net.next_finish(), Some(3.0));
+        let mut done = Vec::new();
+        net.finish_due(3.0, &mut done);
+        assert_eq!(done, vec!["b"]);
+        net.recompute(3.0);
+        assert_eq!(net.next_finish(), Some(4.0));
+        net.finish_due(4.0, &mut done);
+        assert_eq!(done, vec!["b", "a"]);
+        assert_eq!(net.recompute(4.0), 0);
+        assert_eq!((net.active(), net.next_finish()), (0, None));
+        let c = net.start(5.0, &[(l, 1.0)], 10.0, "c");
+        net.recompute(5.0);
+        assert_eq!((net.rate(c), net.next_finish()), (Some(10.0), Some(6.0)));
+    }
+
+    /// Flows over the same resources with different weights are one class and get
+    /// one rate: capacity 12, weights 1 and 2 → r + 2r = 12, r = 4; a resource
+    /// listed twice counts with the sum of its weights (1 + 1 = 2, like the second).
+    #[test]
+    fn one_class_many_weights() {
+        let mut net = FlowNet::new();
+        let d = net.add_resource("d", 12.0);
+        let a = net.start(0.0, &[(d, 1.0)], 8.0, ());
+        let b = net.start(0.0, &[(d, 2.0)], 8.0, ());
+        net.recompute(0.0);
+        assert_eq!(rates(&net, &[a, b]), vec![4.0, 4.0]);
+        let c = net.start(0.0, &[(d, 1.0), (d, 1.0)], 8.0, ());
+        net.recompute(0.0);
+        // 4 in total: r (1 + 2 + 2) = 12.
+        assert_eq!(rates(&net, &[a, b, c]), vec![2.4, 2.4, 2.4]);
+    }
+
     /// Recomputation touches only the changed component; independent flows keep their
     /// rate and get no new completion.
     #[test]
@@ -450,6 +735,157 @@ mod tests {
         assert_eq!(net.finish_time(a), Some(1.0));
         // b had 8 bytes left at 0.2, now at 5 B/s.
         assert!(close(net.finish_time(b).unwrap(), 0.2 + 8.0 / 5.0));
+    }
+
+    /// Per-flow progressive filling, the textbook way (no classes): the reference.
+    fn reference_rates(cap: &[f64], paths: &[Vec<(usize, f64)>]) -> Vec<f64> {
+        let mut rate = vec![f64::NAN; paths.len()];
+        let mut used = vec![0.0; cap.len()];
+        loop {
+            let mut best: Option<(f64, usize)> = None;
+            for r in 0..cap.len() {
+                let w: f64 = (0..paths.len())
+                    .filter(|&f| rate[f].is_nan())
+                    .flat_map(|f| paths[f].iter().filter(|p| p.0 == r).map(|p| p.1))
+                    .sum();
+                if w > 0.0 {
+                    let s = ((cap[r] - used[r]) / w).max(0.0);
+                    if best.is_none_or(|b| s < b.0) {
+                        best = Some((s, r));
+                    }
+                }
+            }
+            let Some((s, r)) = best else { return rate };
+            for f in 0..paths.len() {
+                if rate[f].is_nan() && paths[f].iter().any(|p| p.0 == r) {
+                    rate[f] = s;
+                    for &(r2, w) in &paths[f] {
+                        used[r2] += s * w;
+                    }
+                }
+            }
+        }
+    }
+
+    /// (start time, bytes, path) of a flow in a test.
+    type TestFlow = (f64, f64, Vec<(usize, f64)>);
+
+    /// Completion times under arrivals and departures match a per-flow reference
+    /// simulation (remaining bytes settled at every event), on pseudo-random
+    /// networks where many flows share resource sets (classes of several flows).
+    #[test]
+    fn completion_times_match_a_per_flow_reference() {
+        let mut state = 777u64;
+        let mut next = move |m: u64| {
+            state = state
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            (state >> 33) % m
+        };
+        for _case in 0..30 {
+            let nres = 1 + next(4) as usize;
+            let cap: Vec<f64> = (0..nres).map(|_| 1.0 + next(10) as f64).collect();
+            let nflows = 1 + next(12) as usize;
+            // (start, bytes, path); few distinct paths so classes have several members.
+            let shapes: Vec<Vec<(usize, f64)>> = (0..3)
+                .map(|_| {
+                    let mut p: Vec<(usize, f64)> = (0..nres)
+                        .filter(|_| next(2) == 0)
+                        .map(|r| (r, 1.0))
+                        .collect();
+                    if p.is_empty() {
+                        p.push((0, 1.0));
+                    }
+                    p
+                })
+                .collect();
+            let flows: Vec<TestFlow> = (0..nflows)
+                .map(|_| {
+                    let mut p = shapes[next(3) as usize].clone();
+                    for x in &mut p {
+                        x.1 = [1.0, 0.5, 2.0][next(3) as usize];
+                    }
+                    (next(5) as f64 * 0.5, 1.0 + next(20) as f64, p)
+                })
+                .collect();
+
+            // The reference: event by event, every flow's remaining bytes.
+            let mut expect = vec![f64::NAN; nflows];
+            let mut left: Vec<f64> = flows.iter().map(|f| f.1).collect();
+            let mut t = 0.0;
+            loop {
+                let act: Vec<usize> = (0..nflows)
+                    .filter(|&f| flows[f].0 <= t && expect[f].is_nan())
+                    .collect();
+                let paths: Vec<_> = act.iter().map(|&f| flows[f].2.clone()).collect();
+                let rate = reference_rates(&cap, &paths);
+                let next_start = flows
+                    .iter()
+                    .map(|f| f.0)
+                    .filter(|&s| s > t)
+                    .fold(f64::INFINITY, f64::min);
+                let next_end = act
+                    .iter()
+                    .zip(&rate)
+                    .map(|(&f, &r)| t + left[f] / r)
+                    .fold(f64::INFINITY, f64::min);
+                let t2 = next_start.min(next_end);
+                if !t2.is_finite() {
+                    break;
+                }
+                for (&f, &r) in act.iter().zip(&rate) {
+                    left[f] -= r * (t2 - t);
+                    if left[f] <= 1e-9 * flows[f].1 {
+                        expect[f] = t2;
+                    }
+                }
+                t = t2;
+            }
+
+            // The flow network, driven as the engine drives it.
+            let mut net = FlowNet::new();
+            let res: Vec<ResourceId> = cap
+                .iter()
+                .enumerate()
+                .map(|(i, &c)| net.add_resource(format!("r{i}"), c))
+                .collect();
+            let mut got = vec![f64::NAN; nflows];
+            let mut order: Vec<usize> = (0..nflows).collect();
+            order.sort_by(|&a, &b| flows[a].0.total_cmp(&flows[b].0));
+            let mut pending = order.into_iter().peekable();
+            let mut now = 0.0;
+            let mut done = Vec::new();
+            loop {
+                while let Some(&f) = pending.peek() {
+                    if flows[f].0 > now {
+                        break;
+                    }
+                    let path: Vec<_> = flows[f].2.iter().map(|&(r, w)| (res[r], w)).collect();
+                    net.start(now, &path, flows[f].1, f);
+                    pending.next();
+                }
+                net.finish_due(now, &mut done);
+                for f in done.drain(..) {
+                    got[f] = now;
+                }
+                net.recompute(now);
+                let start = pending.peek().map_or(f64::INFINITY, |&f| flows[f].0);
+                let end = net.next_finish().unwrap_or(f64::INFINITY);
+                if !start.min(end).is_finite() {
+                    break;
+                }
+                now = start.min(end);
+            }
+            assert_eq!(net.active(), 0);
+            for f in 0..nflows {
+                assert!(
+                    close(got[f], expect[f]) || (got[f] - expect[f]).abs() < 1e-9,
+                    "flow {f}: ends at {} , reference {}",
+                    got[f],
+                    expect[f]
+                );
+            }
+        }
     }
 
     /// Brute-force reference: max–min fairness means every flow has a bottleneck

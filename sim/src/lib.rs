@@ -54,9 +54,10 @@
 //! Same scenario, rank count, seed and program → bit-identical virtual times.
 //! Events are ordered by `(time, sequence number)`; tasks are polled in the
 //! order they were woken; flows, resources, rendezvous and mailboxes live in
-//! vectors and `BTreeMap`s and are visited in a fixed order; randomness comes only
-//! from per-rank `Pcg64` streams seeded with `seed + rank`. Nothing reads the
-//! wall clock (clippy's `disallowed-methods` bans it in this crate).
+//! vectors and `BTreeMap`s and are visited in a fixed order; randomness (SSD
+//! latency jitter) comes only from one `Pcg64` of the storage model, seeded from
+//! the run's seed and drawn in event order, so a run replays only as a whole.
+//! Nothing reads the wall clock (clippy's `disallowed-methods` bans it in this crate).
 //!
 //! # Models and their sources
 //!

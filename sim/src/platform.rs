@@ -72,13 +72,13 @@ pub(crate) struct Platform {
     pub(crate) servers: Vec<ServerNet>,
 }
 
+/// Switch indices by name, and `routes[a][b]` between switches.
+type Topology = (BTreeMap<String, usize>, Vec<Vec<Route>>);
+
 /// Builds the switch graph of `scn` (petgraph), its resources, and all-pairs
 /// shortest routes by latency (ties: fewer hops, then graph order). Errors name
 /// a switch that nothing connects.
-fn topology<T>(
-    scn: &Scenario,
-    flows: &mut FlowNet<T>,
-) -> Result<(BTreeMap<String, usize>, Vec<Vec<Route>>), String> {
+fn topology<T>(scn: &Scenario, flows: &mut FlowNet<T>) -> Result<Topology, String> {
     use petgraph::graph::{NodeIndex, UnGraph};
     let mut names: BTreeMap<String, usize> = BTreeMap::new();
     let mut order: Vec<String> = Vec::new();
@@ -114,8 +114,8 @@ fn topology<T>(
     }
     let n = names.len();
     let mut routes = vec![vec![Route::default(); n]; n];
-    for a in 0..n {
-        for b in 0..n {
+    for (a, row) in routes.iter_mut().enumerate() {
+        for (b, slot) in row.iter_mut().enumerate() {
             let found = petgraph::algo::astar(
                 &g,
                 NodeIndex::new(a),
@@ -149,7 +149,7 @@ fn topology<T>(
                 r.resources.push(backplane[y.index()]);
                 r.latency += lat + scn.network.latency;
             }
-            routes[a][b] = r;
+            *slot = r;
         }
     }
     Ok((names, routes))

@@ -223,7 +223,7 @@ pub struct Ssd {
     /// Service latency per write request in seconds.
     pub write_latency: f64,
     /// Relative spread of the request latency: each request's latency is drawn
-    /// uniformly from `latency·(1 ± jitter)` with the rank's seeded RNG. 0 = none.
+    /// uniformly from `latency·(1 ± jitter)` with the model's seeded RNG. 0 = none.
     pub latency_jitter: f64,
     /// Requests whose latency phases overlap (internal channels / dies); more queue.
     pub channels: usize,

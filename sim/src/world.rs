@@ -331,8 +331,8 @@ fn etype_size(v: &View) -> u64 {
 }
 
 impl Twin {
-    /// A simulation of `ranks` ranks on `scenario`; `seed` seeds every rank's RNG
-    /// (rank r uses `seed + r`, as IOR does).
+    /// A simulation of `ranks` ranks on `scenario`; `seed` seeds the model's one
+    /// RNG (SSD latency jitter, drawn in event order), so the same seed replays the run.
     pub fn new(scenario: &Scenario, ranks: usize, seed: u64) -> Result<Twin, SimError> {
         if ranks == 0 {
             return Err(SimError::Setup(
