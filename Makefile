@@ -5,7 +5,7 @@ RANKS ?= 4
 BIN := target/release/piotwin
 DEMO_IOR := -a MPIIO -b 4m -t 256k -s 4 -i 3
 
-.PHONY: demo test bench deps build twin-only clean-demo
+.PHONY: demo test bench deps build
 
 # Install the system packages real mode needs (MPICH and libclang for rsmpi), if missing.
 deps:
