@@ -143,7 +143,9 @@ struct Gathered {
 }
 
 impl Gathered {
-    fn new(nranks: usize, extents: &ExtentSource<'_>) -> Gathered {
+    /// Reads every rank's extents once, keeping at most `keep = (per rank,
+    /// total)` of them.
+    fn new(nranks: usize, extents: &ExtentSource<'_>, keep: (usize, usize)) -> Gathered {
         let mut g = Gathered {
             ranges: Vec::with_capacity(nranks),
             kept: Vec::new(),
@@ -152,7 +154,7 @@ impl Gathered {
         for r in 0..nranks {
             let mut it = extents(r).filter(|e| e.1 > 0);
             let first = g.kept.len();
-            let cap = KEEP_TOTAL.saturating_sub(first).min(KEEP_PER_RANK);
+            let cap = keep.1.saturating_sub(first).min(keep.0);
             let mut whole = true;
             for e in it.by_ref() {
                 g.kept.push(e);
@@ -272,7 +274,19 @@ pub fn plan(
     nranks: usize,
     extents: &ExtentSource<'_>,
 ) -> Option<TwoPhase> {
-    let g = Gathered::new(nranks, extents);
+    plan_keeping(access, eff, nranks, extents, (KEEP_PER_RANK, KEEP_TOTAL))
+}
+
+/// [`plan`], keeping at most `keep = (per rank, total)` extents in memory
+/// between passes.
+fn plan_keeping(
+    access: Access,
+    eff: &Effective,
+    nranks: usize,
+    extents: &ExtentSource<'_>,
+    keep: (usize, usize),
+) -> Option<TwoPhase> {
+    let g = Gathered::new(nranks, extents, keep);
     let rr = &g.ranges;
     if !collective_buffering(access, eff, rr) {
         return None;
@@ -367,4 +381,53 @@ pub fn plan(
         moves,
         by_aggregator,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::scenario::{FileSystem, FsKind};
+    use piotwin_types::Hints;
+
+    /// Keeping extents between passes changes nothing: every rank kept, none
+    /// kept, and a budget that runs out part way give the same plan.
+    #[test]
+    fn kept_and_streamed_extents_plan_alike() {
+        // 6 ranks, interleaved strided blocks (rank r: 40-byte blocks at
+        // 240·k + 40·r); rank 4 has no data, rank 5 has zero-length extents too.
+        let exts: Vec<Vec<(u64, u64)>> = (0..6u64)
+            .map(|r| match r {
+                4 => Vec::new(),
+                5 => (0..50)
+                    .flat_map(|k| [(240 * k + 200, 0), (240 * k + 200, 40)])
+                    .collect(),
+                _ => (0..50).map(|k| (240 * k + 40 * r, 40)).collect(),
+            })
+            .collect();
+        let source = |r: usize| -> Box<dyn Iterator<Item = (u64, u64)> + '_> {
+            Box::new(exts[r].iter().copied())
+        };
+        let fs = FileSystem {
+            kind: FsKind::Local,
+            stripe_size: 1 << 20,
+            stripe_count: 1,
+            lock_granularity: None,
+            lock_revoke: 0.0,
+        };
+        let mut hints = Hints::new();
+        hints.set("cb_buffer_size", "1000");
+        let eff = Effective::resolve(&hints, &[0, 1, 2, 0, 1, 2], &fs).expect("valid hints");
+        for access in [Access::Read, Access::Write] {
+            let kept = plan(access, &eff, 6, &source).expect("interleaved: two-phase");
+            assert_eq!(kept.aggregators.len(), 3);
+            assert!(kept.rounds > 1, "several rounds: {}", kept.rounds);
+            for keep in [(0, 0), (60, 130), (1 << 20, 1 << 20)] {
+                assert_eq!(
+                    plan_keeping(access, &eff, 6, &source, keep).as_ref(),
+                    Some(&kept),
+                    "keep {keep:?}"
+                );
+            }
+        }
+    }
 }
