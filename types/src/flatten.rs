@@ -263,12 +263,12 @@ impl<'a> Plan<'a> {
                 starts,
                 order,
                 inner,
-            } => {
-                let dims: Vec<DimRuns> = (0..sizes.len())
-                    .map(|d| DimRuns::single(starts[d], subsizes[d]))
-                    .collect();
-                self.grid(sizes, &dims, *order, inner)
-            }
+            } => self.grid(
+                sizes,
+                |d| DimRuns::single(starts[d], subsizes[d]),
+                *order,
+                inner,
+            ),
             Datatype::Darray {
                 gsizes,
                 order,
@@ -276,13 +276,15 @@ impl<'a> Plan<'a> {
                 ..
             } => {
                 let dims = t.darray_dims().unwrap_or_else(|e| panic!("{e}"));
-                self.grid(gsizes, &dims, *order, inner)
+                self.grid(gsizes, |d| dims[d], *order, inner)
             }
             Datatype::Struct { fields } => {
                 let mut parts = Vec::with_capacity(fields.len());
                 for (disp, blocklen, ft) in fields {
                     let c = self.build(ft);
-                    if let Some(p) = self.repeat(*disp, *blocklen, ft.extent() as i64, c) {
+                    // A single block needs no stride: skip computing the extent.
+                    let stride = if *blocklen > 1 { ft.extent() as i64 } else { 0 };
+                    if let Some(p) = self.repeat(*disp, *blocklen, stride, c) {
                         parts.push(p);
                     }
                 }
@@ -292,25 +294,25 @@ impl<'a> Plan<'a> {
         }
     }
 
-    /// An array of `inner` with global sizes `sizes`, restricted per dimension to
-    /// the runs in `dims`; `order` says which dimension varies fastest.
+    /// An array of `inner` with global sizes `sizes`, restricted per dimension
+    /// `d` to the runs `dims(d)`; `order` says which dimension varies fastest.
     fn grid(
         &mut self,
         sizes: &[u64],
-        dims: &[DimRuns],
+        dims: impl Fn(usize) -> DimRuns,
         order: Order,
         inner: &'a Datatype,
     ) -> Option<usize> {
         let ext = inner.extent() as i64;
         let mut node = self.build(inner);
         let nd = sizes.len();
-        let fastest_first: Vec<usize> = match order {
-            Order::C => (0..nd).rev().collect(),
-            Order::Fortran => (0..nd).collect(),
-        };
         let mut stride = ext;
-        for d in fastest_first {
-            let r = dims[d];
+        for k in 0..nd {
+            let d = match order {
+                Order::C => nd - 1 - k,
+                Order::Fortran => k,
+            };
+            let r = dims(d);
             let block = self.repeat(0, r.blocklen, stride, node);
             let full = self.repeat(
                 r.first as i64 * stride,
@@ -320,7 +322,10 @@ impl<'a> Plan<'a> {
             );
             let tail_at = (r.first + r.nfull * r.period) as i64 * stride;
             let tail = self.repeat(tail_at, r.tail, stride, node);
-            node = self.list(full.into_iter().chain(tail).collect());
+            node = match (full, tail) {
+                (Some(f), Some(t)) => self.list(vec![f, t]),
+                (f, t) => f.or(t),
+            };
             stride *= sizes[d] as i64;
         }
         node

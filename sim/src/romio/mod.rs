@@ -20,8 +20,9 @@
 //!   `MPI_File_get_info` reports under MPICH.
 //!
 //! The planners are pure functions of the ranks' file extents
-//! (`piotwin_types::View::extents`, streamed, never stored) and the hints, so
-//! tests can check them against an independent computation of the algorithm.
+//! (`piotwin_types::View::extents`, streamed; only small views are kept between
+//! passes) and the hints, so tests can check them against an independent
+//! computation of the algorithm.
 //!
 //! # What it is not for
 //!

@@ -8,9 +8,12 @@
 //! exchanges with each aggregator in each round and which requests the
 //! aggregators make. It is pure: no time, no flows.
 //!
-//! Extents are streamed three times per rank (range, domain bounds, exchange
-//! amounts) and never stored: memory is O(ranks + aggregators × rounds + the
-//! (rank, aggregator, round) triples that carry data).
+//! The planner makes three passes over each rank's extents (range, domain
+//! bounds, exchange amounts). The first pass keeps a rank's extents in memory
+//! when they are few (at most 64 Ki per rank, 4 Mi over all ranks) so the other
+//! two read them from there; larger views are streamed anew on each pass. Memory
+//! is O(ranks + kept extents + aggregators × rounds + the (rank, aggregator,
+//! round) triples that carry data).
 
 use crate::platform::Access;
 
@@ -112,18 +115,73 @@ impl TwoPhase {
     }
 }
 
-/// Each rank's `[first byte, end)` of the call; `None` for ranks without data.
-pub fn ranges(nranks: usize, extents: &ExtentSource<'_>) -> Vec<Option<(u64, u64)>> {
-    (0..nranks)
-        .map(|r| {
-            extents(r)
-                .filter(|e| e.1 > 0)
-                .fold(None, |acc, (o, l)| match acc {
-                    None => Some((o, o + l)),
-                    Some((a, b)) => Some((a.min(o), b.max(o + l))),
-                })
-        })
-        .collect()
+/// `[first byte, end)` of extents `ext` (zero-length ones ignored); `None`
+/// when they hold no data.
+fn range_of(ext: impl Iterator<Item = (u64, u64)>) -> Option<(u64, u64)> {
+    ext.filter(|e| e.1 > 0).fold(None, |acc, (o, l)| match acc {
+        None => Some((o, o + l)),
+        Some((a, b)) => Some((a.min(o), b.max(o + l))),
+    })
+}
+
+/// At most this many extents of one rank are kept in memory between the passes
+/// of [`plan`]; a rank with more is streamed anew on each pass.
+const KEEP_PER_RANK: usize = 64 << 10;
+
+/// At most this many extents of all ranks together are kept in memory between
+/// the passes of [`plan`] (16 bytes each: 64 MiB).
+const KEEP_TOTAL: usize = 4 << 20;
+
+/// Each rank's extents, read once: their range, and the extents themselves
+/// where few enough to keep (see [`KEEP_PER_RANK`], [`KEEP_TOTAL`]).
+struct Gathered {
+    ranges: Vec<Option<(u64, u64)>>,
+    /// Kept extents of all ranks, rank after rank.
+    kept: Vec<(u64, u64)>,
+    /// Rank `r`'s extents are `kept[at[r].0..at[r].1]`; `None`: not kept.
+    at: Vec<Option<(usize, usize)>>,
+}
+
+impl Gathered {
+    /// Reads every rank's extents once, keeping at most `keep = (per rank,
+    /// total)` of them.
+    fn new(nranks: usize, extents: &ExtentSource<'_>, keep: (usize, usize)) -> Gathered {
+        let mut g = Gathered {
+            ranges: Vec::with_capacity(nranks),
+            kept: Vec::new(),
+            at: Vec::with_capacity(nranks),
+        };
+        for r in 0..nranks {
+            let mut it = extents(r).filter(|e| e.1 > 0);
+            let first = g.kept.len();
+            let cap = keep.1.saturating_sub(first).min(keep.0);
+            let mut whole = true;
+            for e in it.by_ref() {
+                g.kept.push(e);
+                if g.kept.len() - first > cap {
+                    whole = false;
+                    break;
+                }
+            }
+            g.ranges
+                .push(range_of(g.kept[first..].iter().copied().chain(it)));
+            if whole {
+                g.at.push(Some((first, g.kept.len())));
+            } else {
+                g.kept.truncate(first);
+                g.at.push(None);
+            }
+        }
+        g
+    }
+
+    /// Calls `f` on each extent with data of rank `r`, in order.
+    fn for_each(&self, r: usize, extents: &ExtentSource<'_>, mut f: impl FnMut(u64, u64)) {
+        match self.at[r] {
+            Some((a, b)) => self.kept[a..b].iter().for_each(|&(o, l)| f(o, l)),
+            None => extents(r).filter(|e| e.1 > 0).for_each(|(o, l)| f(o, l)),
+        }
+    }
 }
 
 /// ROMIO's interleave test: some rank starts before the previous rank (in rank
@@ -184,16 +242,24 @@ pub fn file_domains(start: u64, end: u64, n: usize, striping_unit: u64) -> Vec<O
     out
 }
 
-/// Index of the domain holding byte `off` (`ADIOI_Calc_aggregator`).
-fn domain_of(ends: &[u64], off: u64) -> usize {
-    ends.partition_point(|&e| e <= off)
+/// Index of the domain holding byte `off` (`ADIOI_Calc_aggregator`): the first
+/// whose exclusive end lies past `off`. `hint` is a guess (the domain of the
+/// previous extent, as a rank's extents ascend), checked before searching.
+fn domain_of(ends: &[u64], hint: usize, off: u64) -> usize {
+    if ends.get(hint).is_some_and(|&e| e > off) && (hint == 0 || ends[hint - 1] <= off) {
+        hint
+    } else {
+        ends.partition_point(|&e| e <= off)
+    }
 }
 
-/// Splits `[o, o + l)` at domain boundaries: calls `f(domain, start, end)`.
-fn split(ends: &[u64], o: u64, l: u64, mut f: impl FnMut(usize, u64, u64)) {
+/// Splits `[o, o + l)` at domain boundaries: calls `f(domain, start, end)`;
+/// `hint` carries the last domain found from one call to the next.
+fn split(ends: &[u64], hint: &mut usize, o: u64, l: u64, mut f: impl FnMut(usize, u64, u64)) {
     let (mut x, stop) = (o, o + l);
     while x < stop {
-        let a = domain_of(ends, x);
+        let a = domain_of(ends, *hint, x);
+        *hint = a;
         let y = ends[a].min(stop);
         f(a, x, y);
         x = y;
@@ -208,8 +274,21 @@ pub fn plan(
     nranks: usize,
     extents: &ExtentSource<'_>,
 ) -> Option<TwoPhase> {
-    let rr = ranges(nranks, extents);
-    if !collective_buffering(access, eff, &rr) {
+    plan_keeping(access, eff, nranks, extents, (KEEP_PER_RANK, KEEP_TOTAL))
+}
+
+/// [`plan`], keeping at most `keep = (per rank, total)` extents in memory
+/// between passes.
+fn plan_keeping(
+    access: Access,
+    eff: &Effective,
+    nranks: usize,
+    extents: &ExtentSource<'_>,
+    keep: (usize, usize),
+) -> Option<TwoPhase> {
+    let g = Gathered::new(nranks, extents, keep);
+    let rr = &g.ranges;
+    if !collective_buffering(access, eff, rr) {
         return None;
     }
     let start = rr.iter().flatten().map(|r| r.0).min()?;
@@ -227,11 +306,12 @@ pub fn plan(
     // Pass 2: where each domain's data starts and ends (st_loc, end_loc).
     let mut span: Vec<Option<(u64, u64)>> = vec![None; n];
     for (r, _) in rr.iter().enumerate().filter(|(_, x)| x.is_some()) {
-        for (o, l) in extents(r) {
-            split(&ends, o, l, |a, x, y| {
+        let mut hint = 0;
+        g.for_each(r, extents, |o, l| {
+            split(&ends, &mut hint, o, l, |a, x, y| {
                 span[a] = Some(span[a].map_or((x, y), |(s, e)| (s.min(x), e.max(y))));
             });
-        }
+        });
     }
     let cb = eff.cb_buffer_size;
     let mut windows: Vec<Vec<Window>> = span
@@ -255,8 +335,9 @@ pub fn plan(
     let mut moves: Vec<Vec<(usize, usize, u64)>> = vec![Vec::new(); rounds];
     for (r, _) in rr.iter().enumerate().filter(|(_, x)| x.is_some()) {
         let mut acc: Vec<(usize, usize, u64)> = Vec::new(); // (round, agg, bytes), sorted on flush
-        for (o, l) in extents(r) {
-            split(&ends, o, l, |a, x, y| {
+        let mut hint = 0;
+        g.for_each(r, extents, |o, l| {
+            split(&ends, &mut hint, o, l, |a, x, y| {
                 let s = span[a].expect("data in the domain").0;
                 let mut p = x;
                 while p < y {
@@ -270,7 +351,7 @@ pub fn plan(
                     p = q;
                 }
             });
-        }
+        });
         acc.sort_unstable();
         let mut it = acc.into_iter().peekable();
         while let Some((m, a, mut b)) = it.next() {
@@ -300,4 +381,53 @@ pub fn plan(
         moves,
         by_aggregator,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::scenario::{FileSystem, FsKind};
+    use piotwin_types::Hints;
+
+    /// Keeping extents between passes changes nothing: every rank kept, none
+    /// kept, and a budget that runs out part way give the same plan.
+    #[test]
+    fn kept_and_streamed_extents_plan_alike() {
+        // 6 ranks, interleaved strided blocks (rank r: 40-byte blocks at
+        // 240·k + 40·r); rank 4 has no data, rank 5 has zero-length extents too.
+        let exts: Vec<Vec<(u64, u64)>> = (0..6u64)
+            .map(|r| match r {
+                4 => Vec::new(),
+                5 => (0..50)
+                    .flat_map(|k| [(240 * k + 200, 0), (240 * k + 200, 40)])
+                    .collect(),
+                _ => (0..50).map(|k| (240 * k + 40 * r, 40)).collect(),
+            })
+            .collect();
+        let source = |r: usize| -> Box<dyn Iterator<Item = (u64, u64)> + '_> {
+            Box::new(exts[r].iter().copied())
+        };
+        let fs = FileSystem {
+            kind: FsKind::Local,
+            stripe_size: 1 << 20,
+            stripe_count: 1,
+            lock_granularity: None,
+            lock_revoke: 0.0,
+        };
+        let mut hints = Hints::new();
+        hints.set("cb_buffer_size", "1000");
+        let eff = Effective::resolve(&hints, &[0, 1, 2, 0, 1, 2], &fs).expect("valid hints");
+        for access in [Access::Read, Access::Write] {
+            let kept = plan(access, &eff, 6, &source).expect("interleaved: two-phase");
+            assert_eq!(kept.aggregators.len(), 3);
+            assert!(kept.rounds > 1, "several rounds: {}", kept.rounds);
+            for keep in [(0, 0), (60, 130), (1 << 20, 1 << 20)] {
+                assert_eq!(
+                    plan_keeping(access, &eff, 6, &source, keep).as_ref(),
+                    Some(&kept),
+                    "keep {keep:?}"
+                );
+            }
+        }
+    }
 }
