@@ -6,6 +6,8 @@
 
 #[cfg(test)]
 pub(crate) mod fault;
+#[cfg(test)]
+pub(crate) mod mem;
 pub mod null;
 #[cfg(feature = "mpi")]
 pub mod real;

@@ -27,8 +27,6 @@
 
 pub mod formulas;
 pub mod hintfile;
-#[cfg(test)]
-mod memctx;
 pub mod output;
 pub mod schedule;
 
@@ -910,6 +908,7 @@ impl<C: IoCtx> PartitionRun<'_, C> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::backend::mem::MemCtx;
     use clap::Parser;
 
     #[derive(Parser)]
@@ -1102,7 +1101,7 @@ mod tests {
         assert_eq!(r.total_patterns(), 3 * 3 * 43);
     }
 
-    fn mem_run(words: &[&str], ctx: &memctx::MemCtx) -> (Config, Measurements) {
+    fn mem_run(words: &[&str], ctx: &MemCtx) -> (Config, Measurements) {
         let mut c = Config::resolve(&parse(words), 1, 1, Hints::new()).unwrap();
         c.progress = false;
         let m = crate::ctx::block_on(BeffIo { cfg: c.clone() }.run(ctx)).unwrap();
@@ -1114,7 +1113,10 @@ mod tests {
         // Every call costs 5 ms of fake time; T = 2 s on one partition gives
         // Tp = U·2/150 s, and the rule 0.005·k·(k+1)/k ≤ Tp stops after k calls with
         // k + 1 ≤ Tp/0.005: U = 4 → 10, U = 2 → 5, U = 1 → 2, U = 0 → 1.
-        let ctx = memctx::MemCtx::new(0.005);
+        let ctx = MemCtx {
+            xfer_cost: 0.005,
+            ..Default::default()
+        };
         let (c, m) = mem_run(&["-T", "2", "-p", "/mem"], &ctx);
         assert_eq!(c.partitions, vec![1]);
         assert_eq!(m.patterns.len(), 43 + 9 + 43);
@@ -1167,7 +1169,10 @@ mod tests {
 
     #[test]
     fn keep_leaves_files_of_the_expected_sizes() {
-        let ctx = memctx::MemCtx::new(0.005);
+        let ctx = MemCtx {
+            xfer_cost: 0.005,
+            ..Default::default()
+        };
         let (c, m) = mem_run(&["-T", "2", "-p", "/mem", "-keep", "-rewrite"], &ctx);
         assert!(m.patterns.iter().all(|p| p.errors == 0));
         assert_eq!(m.patterns.len(), 3 * 43);
@@ -1196,7 +1201,10 @@ mod tests {
 
     #[test]
     fn corrupted_reads_are_counted() {
-        let mut ctx = memctx::MemCtx::new(0.005);
+        let mut ctx = MemCtx {
+            xfer_cost: 0.005,
+            ..Default::default()
+        };
         ctx.corrupt_reads = true;
         let (c, m) = mem_run(&["-T", "2", "-p", "/mem", "-e", "2"], &ctx);
         // Every read call's first chunk is wrong: one error per read call.

@@ -809,188 +809,21 @@ impl RankProgram for KernelProgram {
 mod tests {
     //! The programs on one rank over an in-memory test context (no back end is
     //! needed): what they write must be the canonical layout, checked here by an
-    //! independent reader, and a flipped byte must fail verification. The context
-    //! keeps files as byte vectors and supports the views a single rank uses (one
-    //! cell covering the whole grid, i.e. a contiguous record).
+    //! independent reader, and a flipped byte must fail verification.
 
-    use std::cell::{Cell as StdCell, RefCell};
     use std::collections::BTreeMap;
 
-    use piotwin_types::{Datatype, View};
-
     use super::*;
+    use crate::backend::mem::MemCtx;
     use crate::bench::btio::config::{BtioArgs, BtioKernelArgs, Grid};
     use crate::bench::btio::output::{btio_report, kernel_block, npb_block};
-    use crate::ctx::{Position, block_on};
+    use crate::ctx::block_on;
 
-    struct MemBuf(Vec<u8>);
-
-    impl IoBuf for MemBuf {
-        fn len(&self) -> usize {
-            self.0.len()
-        }
-        fn bytes(&self) -> Option<&[u8]> {
-            Some(&self.0)
-        }
-        fn bytes_mut(&mut self) -> Option<&mut [u8]> {
-            Some(&mut self.0)
-        }
-    }
-
-    struct MemFile {
-        path: String,
-        /// Bytes per etype of the view (1 without a view).
-        etype: u64,
-    }
-
-    #[derive(Default)]
-    struct MemCtx {
-        files: RefCell<BTreeMap<String, Vec<u8>>>,
-        clock: StdCell<f64>,
-        /// Flip this byte of this file when it is opened for reading.
-        corrupt: Option<(String, usize)>,
-    }
-
-    /// The whole grid as one subarray: the only filetype a single rank has.
-    fn whole_array(t: &Datatype) -> bool {
-        match t {
-            Datatype::Resized { lb: 0, inner, .. } => whole_array(inner),
-            Datatype::Struct { fields } => {
-                matches!(fields.as_slice(), [(0, 1, Datatype::Subarray { sizes, subsizes, .. })] if sizes == subsizes)
-            }
-            _ => false,
-        }
-    }
-
-    impl MemCtx {
-        fn move_data(&self, file: &MemFile, op: Op, buf: &mut MemBuf) -> usize {
-            let Position::At(pos) = op.pos else {
-                panic!("BTIO uses explicit offsets only")
-            };
-            let at = (pos * file.etype) as usize;
-            let mut files = self.files.borrow_mut();
-            let data = files.get_mut(&file.path).expect("open file");
-            match op.access {
-                Access::Write => {
-                    if data.len() < at + buf.0.len() {
-                        data.resize(at + buf.0.len(), 0);
-                    }
-                    data[at..at + buf.0.len()].copy_from_slice(&buf.0);
-                    buf.0.len()
-                }
-                Access::Read => {
-                    let n = data.len().saturating_sub(at).min(buf.0.len());
-                    buf.0[..n].copy_from_slice(&data[at..at + n]);
-                    n
-                }
-            }
-        }
-    }
-
-    impl IoCtx for MemCtx {
-        type Buf = MemBuf;
-        type File = MemFile;
-        type Request = (Op, MemBuf);
-
-        fn rank(&self) -> usize {
-            0
-        }
-        fn size(&self) -> usize {
-            1
-        }
-        fn wtime(&self) -> f64 {
-            self.clock.set(self.clock.get() + 0.001);
-            self.clock.get()
-        }
-        fn alloc(&self, len: usize) -> MemBuf {
-            MemBuf(vec![0; len])
-        }
-        async fn barrier(&self) {}
-        async fn bcast_u64(&self, value: u64, _root: usize) -> u64 {
-            value
-        }
-        async fn allreduce_f64(&self, value: f64, _op: ReduceOp) -> f64 {
-            value
-        }
-        async fn allgather_f64(&self, value: f64) -> Vec<f64> {
-            vec![value]
-        }
-        async fn sendrecv_replace(&self, _buf: &mut MemBuf, _dest: usize, _source: usize) {}
-        async fn split(&self, _color: Option<usize>, _key: usize) -> Option<Self> {
-            None
-        }
-        async fn open(&self, path: &str, opts: &OpenOptions) -> IoResult<MemFile> {
-            let mut files = self.files.borrow_mut();
-            match opts.mode {
-                OpenMode::Read => {
-                    let data = files
-                        .get_mut(path)
-                        .ok_or_else(|| IoError::Invalid(format!("{path}: no such file")))?;
-                    if let Some((p, at)) = &self.corrupt
-                        && p == path
-                    {
-                        data[*at] ^= 0x04;
-                    }
-                }
-                _ => {
-                    files.entry(path.to_string()).or_default();
-                }
-            }
-            Ok(MemFile {
-                path: path.to_string(),
-                etype: 1,
-            })
-        }
-        async fn set_view(&self, file: &mut MemFile, view: &View) -> IoResult<()> {
-            if view.disp != 0 || !whole_array(&view.filetype) {
-                return Err(IoError::Invalid(
-                    "the test context supports one-rank views only".into(),
-                ));
-            }
-            file.etype = match &view.etype {
-                Datatype::Byte => 1,
-                Datatype::Contiguous { count: 5, inner } if **inner == Datatype::Double => 40,
-                other => return Err(IoError::Invalid(format!("etype {other:?}"))),
-            };
-            Ok(())
-        }
-        async fn xfer(&self, file: &mut MemFile, op: Op, buf: &mut MemBuf) -> IoResult<usize> {
-            Ok(self.move_data(file, op, buf))
-        }
-        async fn post(&self, _file: &mut MemFile, op: Op, buf: MemBuf) -> IoResult<(Op, MemBuf)> {
-            Ok((op, buf))
-        }
-        async fn wait_all(
-            &self,
-            file: &mut MemFile,
-            requests: Vec<(Op, MemBuf)>,
-        ) -> IoResult<Vec<MemBuf>> {
-            Ok(requests
-                .into_iter()
-                .map(|(op, mut b)| {
-                    self.move_data(file, op, &mut b);
-                    b
-                })
-                .collect())
-        }
-        async fn sync(&self, _file: &mut MemFile) -> IoResult<()> {
-            Ok(())
-        }
-        async fn file_size(&self, file: &mut MemFile) -> IoResult<u64> {
-            Ok(self.files.borrow()[&file.path].len() as u64)
-        }
-        fn hints_in_effect(&self, _file: &MemFile) -> Hints {
-            Hints::new()
-        }
-        async fn close(&self, _file: MemFile) -> IoResult<()> {
-            Ok(())
-        }
-        async fn delete(&self, path: &str) -> IoResult<()> {
-            self.files.borrow_mut().remove(path);
-            Ok(())
-        }
-        async fn compute<R>(&self, _kernel: Kernel, work: impl FnOnce() -> R) -> Option<R> {
-            Some(work())
+    /// The in-memory test context, its clock moving 1 ms per reading.
+    fn mem() -> MemCtx {
+        MemCtx {
+            wtime_tick: 0.001,
+            ..Default::default()
         }
     }
 
@@ -1024,7 +857,7 @@ mod tests {
             Subtype::Epio,
         ] {
             let cfg = btio_args(subtype).resolve(1).unwrap();
-            let ctx = MemCtx::default();
+            let ctx = mem();
             let out = block_on(BtioProgram::new(cfg.clone(), &Hints::new()).run(&ctx)).unwrap();
             assert_eq!(out.verification, Verification::Successful, "{subtype:?}");
             assert_eq!((out.dumps, out.bytes_written), (2, 2 * 40 * 6 * 7 * 8));
@@ -1050,7 +883,7 @@ mod tests {
             assert!(npb_block(&cfg, &out).contains("Verification    =               SUCCESSFUL"));
         }
         let cfg = btio_args(Subtype::None).resolve(1).unwrap();
-        let ctx = MemCtx::default();
+        let ctx = mem();
         let out = block_on(BtioProgram::new(cfg, &Hints::new()).run(&ctx)).unwrap();
         assert_eq!(
             (out.verification, out.dumps),
@@ -1071,8 +904,8 @@ mod tests {
             // Byte 3 of the double of dump 1, point (2, 1, 0), component 4.
             let element = 5 * (6 * 7 * 8) + 5 * (2 + 6) + 4;
             let ctx = MemCtx {
-                corrupt: Some((path, element * 8 + 3)),
-                ..Default::default()
+                corrupt_file: Some((path, element * 8 + 3)),
+                ..mem()
             };
             let out = block_on(BtioProgram::new(cfg.clone(), &Hints::new()).run(&ctx)).unwrap();
             let Verification::Failed(why) = &out.verification else {
@@ -1101,7 +934,7 @@ mod tests {
                 path: Some("/mem".into()),
             };
             // A read with no file writes the records first (untimed) and reads them.
-            let fresh = MemCtx::default();
+            let fresh = mem();
             let rcfg = args("r").resolve(1).unwrap();
             let out =
                 block_on(KernelProgram::new(rcfg.clone(), &Hints::new()).run(&fresh)).unwrap();
@@ -1109,7 +942,7 @@ mod tests {
             assert_eq!(out.verification, Verification::Successful);
             assert_canonical(&fresh.files.borrow()[&rcfg.file_path()], 3 * 5 * 60);
             assert!(kernel_block(&rcfg, &out).contains("written first, untimed"));
-            let ctx = MemCtx::default();
+            let ctx = mem();
             let cfg = args("w").resolve(1).unwrap();
             let out = block_on(KernelProgram::new(cfg.clone(), &Hints::new()).run(&ctx)).unwrap();
             assert_eq!(
