@@ -11,41 +11,35 @@
 //! These compare two model outputs (or one with a scenario figure), never a
 //! result with a stored number; sizes are small so a debug build runs them in seconds.
 
-use std::path::{Path, PathBuf};
-use std::process::Command;
-
 use piotwin_sim::Scenario;
 use piotwin_sim::scenario::Device;
 
-const BIN: &str = env!("CARGO_BIN_EXE_piotwin");
-
-fn scenario(name: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("scenarios")
-        .join(name)
-}
+mod common;
+use common::*;
 
 /// Runs the twin IOR with `args` on scenario `name` at `ranks`; returns the report's metrics.
 fn twin_ior(name: &str, ranks: usize, args: &[&str]) -> serde_json::Value {
     let dir = tempfile::tempdir().unwrap();
     let sc = scenario(name);
     let ranks = ranks.to_string();
-    let o = Command::new(BIN)
-        .current_dir(dir.path())
-        .args(["run", "ior"])
-        .args(args)
-        .args(["--sim", sc.to_str().unwrap(), "--ranks", &ranks])
-        .args(["--json", "r.json"])
-        .output()
-        .expect("piotwin runs");
+    let mut all = vec!["run", "ior"];
+    all.extend(args);
+    all.extend([
+        "--sim",
+        sc.to_str().unwrap(),
+        "--ranks",
+        &ranks,
+        "--json",
+        "r.json",
+    ]);
+    let o = piotwin(dir.path(), &all);
     assert_eq!(
         o.status.code(),
         Some(0),
         "{args:?} on {name}: {}",
-        String::from_utf8_lossy(&o.stderr)
+        stderr(&o)
     );
-    let r: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(dir.path().join("r.json")).unwrap()).unwrap();
+    let r = read_json(&dir.path().join("r.json"));
     assert_eq!(r["mode"], "sim");
     r["metrics"].clone()
 }
