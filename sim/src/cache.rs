@@ -217,6 +217,18 @@ impl Cache {
         (hits, misses)
     }
 
+    /// Bytes of `[a, b)` of `file` held here, without touching the LRU order
+    /// (the fast-forward's read-only look at the cache).
+    pub(crate) fn held(&self, file: usize, a: u64, b: u64) -> u64 {
+        let Some(map) = self.files.get(&file) else {
+            return 0;
+        };
+        let first = map.range(..a).next_back().map(|(&s, _)| s).unwrap_or(a);
+        map.range(first..b)
+            .map(|(&s, e)| e.end.min(b).saturating_sub(s.max(a)))
+            .sum()
+    }
+
     /// Marks up to `limit` bytes of dirty data as being written back and returns
     /// it as `(file, start, end)`: of `only` = `(file, start, end)` when given
     /// (fsync, lock revocation), else the oldest dirty extents (the flusher).
