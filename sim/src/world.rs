@@ -246,6 +246,9 @@ pub(crate) struct Model {
     /// Per world rank: its file-system requests since the fast-forward last
     /// looked, while it observes a repetition ([`Rank::ff_start`]).
     ff_log: Vec<Option<Vec<FfReq>>>,
+    /// Offers of ranks that skip on their own ([`Rank::ff_offer`]), by
+    /// (communicator, key): every rank's offer, and how many have read the result.
+    ff_offers: BTreeMap<(u32, u64), (Vec<Option<f64>>, usize)>,
 }
 
 impl Model {
@@ -368,6 +371,7 @@ impl Twin {
             range_locks: BTreeMap::new(),
             trace: None,
             ff_log: vec![None; ranks],
+            ff_offers: BTreeMap::new(),
         };
         let world = model.new_comm((0..ranks).collect());
         let core = Rc::new(Core {
@@ -1790,7 +1794,7 @@ pub struct FfPlan {
     pointer: Option<(FfPointer, u64)>,
 }
 
-/// Relative spread of the last iteration times that counts as steady.
+/// Relative difference of the mean iteration times of a window's two halves that counts as steady.
 pub const FF_EPSILON: f64 = 1e-3;
 
 impl Rank {
@@ -1830,13 +1834,18 @@ impl Rank {
         }
     }
 
-    /// How many iterations after `window` (this rank's last observations, oldest
-    /// first, at least 3: the first one is where timing starts, its requests
-    /// are not looked at) may be skipped; `None` when the twin is not in a
-    /// steady state. The conditions, all on virtual-time state only:
+    /// How many iterations after `window` (this rank's last `2B + 1`
+    /// observations, oldest first, `B ≥ 2`: the first one is where timing
+    /// starts, its requests are not looked at) may be skipped; `None` when the
+    /// twin is not in a steady state. The conditions, all on virtual-time state only:
     ///
-    /// 1. **steady time**: the iteration times Δ of the window agree within
-    ///    [`FF_EPSILON`] (relative) of the last one;
+    /// 1. **steady time**: the mean iteration time of the window's first `B`
+    ///    iterations and of its last `B` agree within [`FF_EPSILON`]
+    ///    (relative); Δ is the mean over all `2B`. Iteration times that vary
+    ///    periodically (a request crossing a RAID chunk every so many
+    ///    iterations) pass only once `B` is long enough for the variation to
+    ///    average out to ε (the caller doubles `B` after each refusal), so Δ
+    ///    then carries them at their mean;
     /// 2. **repeating requests**: every iteration issued the same file-system
     ///    requests (file, read/write, length, where reads were served from),
     ///    each offset moved by one common shift per iteration, and the shared
@@ -1851,7 +1860,7 @@ impl Rank {
     ///    current caches without touching them.
     ///
     /// The error left: a skip of `k` adds `k·Δ` where the exact run would add
-    /// `Σ Δ_j`; with 1.–4. the Δ_j stay within ε of Δ, so the time of the
+    /// `Σ Δ_j`; with 1.–4. the mean of the Δ_j stays within ε of Δ, so the time of the
     /// skipped stretch is within ε·k·Δ (relative ε = 1e-3). Not reproduced: the
     /// device head position and queue (the first exact access after a skip
     /// seeks from where the last simulated one ended: at most one full seek per
@@ -1861,14 +1870,17 @@ impl Rank {
     /// among the skipped extents.
     pub fn ff_plan(&self, window: &[FfObservation]) -> Option<FfPlan> {
         let w = window.len();
-        if w < 3 {
+        if w < 5 || w % 2 == 0 {
             return None;
         }
-        let deltas: Vec<f64> = window.windows(2).map(|p| p[1].end - p[0].end).collect();
-        let last = *deltas.last()?;
-        if last <= 0.0 || deltas.iter().any(|d| (d - last).abs() > FF_EPSILON * last) {
+        // 1. the two halves of the window take the same time.
+        let half = (w - 1) / 2;
+        let (t0, t1, t2) = (window[0].end, window[half].end, window[w - 1].end);
+        let (m1, m2) = ((t1 - t0) / half as f64, (t2 - t1) / half as f64);
+        if m2 <= 0.0 || (m1 - m2).abs() > FF_EPSILON * m2 {
             return None;
         }
+        let last = (t2 - t0) / (w - 1) as f64;
         // 2. the same requests, shifted by one amount per iteration.
         let mut shift = None;
         for p in window[1..].windows(2) {
@@ -1975,6 +1987,38 @@ impl Rank {
             Some(CollOut::U64(v)) => *v,
             _ => unreachable!("an agreement yields a u64"),
         }
+    }
+
+    /// Offers, without waiting, the latest virtual time `until` (seconds; 0 for
+    /// none) this rank could skip to, in the round `key` of its communicator.
+    /// For ranks that are not in step (an independent loop): they skip the same
+    /// stretch of virtual time, each as many of its own iterations as fit, so
+    /// that they stop loading the storage system and resume together.
+    pub fn ff_offer(&self, key: u64, until: f64) {
+        let n = self.size();
+        let mut m = self.core.model.borrow_mut();
+        let e = m
+            .ff_offers
+            .entry((self.comm.id, key))
+            .or_insert_with(|| (vec![None; n], 0));
+        e.0[self.rank] = Some(until);
+    }
+
+    /// The outcome of round `key` once every rank has offered: the earliest of
+    /// the offered times (each rank reads it once).
+    pub fn ff_offered(&self, key: u64) -> Option<f64> {
+        let n = self.size();
+        let mut m = self.core.model.borrow_mut();
+        let id = (self.comm.id, key);
+        let e = m.ff_offers.get_mut(&id)?;
+        let until =
+            e.0.iter()
+                .try_fold(f64::INFINITY, |a, o| o.map(|t| a.min(t)))?;
+        e.1 += 1;
+        if e.1 == n {
+            m.ff_offers.remove(&id);
+        }
+        Some(until)
     }
 
     /// Skips `k` iterations of `plan`: applies the skipped requests' effect on

@@ -8,7 +8,8 @@
 //!
 //! One thing it adds: [`IoCtx::repeat`] **fast-forwards**. It runs iterations
 //! exactly while observing them; once the twin is in a steady state (every
-//! rank: the last iteration times equal within 1e-3, the same file-system
+//! rank: the mean iteration times of the two halves of its window equal
+//! within 1e-3, the same file-system
 //! requests shifted by a constant per iteration, no cache threshold and no
 //! change of where reads are served from within the skip — see
 //! [`piotwin_sim::Rank::ff_plan`] for the conditions and the error bound), all
@@ -33,9 +34,11 @@ use crate::ctx::{
 };
 use piotwin_sim::{FfObservation, FfPointer, Scenario, SimError};
 
-/// Observations in the fast-forward's window: where timing starts plus three
-/// iterations (three iteration times, two request shifts).
-pub const FF_WINDOW: usize = 4;
+/// Iterations in each half of the fast-forward's first window (see
+/// [`piotwin_sim::Rank::ff_plan`]); doubled after each refusal up to [`FF_MAX_HALF`].
+pub const FF_HALF: usize = 2;
+/// The longest half window.
+pub const FF_MAX_HALF: usize = 256;
 /// Fewest iterations worth a skip.
 pub const FF_MIN_SKIP: u64 = 4;
 /// A skip is at most this many times the iterations done before it.
@@ -96,9 +99,24 @@ pub struct SimCtx {
     rank: piotwin_sim::Rank,
     /// Fast-forward repetitions.
     ff: bool,
-    /// Data accesses in the current repetition: (count, shared pointer used,
-    /// something the fast-forward cannot repeat was done).
-    calls: Cell<(u32, Option<FfPointer>, bool)>,
+    /// Data accesses in the current repetition.
+    calls: Cell<Calls>,
+    /// Repetitions started (numbers the fast-forward's offer rounds).
+    repeats: Cell<u64>,
+}
+
+/// What the data accesses of one repetition were, for the fast-forward.
+#[derive(Debug, Clone, Copy, Default)]
+struct Calls {
+    /// How many.
+    count: u32,
+    /// The shared file pointer an ordered access used.
+    pointer: Option<FfPointer>,
+    /// Something the fast-forward does not repeat (nonblocking or independent
+    /// shared-pointer access).
+    odd: bool,
+    /// A collective access: every rank is in step, so skips are agreed.
+    collective: bool,
 }
 
 impl SimCtx {
@@ -106,7 +124,8 @@ impl SimCtx {
         SimCtx {
             rank,
             ff,
-            calls: Cell::new((0, None, false)),
+            calls: Cell::new(Calls::default()),
+            repeats: Cell::new(0),
         }
     }
 
@@ -114,15 +133,17 @@ impl SimCtx {
     /// makes exactly one; independent shared-pointer accesses (whose order
     /// between ranks is decided call by call) are not repeated.
     fn count_call(&self, file: &SimFile, op: Op) {
-        let (n, p, bad) = self.calls.get();
-        let (p, bad) = match (op.coord, op.pos) {
-            (_, Position::At(_)) => (p, bad),
+        let mut c = self.calls.get();
+        c.count += 1;
+        c.collective |= op.coord == Coordination::Collective;
+        match (op.coord, op.pos) {
+            (_, Position::At(_)) => {}
             (Coordination::Collective, Position::SharedPointer) => {
-                (Some(self.rank.ff_pointer(&file.inner)), bad)
+                c.pointer = Some(self.rank.ff_pointer(&file.inner));
             }
-            (Coordination::Independent, Position::SharedPointer) => (p, true),
-        };
-        self.calls.set((n + 1, p, bad));
+            (Coordination::Independent, Position::SharedPointer) => c.odd = true,
+        }
+        self.calls.set(c);
     }
 
     /// The most iterations this rank may skip now, `r` done since `start`, its
@@ -275,8 +296,10 @@ impl IoCtx for SimCtx {
         Ok(n as usize)
     }
     async fn post(&self, file: &mut SimFile, op: Op, buf: SimBuf) -> IoResult<SimRequest> {
-        let (n, p, _) = self.calls.get();
-        self.calls.set((n + 1, p, true));
+        let mut c = self.calls.get();
+        c.count += 1;
+        c.odd = true;
+        self.calls.set(c);
         let (a, c, p) = op_parts(op);
         let pending = self
             .rank
@@ -341,10 +364,13 @@ impl IoCtx for SimCtx {
             self.rank.ff_start();
         }
         let mut window = vec![self.rank.ff_observe(None)];
-        let mut gap = FF_WINDOW;
-        let mut seen = 0usize;
+        let mut half = FF_HALF;
+        // offer rounds of an independent loop: (next round, round awaited)
+        let call = self.repeats.get();
+        self.repeats.set(call + 1);
+        let (mut round, mut awaited) = (call << 32, None);
         loop {
-            self.calls.set((0, None, false));
+            self.calls.set(Calls::default());
             body(r).await?;
             r += 1;
             let go_on = match policy {
@@ -364,32 +390,81 @@ impl IoCtx for SimCtx {
             if !self.ff {
                 continue;
             }
-            let (calls, pointer, odd) = self.calls.get();
-            window.push(self.rank.ff_observe(pointer));
-            if window.len() > FF_WINDOW {
+            let calls = self.calls.get();
+            window.push(self.rank.ff_observe(calls.pointer));
+            if window.len() > 2 * FF_MAX_HALF + 1 {
                 window.remove(0);
             }
-            seen += 1;
-            // Decision points depend on r and agreed skips only: the same on every rank.
-            if seen < gap {
+            let repeatable = calls.count == 1 && !calls.odd;
+            // Ranks in step (a barrier per iteration, or a collective access) agree
+            // on one number of iterations at decision points that depend on r and
+            // agreed skips only, the same on every rank. Ranks of an independent
+            // loop offer a time to skip to and go on; once all have offered, each
+            // skips its own iterations up to the earliest offered time.
+            let in_step = calls.collective || matches!(policy, Repeat::TimeBudget { .. });
+            let k;
+            let plan;
+            if in_step {
+                if window.len() < 2 * half + 1 {
+                    continue;
+                }
+                let (mine, p) = if repeatable {
+                    self.ff_bound(policy, r, start, &window)
+                } else {
+                    (0, None)
+                };
+                k = self.rank.ff_agree(mine).await;
+                plan = p;
+            } else if let Some(key) = awaited {
+                let Some(until) = self.rank.ff_offered(key) else {
+                    continue;
+                };
+                awaited = None;
+                let (mine, p) = if repeatable {
+                    self.ff_bound(policy, r, start, &window)
+                } else {
+                    (0, None)
+                };
+                k = match &p {
+                    Some(p) => {
+                        let fit = ((until - self.wtime()) / p.delta).floor().max(0.0) as u64;
+                        let k = mine.min(fit);
+                        if k >= FF_MIN_SKIP { k } else { 0 }
+                    }
+                    None => 0,
+                };
+                plan = p;
+            } else {
+                if window.len() < 2 * half + 1 {
+                    continue;
+                }
+                let (mine, p) = if repeatable {
+                    self.ff_bound(policy, r, start, &window)
+                } else {
+                    (0, None)
+                };
+                let until = match p {
+                    Some(p) if mine > 0 => self.wtime() + mine as f64 * p.delta,
+                    _ => 0.0,
+                };
+                self.rank.ff_offer(round, until);
+                awaited = Some(round);
+                round += 1;
                 continue;
             }
-            let (mine, plan) = if calls == 1 && !odd {
-                self.ff_bound(policy, r, start, &window)
-            } else {
-                (0, None)
-            };
-            let k = self.rank.ff_agree(mine).await;
             match plan {
                 Some(plan) if k > 0 => {
                     self.rank.ff_skip(&plan, k).await;
                     r += k;
                     SKIPPED.with(|s| s.set(s.get() + k));
                     window = vec![self.rank.ff_observe(None)];
-                    seen = 0;
-                    gap = FF_WINDOW;
                 }
-                _ => gap *= 2,
+                _ => {
+                    // refused: observe a window twice as long, keeping its newest half
+                    half = (half * 2).min(FF_MAX_HALF);
+                    let keep = window.len().min(half + 1);
+                    window.drain(..window.len() - keep);
+                }
             }
         }
         if self.ff {
