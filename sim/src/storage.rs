@@ -266,17 +266,31 @@ impl Storage {
     ) -> Started {
         let mut st = Started::default();
         let now = e.now();
+        // The list's pieces by (server, file), in list order within each: one
+        // request per list entry and server, carried as one flow per (server,
+        // file) like a client's stream of RPCs to one target, so a write-back
+        // of many extents does not become as many concurrent flows.
+        let mut batches: BTreeMap<(usize, usize), (Pieces, u64)> = BTreeMap::new();
         for &(file, a, b) in list {
             if a >= b {
                 continue;
             }
             for (srv, pieces) in self.map(file, a, b) {
+                let batch = batches.entry((srv, file)).or_default();
+                batch.0.extend(pieces);
+                batch.1 += 1;
+            }
+        }
+        for ((srv, file), (pieces, requests)) in batches {
+            {
                 let mut net = Vec::new();
                 let lat = platform.to_server(node, srv, access, &mut net);
                 let s = &mut self.servers[srv];
+                // the server's CPU takes the requests one after the other; data
+                // moves once the first is handled
                 let begin = (now + lat).max(s.cpu_free);
-                s.cpu_free = begin + s.request_cpu;
-                let lat = s.cpu_free - now;
+                s.cpu_free = begin + requests as f64 * s.request_cpu;
+                let lat = begin + s.request_cpu - now;
                 let bytes: u64 = pieces.iter().map(|p| p.2).sum();
                 // (file offsets served from the server cache, pieces that need the device)
                 let (hit, dev): (u64, Vec<(u64, u64)>) = match (&mut s.cache, access) {
