@@ -1795,7 +1795,7 @@ pub struct FfPlan {
 }
 
 /// Relative difference of the mean iteration times of a window's two halves that counts as steady.
-pub const FF_EPSILON: f64 = 1e-3;
+pub const FF_EPSILON: f64 = 1e-2;
 
 impl Rank {
     /// Starts logging this rank's file-system requests for the fast-forward.
@@ -1861,7 +1861,7 @@ impl Rank {
     ///
     /// The error left: a skip of `k` adds `k·Δ` where the exact run would add
     /// `Σ Δ_j`; with 1.–4. the mean of the Δ_j stays within ε of Δ, so the time of the
-    /// skipped stretch is within ε·k·Δ (relative ε = 1e-3). Not reproduced: the
+    /// skipped stretch is within ε·k·Δ (relative ε = 1e-2). Not reproduced: the
     /// device head position and queue (the first exact access after a skip
     /// seeks from where the last simulated one ended: at most one full seek per
     /// device per skip), the interleaving of the flusher daemons' write-back

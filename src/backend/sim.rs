@@ -9,7 +9,7 @@
 //! One thing it adds: [`IoCtx::repeat`] **fast-forwards**. It runs iterations
 //! exactly while observing them; once the twin is in a steady state (every
 //! rank: the mean iteration times of the two halves of its window equal
-//! within 1e-3, the same file-system
+//! within 1e-2, the same file-system
 //! requests shifted by a constant per iteration, no cache threshold and no
 //! change of where reads are served from within the skip — see
 //! [`piotwin_sim::Rank::ff_plan`] for the conditions and the error bound), all
