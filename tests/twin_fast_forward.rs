@@ -39,8 +39,11 @@ fn run(scn: &str, t: &str, extra: &[&str]) -> Value {
     serde_json::from_str(&text).unwrap()
 }
 
-/// (partition, access, pattern) → (repetitions, bandwidth MB/s) of every pattern.
-fn patterns(report: &Value) -> Vec<((u64, String, u64), (u64, f64))> {
+/// A pattern's (partition, access, pattern) and its (repetitions, bandwidth MB/s).
+type Row = ((u64, String, u64), (u64, f64));
+
+/// Every pattern's row of the report.
+fn patterns(report: &Value) -> Vec<Row> {
     let t = &report["tables"]["patterns"];
     let cols: Vec<&str> = t["columns"]
         .as_array()

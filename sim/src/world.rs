@@ -220,6 +220,10 @@ struct SharedPtr {
     free_at: f64,
 }
 
+/// The offers of one round of [`Rank::ff_offer`]: each rank's time (`None`
+/// until it offered) and how many ranks have read the outcome.
+type Offers = (Vec<Option<f64>>, usize);
+
 pub(crate) struct Model {
     pub(crate) platform: Platform,
     pub(crate) storage: Storage,
@@ -248,7 +252,7 @@ pub(crate) struct Model {
     ff_log: Vec<Option<Vec<FfReq>>>,
     /// Offers of ranks that skip on their own ([`Rank::ff_offer`]), by
     /// (communicator, key): every rank's offer, and how many have read the result.
-    ff_offers: BTreeMap<(u32, u64), (Vec<Option<f64>>, usize)>,
+    ff_offers: BTreeMap<(u32, u64), Offers>,
 }
 
 impl Model {
@@ -1870,7 +1874,7 @@ impl Rank {
     /// among the skipped extents.
     pub fn ff_plan(&self, window: &[FfObservation]) -> Option<FfPlan> {
         let w = window.len();
-        if w < 5 || w % 2 == 0 {
+        if w < 5 || w.is_multiple_of(2) {
             return None;
         }
         // 1. the two halves of the window take the same time.
