@@ -4,9 +4,11 @@
 //! stamp, state)`), never per page, so memory stays bounded by the number of
 //! distinct accesses however large the files are. Each extent carries the
 //! stamp of its last access; eviction takes the least recently used *clean*
-//! extents first (dirty data must be written back before it can go). A
-//! sequential run appended to an extent of the same state merges into it and
-//! refreshes its stamp: a stream is one LRU unit.
+//! extents first (dirty data must be written back before it can go). A range
+//! that touches an extent of the same state on either side merges with it and
+//! refreshes its stamp: a stream is one LRU unit, and contiguous dirty bytes are
+//! one extent whatever order they were written in (Linux writes back an
+//! inode's dirty pages in index order, coalescing neighbours into one request).
 //!
 //! Dirty accounting follows Linux's write-back (Documentation/admin-guide/
 //! sysctl/vm.rst): above `dirty_background_ratio` a flusher writes back the
@@ -159,16 +161,19 @@ impl Cache {
             start = s;
         }
         let map = self.files.entry(file).or_default();
-        map.insert(
-            start,
-            Ext {
-                end: b,
-                stamp,
-                state,
-            },
-        );
+        let mut end = b;
+        if let Some(&e) = map.get(&b)
+            && e.state == state
+        {
+            map.remove(&b);
+            self.lru[state.index()].remove(&(e.stamp, file, b));
+            self.count(state, e.end - b, false);
+            end = e.end;
+        }
+        let map = self.files.entry(file).or_default();
+        map.insert(start, Ext { end, stamp, state });
         self.lru[state.index()].insert((stamp, file, start));
-        self.count(state, b - start, true);
+        self.count(state, end - start, true);
     }
 
     /// Evicts least recently used clean extents until the cache fits its capacity.
@@ -230,6 +235,18 @@ impl Cache {
             misses.push((at, b));
         }
         (hits, misses)
+    }
+
+    /// Bytes of `[a, b)` of `file` held here, without touching the LRU order
+    /// (the fast-forward's read-only look at the cache).
+    pub(crate) fn held(&self, file: usize, a: u64, b: u64) -> u64 {
+        let Some(map) = self.files.get(&file) else {
+            return 0;
+        };
+        let first = map.range(..a).next_back().map(|(&s, _)| s).unwrap_or(a);
+        map.range(first..b)
+            .map(|(&s, e)| e.end.min(b).saturating_sub(s.max(a)))
+            .sum()
     }
 
     /// Marks up to `limit` bytes of dirty data as being written back and returns

@@ -266,17 +266,31 @@ impl Storage {
     ) -> Started {
         let mut st = Started::default();
         let now = e.now();
+        // The list's pieces by (server, file), in list order within each: one
+        // request per list entry and server, carried as one flow per (server,
+        // file) like a client's stream of RPCs to one target, so a write-back
+        // of many extents does not become as many concurrent flows.
+        let mut batches: BTreeMap<(usize, usize), (Pieces, u64)> = BTreeMap::new();
         for &(file, a, b) in list {
             if a >= b {
                 continue;
             }
             for (srv, pieces) in self.map(file, a, b) {
+                let batch = batches.entry((srv, file)).or_default();
+                batch.0.extend(pieces);
+                batch.1 += 1;
+            }
+        }
+        for ((srv, file), (pieces, requests)) in batches {
+            {
                 let mut net = Vec::new();
                 let lat = platform.to_server(node, srv, access, &mut net);
                 let s = &mut self.servers[srv];
+                // the server's CPU takes the requests one after the other; data
+                // moves once the first is handled
                 let begin = (now + lat).max(s.cpu_free);
-                s.cpu_free = begin + s.request_cpu;
-                let lat = s.cpu_free - now;
+                s.cpu_free = begin + requests as f64 * s.request_cpu;
+                let lat = begin + s.request_cpu - now;
                 let bytes: u64 = pieces.iter().map(|p| p.2).sum();
                 // (file offsets served from the server cache, pieces that need the device)
                 let (hit, dev): (u64, Vec<(u64, u64)>) = match (&mut s.cache, access) {
@@ -732,4 +746,187 @@ pub(crate) fn delete(s: &mut Storage, file: usize) {
     }
     s.locks.remove(&file);
     s.cached_on.remove(&file);
+}
+
+/// How a read of a range would be served, for the fast-forward's regime check
+/// ([`Storage::read_class`]).
+pub(crate) const CLASS_NODE_HIT: u8 = 0;
+/// Missing in the node's page cache (or no page cache), all in the servers' caches.
+pub(crate) const CLASS_SERVER_HIT: u8 = 1;
+/// Missing in both: the devices serve it.
+pub(crate) const CLASS_DEVICE: u8 = 2;
+/// Partly cached: a regime boundary lies inside.
+pub(crate) const CLASS_MIXED: u8 = 3;
+
+impl Storage {
+    /// Where a read of `[a, b)` of `file` from `node` would be served, looked up
+    /// without changing any state: one of the `CLASS_*` values.
+    pub(crate) fn read_class(&self, node: usize, file: usize, a: u64, b: u64) -> u8 {
+        let len = b - a;
+        if let Some(nc) = &self.nodes[node] {
+            match nc.cache.held(file, a, b) {
+                h if h == len => return CLASS_NODE_HIT,
+                0 => {}
+                _ => return CLASS_MIXED,
+            }
+        }
+        let mut server_hit = 0;
+        let mut uncached = false;
+        for (srv, pieces) in self.map(file, a, b) {
+            for (fo, _, l) in pieces {
+                match &self.servers[srv].cache {
+                    Some(c) => server_hit += c.cache.held(file, fo, fo + l),
+                    None => uncached = true,
+                }
+            }
+        }
+        match server_hit {
+            0 => CLASS_DEVICE,
+            h if h == len && !uncached => CLASS_SERVER_HIT,
+            _ => CLASS_MIXED,
+        }
+    }
+
+    /// The cache quantities whose thresholds change the storage regime, as seen
+    /// from `node`: `(level, thresholds)` in bytes: the node's dirty + writeback
+    /// bytes (background and dirty limits) and held bytes (capacity); each
+    /// server cache's dirty bytes (its dirty limit) and held bytes (capacity).
+    pub(crate) fn levels(&self, node: usize) -> Vec<(u64, [u64; 2])> {
+        let mut out = Vec::new();
+        if let Some(nc) = &self.nodes[node] {
+            let c = &nc.cache;
+            out.push((c.dirty + c.writeback, [c.background, c.dirty_limit]));
+            out.push((c.bytes, [c.capacity, c.capacity]));
+        }
+        for s in &self.servers {
+            if let Some(sc) = &s.cache {
+                let c = &sc.cache;
+                out.push((c.dirty + c.writeback, [c.dirty_limit, c.dirty_limit]));
+                out.push((c.bytes, [c.capacity, c.capacity]));
+            }
+        }
+        out
+    }
+
+    /// State-only effect of one request `[a, b)` of `file` from `node` (the
+    /// fast-forward's "apply"): what [`io`] leaves in the caches and lock
+    /// tables, without simulating time. Writes land dirty in the node's page
+    /// cache (invalidating other nodes' clean copies, taking the extent locks,
+    /// a holder's dirty bytes there becoming clean as a revocation makes them),
+    /// or, without a page cache, in the servers' caches as [`Storage::start_remote`]
+    /// puts them; reads insert the missing bytes clean. The flusher daemons are
+    /// kicked where a threshold is passed, and do their write-back in virtual
+    /// time while the ranks sleep through the skipped iterations.
+    pub(crate) fn apply(&mut self, node: usize, access: Access, file: usize, a: u64, b: u64) {
+        if a >= b {
+            return;
+        }
+        if access == Access::Write
+            && let Some(g) = self.fs.lock_granularity
+        {
+            for u in a / g..b.div_ceil(g) {
+                let holder = self
+                    .locks
+                    .get(&file)
+                    .and_then(|l| l.get(&u))
+                    .map(|l| l.holder);
+                if let Some(h) = holder
+                    && h != node
+                    && let Some(nc) = self.nodes[h].as_mut()
+                {
+                    let list = nc
+                        .cache
+                        .take_dirty(Some((file, u * g, (u + 1) * g)), u64::MAX);
+                    for &(f, x, y) in &list {
+                        nc.cache.set_state(f, x, y, State::Writeback, State::Clean);
+                    }
+                    for (f, x, y) in list {
+                        self.apply_server(Access::Write, f, x, y);
+                    }
+                }
+                let busy = Signal::new();
+                busy.fire();
+                self.locks
+                    .entry(file)
+                    .or_default()
+                    .insert(u, LockUnit { holder: node, busy });
+            }
+        }
+        if self.nodes[node].is_none() {
+            self.apply_server(access, file, a, b);
+            return;
+        }
+        match access {
+            Access::Write => {
+                let others: Vec<usize> = self
+                    .cached_on
+                    .entry(file)
+                    .or_default()
+                    .iter()
+                    .copied()
+                    .filter(|&n| n != node)
+                    .collect();
+                for n in others {
+                    if let Some(nc) = self.nodes[n].as_mut() {
+                        nc.cache.invalidate(file, a, b);
+                    }
+                }
+                self.cached_on.entry(file).or_default().insert(node);
+                let nc = self.nodes[node].as_mut().expect("cached");
+                nc.cache.insert(file, a, b, State::Dirty);
+                nc.cache.evict();
+                if nc.cache.dirty > nc.cache.background
+                    && let Some(k) = nc.kick.take()
+                {
+                    k.fire();
+                }
+            }
+            Access::Read => {
+                self.cached_on.entry(file).or_default().insert(node);
+                let nc = self.nodes[node].as_mut().expect("cached");
+                let (_, misses) = nc.cache.lookup(file, a, b);
+                for &(x, y) in &misses {
+                    nc.cache.insert(file, x, y, State::Clean);
+                }
+                nc.cache.evict();
+                for (x, y) in misses {
+                    self.apply_server(Access::Read, file, x, y);
+                }
+            }
+        }
+    }
+
+    /// State-only effect of a request reaching the servers (see [`Storage::apply`]).
+    fn apply_server(&mut self, access: Access, file: usize, a: u64, b: u64) {
+        for (srv, pieces) in self.map(file, a, b) {
+            let Some(c) = self.servers[srv].cache.as_mut() else {
+                continue;
+            };
+            let bytes: u64 = pieces.iter().map(|p| p.2).sum();
+            match access {
+                Access::Write => {
+                    let fits = c.write_back && c.cache.dirty + bytes <= c.cache.dirty_limit;
+                    for &(fo, _, len) in &pieces {
+                        let st = if fits { State::Dirty } else { State::Clean };
+                        c.cache.insert(file, fo, fo + len, st);
+                    }
+                    if fits
+                        && c.cache.dirty > 0
+                        && let Some(k) = c.kick.take()
+                    {
+                        k.fire();
+                    }
+                }
+                Access::Read => {
+                    for &(fo, _, len) in &pieces {
+                        let (_, m) = c.cache.lookup(file, fo, fo + len);
+                        for (x, y) in m {
+                            c.cache.insert(file, x, y, State::Clean);
+                        }
+                    }
+                }
+            }
+            c.cache.evict();
+        }
+    }
 }

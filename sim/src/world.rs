@@ -143,6 +143,9 @@ enum Kind<'k> {
     Offsets,
     Open(&'k str, OpenMode),
     Close,
+    /// The fast-forward's agreement on a skip: the minimum of every rank's
+    /// value, at no cost in virtual time (it is not part of the modelled program).
+    Agree,
 }
 
 impl Kind<'_> {
@@ -158,6 +161,7 @@ impl Kind<'_> {
             Kind::Offsets => "collective I/O",
             Kind::Open(..) => "open",
             Kind::Close => "close",
+            Kind::Agree => "fast-forward agreement",
         }
     }
 }
@@ -216,6 +220,10 @@ struct SharedPtr {
     free_at: f64,
 }
 
+/// The offers of one round of [`Rank::ff_offer`]: each rank's time (`None`
+/// until it offered) and how many ranks have read the outcome.
+type Offers = (Vec<Option<f64>>, usize);
+
 pub(crate) struct Model {
     pub(crate) platform: Platform,
     pub(crate) storage: Storage,
@@ -239,6 +247,12 @@ pub(crate) struct Model {
     range_locks: BTreeMap<usize, Vec<(u64, u64, Signal)>>,
     /// File-system requests made by the MPI-IO layer, when recording.
     trace: Option<Vec<FsRequest>>,
+    /// Per world rank: its file-system requests since the fast-forward last
+    /// looked, while it observes a repetition ([`Rank::ff_start`]).
+    ff_log: Vec<Option<Vec<FfReq>>>,
+    /// Offers of ranks that skip on their own ([`Rank::ff_offer`]), by
+    /// (communicator, key): every rank's offer, and how many have read the result.
+    ff_offers: BTreeMap<(u32, u64), Offers>,
 }
 
 impl Model {
@@ -360,6 +374,8 @@ impl Twin {
             opened_hints: BTreeMap::new(),
             range_locks: BTreeMap::new(),
             trace: None,
+            ff_log: vec![None; ranks],
+            ff_offers: BTreeMap::new(),
         };
         let world = model.new_comm((0..ranks).collect());
         let core = Rc::new(Core {
@@ -1281,8 +1297,27 @@ async fn fs_io(core: &Core, world: usize, inode: usize, access: Access, ext: &[(
                 len,
             }));
         }
+        let node = m.platform.node_of(world);
+        if m.ff_log[world].is_some() {
+            let logged: Vec<FfReq> = ext
+                .iter()
+                .filter(|e| e.1 > 0)
+                .map(|&(off, len)| FfReq {
+                    file: inode,
+                    write: access == Access::Write,
+                    off,
+                    len,
+                    class: match access {
+                        Access::Write => 0,
+                        Access::Read if off + len > size => FF_CLASS_EOF,
+                        Access::Read => m.storage.read_class(node, inode, off, off + len),
+                    },
+                })
+                .collect();
+            m.ff_log[world].as_mut().expect("on").extend(logged);
+        }
         m.waiting[world] = Wait::Io;
-        (m.platform.node_of(world), reqs)
+        (node, reqs)
     };
     storage::io(core, node, access, &reqs).await;
     let mut m = core.model.borrow_mut();
@@ -1653,6 +1688,18 @@ fn complete(m: &mut Model, e: &mut Engine, comm: &Comm, kind: Kind<'_>, z: Rende
             now + steps * comm.lat + (n - 1) as f64 * 2.0 * word,
             CollOut::Unit,
         ),
+        Kind::Agree => {
+            let v = z
+                .contribs
+                .iter()
+                .map(|c| match c {
+                    Contrib::U64(v) => *v,
+                    _ => 0,
+                })
+                .min()
+                .unwrap_or(0);
+            (now, CollOut::U64(v))
+        }
         Kind::SetView(ptr) => {
             m.ptrs[ptr].pos = 0;
             (barrier_t, CollOut::Unit)
@@ -1685,5 +1732,335 @@ fn complete(m: &mut Model, e: &mut Engine, comm: &Comm, kind: Kind<'_>, z: Rende
     for (i, s) in z.signals.into_iter().enumerate() {
         let at = per_rank.as_ref().map_or(t, |v| v[i]);
         e.fire_at(at, s.expect("every rank arrived"));
+    }
+}
+
+// ---------------------------------------------------------------------------
+// Fast-forward of repeated accesses.
+//
+// A back end's repetition primitive (b_eff_io repeats one access per pattern
+// thousands of times) observes each iteration here and, once the twin is in a
+// steady state, skips iterations: the clock advances by the observed
+// iteration time and the skipped requests' effect on the storage state is
+// applied without simulating their time. What is checked before a skip of `k`
+// iterations, and the error it leaves, is documented on [`Rank::ff_plan`].
+// ---------------------------------------------------------------------------
+
+/// Read class of a request that reaches past the end of the file.
+const FF_CLASS_EOF: u8 = 255;
+
+/// One file-system request in the fast-forward's log.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct FfReq {
+    file: usize,
+    write: bool,
+    /// Offset and length in bytes.
+    off: u64,
+    len: u64,
+    /// For reads, where the bytes were when it was issued (`storage::CLASS_*`).
+    class: u8,
+}
+
+/// A rank's handle on the shared file pointer of a file it accesses in a
+/// repetition (taken with [`Rank::ff_pointer`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct FfPointer {
+    ptr: usize,
+    /// True on the file's rank 0, which advances it for everyone.
+    lead: bool,
+}
+
+/// What the fast-forward saw at the end of one iteration of a repetition.
+#[derive(Debug, Clone)]
+pub struct FfObservation {
+    /// Virtual time at the end of the iteration, in seconds.
+    end: f64,
+    reqs: Vec<FfReq>,
+    /// Cache levels and their thresholds as [`Storage::levels`] gives them, bytes.
+    levels: Vec<(u64, [u64; 2])>,
+    /// The shared file pointer used, and its position (etypes).
+    pointer: Option<(FfPointer, u64)>,
+}
+
+/// A skip every rank may take: the result of [`Rank::ff_plan`].
+#[derive(Debug, Clone)]
+pub struct FfPlan {
+    /// The most iterations this rank may skip.
+    pub max_skip: u64,
+    /// The steady iteration time Δ, seconds.
+    pub delta: f64,
+    /// Virtual time of the last observation, seconds.
+    end: f64,
+    /// The last iteration's requests and the per-iteration shift of their offsets.
+    reqs: Vec<FfReq>,
+    shift: u64,
+    /// The shared pointer and its advance per iteration (etypes).
+    pointer: Option<(FfPointer, u64)>,
+}
+
+/// Relative difference of the mean iteration times of a window's two halves that counts as steady.
+pub const FF_EPSILON: f64 = 1e-2;
+
+impl Rank {
+    /// Starts logging this rank's file-system requests for the fast-forward.
+    pub fn ff_start(&self) {
+        self.core.model.borrow_mut().ff_log[self.world] = Some(Vec::new());
+    }
+
+    /// Stops logging (see [`Rank::ff_start`]).
+    pub fn ff_stop(&self) {
+        self.core.model.borrow_mut().ff_log[self.world] = None;
+    }
+
+    /// The shared file pointer of `file`, for [`Rank::ff_observe`].
+    pub fn ff_pointer(&self, file: &File) -> FfPointer {
+        FfPointer {
+            ptr: file.ptr,
+            lead: file.rank == 0,
+        }
+    }
+
+    /// The end of one iteration: the time, the requests logged since the last
+    /// observation, the cache levels seen from this rank's node, and the
+    /// position of `pointer` if the iteration used a shared file pointer.
+    pub fn ff_observe(&self, pointer: Option<FfPointer>) -> FfObservation {
+        let mut m = self.core.model.borrow_mut();
+        let reqs = m.ff_log[self.world]
+            .as_mut()
+            .map(std::mem::take)
+            .unwrap_or_default();
+        let node = m.platform.node_of(self.world);
+        FfObservation {
+            end: self.now(),
+            reqs,
+            levels: m.storage.levels(node),
+            pointer: pointer.map(|p| (p, m.ptrs[p.ptr].pos)),
+        }
+    }
+
+    /// How many iterations after `window` (this rank's last `2B + 1`
+    /// observations, oldest first, `B ≥ 2`: the first one is where timing
+    /// starts, its requests are not looked at) may be skipped; `None` when the
+    /// twin is not in a steady state. The conditions, all on virtual-time state only:
+    ///
+    /// 1. **steady time**: the mean iteration time of the window's first `B`
+    ///    iterations and of its last `B` agree within [`FF_EPSILON`]
+    ///    (relative); Δ is the mean over all `2B`. Iteration times that vary
+    ///    periodically (a request crossing a RAID chunk every so many
+    ///    iterations) pass only once `B` is long enough for the variation to
+    ///    average out to ε (the caller doubles `B` after each refusal), so Δ
+    ///    then carries them at their mean;
+    /// 2. **repeating requests**: every iteration issued the same file-system
+    ///    requests (file, read/write, length, where reads were served from),
+    ///    each offset moved by one common shift per iteration, and the shared
+    ///    pointer (if used) by one common step;
+    /// 3. **no regime change**: every cache level (node dirty + writeback bytes
+    ///    against the background and dirty limits, bytes held against capacity,
+    ///    the same on each server cache) moves at its window's mean rate per
+    ///    iteration; the skip ends before any of them reaches a threshold;
+    /// 4. **reads served alike**: the ranges the skipped reads will cover are
+    ///    served from where the last ones were (node cache, server cache or
+    ///    devices, all of them, none past the end of file), checked on the
+    ///    current caches without touching them.
+    ///
+    /// The error left: a skip of `k` adds `k·Δ` where the exact run would add
+    /// `Σ Δ_j`; with 1.–4. the mean of the Δ_j stays within ε of Δ, so the time of the
+    /// skipped stretch is within ε·k·Δ (relative ε = 1e-2). Not reproduced: the
+    /// device head position and queue (the first exact access after a skip
+    /// seeks from where the last simulated one ended: at most one full seek per
+    /// device per skip), the interleaving of the flusher daemons' write-back
+    /// with the skipped writes (they see the skipped dirty bytes at once and
+    /// write them back while the ranks sleep through the skip), and LRU order
+    /// among the skipped extents.
+    pub fn ff_plan(&self, window: &[FfObservation]) -> Option<FfPlan> {
+        let w = window.len();
+        if w < 5 || w.is_multiple_of(2) {
+            return None;
+        }
+        // 1. the two halves of the window take the same time.
+        let half = (w - 1) / 2;
+        let (t0, t1, t2) = (window[0].end, window[half].end, window[w - 1].end);
+        let (m1, m2) = ((t1 - t0) / half as f64, (t2 - t1) / half as f64);
+        if m2 <= 0.0 || (m1 - m2).abs() > FF_EPSILON * m2 {
+            return None;
+        }
+        let last = (t2 - t0) / (w - 1) as f64;
+        // 2. the same requests, shifted by one amount per iteration.
+        let mut shift = None;
+        for p in window[1..].windows(2) {
+            let (a, b) = (&p[0].reqs, &p[1].reqs);
+            if a.len() != b.len() {
+                return None;
+            }
+            for (x, y) in a.iter().zip(b) {
+                if (x.file, x.write, x.len, x.class) != (y.file, y.write, y.len, y.class)
+                    || y.off < x.off
+                    || x.class == storage::CLASS_MIXED
+                    || x.class == FF_CLASS_EOF
+                {
+                    return None;
+                }
+                let s = y.off - x.off;
+                if *shift.get_or_insert(s) != s {
+                    return None;
+                }
+            }
+        }
+        let shift = shift.unwrap_or(0);
+        let pointer = match window[1..]
+            .iter()
+            .map(|o| o.pointer)
+            .collect::<Option<Vec<_>>>()
+        {
+            Some(ps) => {
+                let steps: Vec<u64> = ps.windows(2).map(|p| p[1].1.wrapping_sub(p[0].1)).collect();
+                if ps.windows(2).any(|p| p[0].0 != p[1].0) || steps.iter().any(|&s| s != steps[0]) {
+                    return None;
+                }
+                Some((ps[0].0, steps[0]))
+            }
+            None if window[1..].iter().all(|o| o.pointer.is_none()) => None,
+            None => return None,
+        };
+        // 3. no cache threshold within the skip.
+        let mut k = u64::MAX;
+        let (first, now) = (&window[0].levels, &window[w - 1].levels);
+        if first.len() != now.len() {
+            return None;
+        }
+        for (&(l0, _), &(l1, th)) in first.iter().zip(now) {
+            let rate = (l1 as f64 - l0 as f64) / (w - 1) as f64;
+            for t in th {
+                let gap = t as f64 - l1 as f64;
+                if rate != 0.0 && gap != 0.0 && gap.signum() == rate.signum() {
+                    k = k.min((gap / rate).floor() as u64);
+                }
+            }
+        }
+        // 4. the skipped reads are served from where the last ones were.
+        let reqs = window[w - 1].reqs.clone();
+        {
+            let m = self.core.model.borrow();
+            let node = m.platform.node_of(self.world);
+            for r in reqs.iter().filter(|r| !r.write) {
+                let size = m.files[r.file].size;
+                let alike = |j: u64| -> bool {
+                    let a = r.off + shift;
+                    let b = r.off + j * shift + r.len;
+                    b <= size && m.storage.read_class(node, r.file, a, b) == r.class
+                };
+                let mut hi = k.min(size / shift.max(1) + 1);
+                if !alike(1) {
+                    return None;
+                }
+                let mut lo = 1;
+                while lo < hi {
+                    let mid = lo + (hi - lo).div_ceil(2);
+                    if alike(mid) {
+                        lo = mid;
+                    } else {
+                        hi = mid - 1;
+                    }
+                }
+                k = k.min(lo);
+            }
+        }
+        Some(FfPlan {
+            max_skip: k,
+            delta: last,
+            end: window[w - 1].end,
+            reqs,
+            shift,
+            pointer,
+        })
+    }
+
+    /// The fast-forward's agreement: the minimum of every rank's `skip`, on
+    /// every rank of the communicator, at no cost in virtual time.
+    pub async fn ff_agree(&self, skip: u64) -> u64 {
+        let out = self
+            .collective(
+                &self.comm,
+                self.rank,
+                &self.seq,
+                Contrib::U64(skip),
+                Kind::Agree,
+            )
+            .await;
+        match out.get() {
+            Some(CollOut::U64(v)) => *v,
+            _ => unreachable!("an agreement yields a u64"),
+        }
+    }
+
+    /// Offers, without waiting, the latest virtual time `until` (seconds; 0 for
+    /// none) this rank could skip to, in the round `key` of its communicator.
+    /// For ranks that are not in step (an independent loop): they skip the same
+    /// stretch of virtual time, each as many of its own iterations as fit, so
+    /// that they stop loading the storage system and resume together.
+    pub fn ff_offer(&self, key: u64, until: f64) {
+        let n = self.size();
+        let mut m = self.core.model.borrow_mut();
+        let e = m
+            .ff_offers
+            .entry((self.comm.id, key))
+            .or_insert_with(|| (vec![None; n], 0));
+        e.0[self.rank] = Some(until);
+    }
+
+    /// The outcome of round `key` once every rank has offered: the earliest of
+    /// the offered times (each rank reads it once).
+    pub fn ff_offered(&self, key: u64) -> Option<f64> {
+        let n = self.size();
+        let mut m = self.core.model.borrow_mut();
+        let id = (self.comm.id, key);
+        let e = m.ff_offers.get_mut(&id)?;
+        let until =
+            e.0.iter()
+                .try_fold(f64::INFINITY, |a, o| o.map(|t| a.min(t)))?;
+        e.1 += 1;
+        if e.1 == n {
+            m.ff_offers.remove(&id);
+        }
+        Some(until)
+    }
+
+    /// Skips `k` iterations of `plan`: applies the skipped requests' effect on
+    /// the storage state (their offsets moved by the plan's shift per
+    /// iteration; files grow to the end of the skipped writes), advances the
+    /// shared pointer, then sleeps until `k·Δ` after the last observation.
+    pub async fn ff_skip(&self, plan: &FfPlan, k: u64) {
+        {
+            let mut m = self.core.model.borrow_mut();
+            let m = &mut *m;
+            let node = m.platform.node_of(self.world);
+            for r in &plan.reqs {
+                let access = if r.write { Access::Write } else { Access::Read };
+                if plan.shift == r.len {
+                    // one contiguous stream: the skipped part is one range
+                    let (a, b) = (r.off + r.len, r.off + (k + 1) * r.len);
+                    m.storage.apply(node, access, r.file, a, b);
+                } else {
+                    for j in 1..=k {
+                        let a = r.off + j * plan.shift;
+                        m.storage.apply(node, access, r.file, a, a + r.len);
+                    }
+                }
+                if r.write {
+                    let end = r.off + k * plan.shift + r.len;
+                    let f = &mut m.files[r.file];
+                    f.size = f.size.max(end);
+                }
+            }
+            if let Some((p, step)) = plan.pointer
+                && p.lead
+            {
+                m.ptrs[p.ptr].pos += k * step;
+            }
+        }
+        let until = plan.end + k as f64 * plan.delta;
+        if until > self.now() {
+            self.until(until, Wait::Delay).await;
+        }
     }
 }

@@ -5,16 +5,65 @@
 //! does the modelling, ROMIO's methods included), hints to the twin's MPI-IO
 //! layer (which reports the hints in effect as MPICH does), `IoBuf` to a length,
 //! `Kernel` kinds to the scenario's rates.
+//!
+//! One thing it adds: [`IoCtx::repeat`] **fast-forwards**. It runs iterations
+//! exactly while observing them; once the twin is in a steady state (every
+//! rank: the mean iteration times of the two halves of its window equal
+//! within 1e-2, the same file-system
+//! requests shifted by a constant per iteration, no cache threshold and no
+//! change of where reads are served from within the skip — see
+//! [`piotwin_sim::Rank::ff_plan`] for the conditions and the error bound), all
+//! ranks agree on a number of iterations `k` (a collective that costs no virtual
+//! time), apply the skipped requests' effect on the storage state, advance the
+//! clock by `k·Δ` and go on exactly. The loop's last iteration always runs
+//! exactly: `Count(n)` skips at most to `n − 1`; `TimeBudget` solves the stop
+//! rule `(e + jΔ)·(r + j + 1)/(r + j) ≤ Tp` for the first `j` that stops and
+//! skips at most `j − 2`, so the stop decision is taken on simulated time. A
+//! skip is at most [`FF_GROWTH`] times the iterations done, so the steady state
+//! is re-observed at geometrically spaced points. [`set_fast_forward`]`(false)`
+//! (the CLI's `--exact`) runs every iteration.
 
-use std::cell::RefCell;
+use std::cell::{Cell, RefCell};
 use std::future::Future;
 use std::pin::Pin;
 
+use crate::ctx::Repeat;
 use crate::ctx::{
     Access, Api, Coordination, Hints, IoBuf, IoCtx, IoError, IoResult, Kernel, KernelKind, Op,
     OpenMode, OpenOptions, Position, RankProgram, ReduceOp, Scope, View,
 };
-use piotwin_sim::{Scenario, SimError};
+use piotwin_sim::{FfObservation, FfPointer, Scenario, SimError};
+
+/// Iterations in each half of the fast-forward's first window (see
+/// [`piotwin_sim::Rank::ff_plan`]); doubled after each refusal up to [`FF_MAX_HALF`].
+pub const FF_HALF: usize = 2;
+/// The longest half window.
+pub const FF_MAX_HALF: usize = 256;
+/// Fewest iterations worth a skip.
+pub const FF_MIN_SKIP: u64 = 4;
+/// A skip is at most this many times the iterations done before it.
+pub const FF_GROWTH: u64 = 8;
+
+thread_local! {
+    static FAST_FORWARD: Cell<bool> = const { Cell::new(true) };
+    static SKIPPED: Cell<u64> = const { Cell::new(0) };
+}
+
+/// Turns the fast-forward of [`IoCtx::repeat`] on (the default) or off for the
+/// twin runs [`launch`] starts on this thread.
+pub fn set_fast_forward(on: bool) {
+    FAST_FORWARD.with(|f| f.set(on));
+}
+
+/// Whether [`launch`] on this thread fast-forwards repetitions.
+pub fn fast_forward() -> bool {
+    FAST_FORWARD.with(Cell::get)
+}
+
+/// Iterations the last [`launch`] on this thread skipped, summed over ranks.
+pub fn skipped_iterations() -> u64 {
+    SKIPPED.with(Cell::get)
+}
 
 /// A twin buffer: a length, no bytes.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -48,6 +97,93 @@ pub struct SimRequest {
 /// One simulated rank's context.
 pub struct SimCtx {
     rank: piotwin_sim::Rank,
+    /// Fast-forward repetitions.
+    ff: bool,
+    /// Data accesses in the current repetition.
+    calls: Cell<Calls>,
+    /// Repetitions started (numbers the fast-forward's offer rounds).
+    repeats: Cell<u64>,
+}
+
+/// What the data accesses of one repetition were, for the fast-forward.
+#[derive(Debug, Clone, Copy, Default)]
+struct Calls {
+    /// How many.
+    count: u32,
+    /// The shared file pointer an ordered access used.
+    pointer: Option<FfPointer>,
+    /// Something the fast-forward does not repeat (nonblocking or independent
+    /// shared-pointer access).
+    odd: bool,
+    /// A collective access: every rank is in step, so skips are agreed.
+    collective: bool,
+}
+
+impl SimCtx {
+    fn new(rank: piotwin_sim::Rank, ff: bool) -> SimCtx {
+        SimCtx {
+            rank,
+            ff,
+            calls: Cell::new(Calls::default()),
+            repeats: Cell::new(0),
+        }
+    }
+
+    /// Counts a data access for the fast-forward's check that each repetition
+    /// makes exactly one; independent shared-pointer accesses (whose order
+    /// between ranks is decided call by call) are not repeated.
+    fn count_call(&self, file: &SimFile, op: Op) {
+        let mut c = self.calls.get();
+        c.count += 1;
+        c.collective |= op.coord == Coordination::Collective;
+        match (op.coord, op.pos) {
+            (_, Position::At(_)) => {}
+            (Coordination::Collective, Position::SharedPointer) => {
+                c.pointer = Some(self.rank.ff_pointer(&file.inner));
+            }
+            (Coordination::Independent, Position::SharedPointer) => c.odd = true,
+        }
+        self.calls.set(c);
+    }
+
+    /// The most iterations this rank may skip now, `r` done since `start`, its
+    /// window of observations `window`: 0 where it may not.
+    fn ff_bound(
+        &self,
+        policy: Repeat,
+        r: u64,
+        start: f64,
+        window: &[FfObservation],
+    ) -> (u64, Option<piotwin_sim::FfPlan>) {
+        let Some(plan) = self.rank.ff_plan(window) else {
+            return (0, None);
+        };
+        let mut k = plan.max_skip.min(FF_GROWTH.saturating_mul(r));
+        match policy {
+            Repeat::Count(n) => k = k.min(n.saturating_sub(r + 1)),
+            Repeat::TimeBudget { budget } if self.rank.rank() == 0 => {
+                // rank 0 decides: the first j that stops, elapsed growing by Δ
+                let (e, d) = (self.wtime() - start, plan.delta);
+                let stops =
+                    |j: u64| (e + j as f64 * d) * (r + j + 1) as f64 / (r + j) as f64 > budget;
+                let mut hi = 1u64;
+                while !stops(hi) && hi < k {
+                    hi = hi.saturating_mul(2);
+                }
+                let mut lo = hi / 2;
+                // first stopping j lies in (lo, hi] (or beyond k)
+                while lo + 1 < hi {
+                    let mid = lo + (hi - lo) / 2;
+                    if stops(mid) { hi = mid } else { lo = mid }
+                }
+                if stops(hi) {
+                    k = k.min(hi.saturating_sub(2));
+                }
+            }
+            Repeat::TimeBudget { .. } => {}
+        }
+        (if k >= FF_MIN_SKIP { k } else { 0 }, Some(plan))
+    }
 }
 
 fn access(a: Access) -> piotwin_sim::Access {
@@ -118,7 +254,7 @@ impl IoCtx for SimCtx {
         self.rank
             .split(color, key)
             .await
-            .map(|rank| SimCtx { rank })
+            .map(|rank| SimCtx::new(rank, self.ff))
     }
 
     async fn open(&self, path: &str, opts: &OpenOptions) -> IoResult<SimFile> {
@@ -150,6 +286,7 @@ impl IoCtx for SimCtx {
             .map_err(io_error)
     }
     async fn xfer(&self, file: &mut SimFile, op: Op, buf: &mut SimBuf) -> IoResult<usize> {
+        self.count_call(file, op);
         let (a, c, p) = op_parts(op);
         let n = self
             .rank
@@ -159,6 +296,10 @@ impl IoCtx for SimCtx {
         Ok(n as usize)
     }
     async fn post(&self, file: &mut SimFile, op: Op, buf: SimBuf) -> IoResult<SimRequest> {
+        let mut c = self.calls.get();
+        c.count += 1;
+        c.odd = true;
+        self.calls.set(c);
         let (a, c, p) = op_parts(op);
         let pending = self
             .rank
@@ -209,6 +350,128 @@ impl IoCtx for SimCtx {
         self.rank.compute(kind, kernel.amount).await;
         None
     }
+
+    /// Runs `body` as the default does (the same collectives, the same stop
+    /// rule) and fast-forwards as the module docs say.
+    async fn repeat(
+        &self,
+        policy: Repeat,
+        mut body: impl AsyncFnMut(u64) -> IoResult<()>,
+    ) -> IoResult<u64> {
+        let start = self.wtime();
+        let mut r = 0u64;
+        if self.ff {
+            self.rank.ff_start();
+        }
+        let mut window = vec![self.rank.ff_observe(None)];
+        let mut half = FF_HALF;
+        // offer rounds of an independent loop: (next round, round awaited)
+        let call = self.repeats.get();
+        self.repeats.set(call + 1);
+        let (mut round, mut awaited) = (call << 32, None);
+        loop {
+            self.calls.set(Calls::default());
+            body(r).await?;
+            r += 1;
+            let go_on = match policy {
+                Repeat::Count(n) => r < n,
+                Repeat::TimeBudget { budget } => {
+                    self.barrier().await;
+                    let mine = {
+                        let elapsed = self.wtime() - start;
+                        elapsed * (r + 1) as f64 / r as f64 <= budget
+                    };
+                    self.bcast_u64(mine as u64, 0).await == 1
+                }
+            };
+            if !go_on {
+                break;
+            }
+            if !self.ff {
+                continue;
+            }
+            let calls = self.calls.get();
+            window.push(self.rank.ff_observe(calls.pointer));
+            if window.len() > 2 * FF_MAX_HALF + 1 {
+                window.remove(0);
+            }
+            let repeatable = calls.count == 1 && !calls.odd;
+            // Ranks in step (a barrier per iteration, or a collective access) agree
+            // on one number of iterations at decision points that depend on r and
+            // agreed skips only, the same on every rank. Ranks of an independent
+            // loop offer a time to skip to and go on; once all have offered, each
+            // skips its own iterations up to the earliest offered time.
+            let in_step = calls.collective || matches!(policy, Repeat::TimeBudget { .. });
+            let k;
+            let plan;
+            if in_step {
+                if window.len() < 2 * half + 1 {
+                    continue;
+                }
+                let (mine, p) = if repeatable {
+                    self.ff_bound(policy, r, start, &window)
+                } else {
+                    (0, None)
+                };
+                k = self.rank.ff_agree(mine).await;
+                plan = p;
+            } else if let Some(key) = awaited {
+                let Some(until) = self.rank.ff_offered(key) else {
+                    continue;
+                };
+                awaited = None;
+                let (mine, p) = if repeatable {
+                    self.ff_bound(policy, r, start, &window)
+                } else {
+                    (0, None)
+                };
+                k = match &p {
+                    Some(p) => {
+                        let fit = ((until - self.wtime()) / p.delta).floor().max(0.0) as u64;
+                        let k = mine.min(fit);
+                        if k >= FF_MIN_SKIP { k } else { 0 }
+                    }
+                    None => 0,
+                };
+                plan = p;
+            } else {
+                if window.len() < 2 * half + 1 {
+                    continue;
+                }
+                let (mine, p) = if repeatable {
+                    self.ff_bound(policy, r, start, &window)
+                } else {
+                    (0, None)
+                };
+                let until = match p {
+                    Some(p) if mine > 0 => self.wtime() + mine as f64 * p.delta,
+                    _ => 0.0,
+                };
+                self.rank.ff_offer(round, until);
+                awaited = Some(round);
+                round += 1;
+                continue;
+            }
+            match plan {
+                Some(plan) if k > 0 => {
+                    self.rank.ff_skip(&plan, k).await;
+                    r += k;
+                    SKIPPED.with(|s| s.set(s.get() + k));
+                    window = vec![self.rank.ff_observe(None)];
+                }
+                _ => {
+                    // refused: observe a window twice as long, keeping its newest half
+                    half = (half * 2).min(FF_MAX_HALF);
+                    let keep = window.len().min(half + 1);
+                    window.drain(..window.len() - keep);
+                }
+            }
+        }
+        if self.ff {
+            self.rank.ff_stop();
+        }
+        Ok(r)
+    }
 }
 
 /// Run `program` on `ranks` simulated ranks of `scenario` with RNG seed `seed`;
@@ -221,7 +484,9 @@ pub fn launch<P: RankProgram>(
     program: &P,
 ) -> Result<Vec<P::Output>, SimError> {
     let twin = piotwin_sim::Twin::new(scenario, ranks, seed)?;
-    let ctxs: Vec<SimCtx> = (0..ranks).map(|r| SimCtx { rank: twin.rank(r) }).collect();
+    let ff = fast_forward();
+    SKIPPED.with(|s| s.set(0));
+    let ctxs: Vec<SimCtx> = (0..ranks).map(|r| SimCtx::new(twin.rank(r), ff)).collect();
     let outputs: Vec<RefCell<Option<P::Output>>> = (0..ranks).map(|_| RefCell::new(None)).collect();
     let tasks: Vec<Pin<Box<dyn Future<Output = ()> + '_>>> = ctxs
         .iter()

@@ -59,8 +59,29 @@ pub(crate) fn normalize_args(argv: Vec<OsString>) -> Vec<OsString> {
 pub(crate) struct BeffIoCliArgs {
     #[command(flatten)]
     bench: BeffIoArgs,
+    /// Twin only: simulate every repetition (no fast-forward of steady repetitions).
+    #[arg(long)]
+    exact: bool,
     #[command(flatten)]
     pub(super) common: CommonArgs,
+}
+
+/// The run's environment, plus (twin runs) whether repetitions were fast-forwarded
+/// and how many iterations (summed over ranks) were skipped.
+fn environment(mode: Mode, run: &RunInfo) -> std::collections::BTreeMap<String, String> {
+    let mut env = run.environment.clone();
+    if mode == Mode::Sim {
+        let ff = if piotwin::backend::sim::fast_forward() {
+            format!(
+                "on, {} iterations skipped (summed over ranks)",
+                piotwin::backend::sim::skipped_iterations()
+            )
+        } else {
+            "off (--exact)".to_string()
+        };
+        env.insert("fast_forward".to_string(), ff);
+    }
+    env
 }
 
 /// Default memory per process in the twin: the memory of rank 0's node (the first
@@ -122,6 +143,7 @@ impl BeffIoCliArgs {
         )
         .map_err(|e| CliError::Usage(e.to_string()))?;
         cfg.progress = true;
+        piotwin::backend::sim::set_fast_forward(!self.exact);
         if common.is_real() && !Path::new(&cfg.path).is_dir() {
             return Err(CliError::Usage(format!(
                 "-p `{}`: the scratch directory does not exist (or is not a directory)",
@@ -149,7 +171,7 @@ impl CliBenchmark for BeffIo {
             m,
             &a,
             run.mode.unwrap_or(Mode::Real),
-            &run.environment,
+            &environment(run.mode.unwrap_or(Mode::Real), run),
         ));
         s
     }
@@ -168,14 +190,14 @@ impl CliBenchmark for BeffIo {
                 &output::Analysis::new(cfg, m),
                 mode,
                 run.ranks as usize,
-                run.environment.clone(),
+                environment(mode, run),
             ),
             Err(e) => RunReport {
                 benchmark: "b_eff_io".into(),
                 mode,
                 ranks: run.ranks as usize,
                 params: serde_json::to_value(cfg).unwrap_or_default(),
-                environment: run.environment.clone(),
+                environment: environment(mode, run),
                 hints: cfg.common_hints.clone(),
                 metrics: Default::default(),
                 tables: Default::default(),
@@ -196,7 +218,7 @@ impl CliBenchmark for BeffIo {
                 m,
                 mode,
                 run.ranks as usize,
-                run.environment.clone(),
+                environment(mode, run),
             ),
             Err(_) => Ok(Vec::new()),
         }
