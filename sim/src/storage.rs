@@ -107,6 +107,35 @@ pub(crate) struct Started {
 }
 
 impl Storage {
+    /// `[a, b)` of `file` written into `node`'s page cache: other nodes' copies
+    /// of the range are dropped (coherence), the range becomes dirty, clean data
+    /// is evicted past capacity, and the flusher is woken past the background
+    /// threshold.
+    fn write_cached(&mut self, node: usize, file: usize, a: u64, b: u64) {
+        let others: Vec<usize> = self
+            .cached_on
+            .entry(file)
+            .or_default()
+            .iter()
+            .copied()
+            .filter(|&n| n != node)
+            .collect();
+        for n in others {
+            if let Some(nc) = self.nodes[n].as_mut() {
+                nc.cache.invalidate(file, a, b);
+            }
+        }
+        self.cached_on.entry(file).or_default().insert(node);
+        let nc = self.nodes[node].as_mut().expect("a node with a cache");
+        nc.cache.insert(file, a, b, State::Dirty);
+        nc.cache.evict();
+        if nc.cache.dirty > nc.cache.background
+            && let Some(k) = nc.kick.take()
+        {
+            k.fire();
+        }
+    }
+
     pub(crate) fn build<T>(
         scn: &Scenario,
         platform: &Platform,
@@ -632,30 +661,10 @@ pub(crate) async fn io(core: &Core, node: usize, access: Access, reqs: &[(usize,
             (Access::Write, true) => {
                 let mem = core.model.borrow().platform.nodes[node].mem;
                 transfer(core, 0.0, vec![(mem, 1.0)], len).await;
-                let mut m = core.model.borrow_mut();
-                let st = &mut m.storage;
-                let others: Vec<usize> = st
-                    .cached_on
-                    .entry(file)
-                    .or_default()
-                    .iter()
-                    .copied()
-                    .filter(|&n| n != node)
-                    .collect();
-                for n in others {
-                    if let Some(nc) = st.nodes[n].as_mut() {
-                        nc.cache.invalidate(file, a, b);
-                    }
-                }
-                st.cached_on.entry(file).or_default().insert(node);
-                let nc = st.nodes[node].as_mut().expect("cached");
-                nc.cache.insert(file, a, b, State::Dirty);
-                nc.cache.evict();
-                if nc.cache.dirty > nc.cache.background
-                    && let Some(k) = nc.kick.take()
-                {
-                    k.fire();
-                }
+                core.model
+                    .borrow_mut()
+                    .storage
+                    .write_cached(node, file, a, b);
             }
             (Access::Read, true) => {
                 let (hits, misses, mem) = {
@@ -857,30 +866,7 @@ impl Storage {
             return;
         }
         match access {
-            Access::Write => {
-                let others: Vec<usize> = self
-                    .cached_on
-                    .entry(file)
-                    .or_default()
-                    .iter()
-                    .copied()
-                    .filter(|&n| n != node)
-                    .collect();
-                for n in others {
-                    if let Some(nc) = self.nodes[n].as_mut() {
-                        nc.cache.invalidate(file, a, b);
-                    }
-                }
-                self.cached_on.entry(file).or_default().insert(node);
-                let nc = self.nodes[node].as_mut().expect("cached");
-                nc.cache.insert(file, a, b, State::Dirty);
-                nc.cache.evict();
-                if nc.cache.dirty > nc.cache.background
-                    && let Some(k) = nc.kick.take()
-                {
-                    k.fire();
-                }
-            }
+            Access::Write => self.write_cached(node, file, a, b),
             Access::Read => {
                 self.cached_on.entry(file).or_default().insert(node);
                 let nc = self.nodes[node].as_mut().expect("cached");
