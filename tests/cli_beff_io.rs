@@ -6,61 +6,23 @@
 //! * `real_*`: the real back end (`backend::real`) and `mpiexec` (or `PIOTWIN_MPIEXEC`).
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
 
-const BIN: &str = env!("CARGO_BIN_EXE_piotwin");
+mod common;
+use common::*;
 
-fn piotwin<S: AsRef<std::ffi::OsStr>>(dir: &Path, args: &[S]) -> Output {
-    Command::new(BIN)
-        .current_dir(dir)
-        .args(args)
-        .output()
-        .expect("piotwin runs")
-}
-
-fn stderr(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stderr).into_owned()
-}
-
-fn stdout(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stdout).into_owned()
-}
-
-/// Files in `dir`, sorted.
-fn files_in(dir: &Path) -> Vec<String> {
-    let mut v: Vec<String> = std::fs::read_dir(dir)
-        .unwrap()
-        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
-        .collect();
-    v.sort();
-    v
-}
-
-fn scenario() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("scenarios/default.toml")
+/// The default scenario.
+fn default_scenario() -> PathBuf {
+    scenario("default.toml")
 }
 
 /// Runs `args` in an empty temp dir: exit code 2, `expect` in the message, nothing written.
 fn bad_input<S: AsRef<std::ffi::OsStr> + std::fmt::Debug>(args: &[S], expect: &str) {
-    let dir = tempfile::tempdir().unwrap();
-    let o = piotwin(dir.path(), args);
-    let err = stderr(&o);
-    assert_eq!(o.status.code(), Some(2), "{args:?}: stderr {err}");
-    assert!(
-        err.contains(expect),
-        "{args:?}: expected `{expect}` in {err}"
-    );
-    assert!(stdout(&o).is_empty(), "{args:?} printed {}", stdout(&o));
-    assert_eq!(
-        files_in(dir.path()),
-        Vec::<String>::new(),
-        "{args:?} wrote files"
-    );
+    common::bad_input(args, &[expect]);
 }
 
 #[test]
 fn bad_options_exit_2_and_write_nothing() {
-    let sc = scenario();
+    let sc = default_scenario();
     let sc = sc.to_str().unwrap();
     let twin = ["run", "b_eff_io", "--sim", sc, "--ranks", "4"];
     let with = |extra: &[&str]| -> Vec<String> {
@@ -102,7 +64,7 @@ fn bad_options_exit_2_and_write_nothing() {
 fn twin_b_eff_io_is_deterministic_and_writes_every_file() {
     let dir = tempfile::tempdir().unwrap();
     let other = tempfile::tempdir().unwrap();
-    let sc = scenario();
+    let sc = default_scenario();
     let run = |dir: &Path| {
         let args = [
             "run",
@@ -175,32 +137,6 @@ fn twin_b_eff_io_is_deterministic_and_writes_every_file() {
 }
 
 // ---------------------------------------------------------------- real (needs backend::real + mpiexec)
-
-#[cfg(feature = "mpi")]
-/// The launcher: `PIOTWIN_MPIEXEC` (split on spaces) or `mpiexec`; `None` if absent.
-fn mpiexec() -> Option<Vec<String>> {
-    let launcher = std::env::var("PIOTWIN_MPIEXEC").unwrap_or_else(|_| "mpiexec".into());
-    let words: Vec<String> = launcher.split_whitespace().map(String::from).collect();
-    let found = Command::new(&words[0]).arg("--version").output().is_ok();
-    found.then_some(words)
-}
-
-#[cfg(feature = "mpi")]
-fn mpirun(dir: &Path, n: usize, args: &[&str]) -> Option<Output> {
-    let Some(launcher) = mpiexec() else {
-        eprintln!("skipped: no mpiexec (set PIOTWIN_MPIEXEC to the launcher)");
-        return None;
-    };
-    Some(
-        Command::new(&launcher[0])
-            .args(&launcher[1..])
-            .args(["-n", &n.to_string(), BIN])
-            .args(args)
-            .current_dir(dir)
-            .output()
-            .expect("mpiexec runs"),
-    )
-}
 
 /// A real run on 2 processes: every chunk read back verified (zero errors), the
 /// summary table printed, the report's metrics present, scratch files removed.
