@@ -1,4 +1,6 @@
-//! The command line: `piotwin run <benchmark> …`, `piotwin scenario check FILE`.
+//! The command line: `piotwin run <benchmark> …`, `piotwin compare <benchmark> …`
+//! (real against twin, see `compare.rs`), `piotwin scenario check FILE`,
+//! `piotwin report side-by-side`.
 //!
 //! Plugging in a benchmark (one variant, one match arm):
 //!
@@ -7,9 +9,11 @@
 //!    `--json`, `--csv`, `--hint`, `--hints-file`), and a method that checks its
 //!    options and builds its [`RankProgram`] (see `ior.rs`);
 //! 2. `impl CliBenchmark for TheProgram` (text, report, failure);
-//! 3. a variant in [`Bench`] and its arm in [`run`]: resolve the common options
+//! 3. a variant in [`Bench`], its arm in [`run`] (resolve the common options
 //!    ([`CommonArgs::resolve`]: everything checked, nothing run yet), build the
-//!    program, then [`execute`].
+//!    program, then [`execute`]) and in [`Bench::check`] (the same without
+//!    [`execute`]: `piotwin compare` checks options with it before launching).
+//!    `compare` then knows the benchmark too.
 //!
 //! Exit codes: 0 success; 1 a runtime failure (I/O error, failed verification, a
 //! back end that failed — the report is still written with what was measured);
@@ -18,10 +22,17 @@
 
 mod beff_io;
 mod btio;
+mod compare;
 mod ftio;
 mod ior;
 
-pub(crate) use beff_io::normalize_args;
+use std::ffi::OsString;
+
+/// The command line with the shorthands of `compare` and `run b_eff_io` expanded
+/// (see `compare::normalize_compare_args`, `beff_io::normalize_args`).
+pub(crate) fn normalize_args(argv: Vec<OsString>) -> Vec<OsString> {
+    beff_io::normalize_args(compare::normalize_compare_args(argv))
+}
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -29,7 +40,7 @@ use std::path::{Path, PathBuf};
 use clap::{Args, Parser, Subcommand};
 use piotwin::backend;
 use piotwin::ctx::{Hints, RankProgram};
-use piotwin::report::{Mode, RunReport, compare};
+use piotwin::report::{Mode, RunReport, compare as report_compare};
 use piotwin_sim::Scenario;
 
 /// What went wrong, and so the exit code.
@@ -82,6 +93,9 @@ enum Command {
         #[command(subcommand)]
         bench: Bench,
     },
+    /// Run a benchmark for real (launching mpiexec) and in the twin with the same options; print and write predicted against measured (JSON, HTML).
+    #[command(long_about = compare::LONG_ABOUT, after_help = compare::AFTER_HELP)]
+    Compare(Box<compare::CompareArgs>),
     /// Work with scenario files (descriptions of a storage system for the twin).
     Scenario {
         #[command(subcommand)]
@@ -140,6 +154,20 @@ enum Bench {
     /// b_eff_io: effective I/O bandwidth over 43 time-driven access patterns (release 2.1).
     #[command(name = "b_eff_io", long_about = beff_io::LONG_ABOUT, after_help = beff_io::AFTER_HELP)]
     BeffIo(Box<beff_io::BeffIoCliArgs>),
+}
+
+impl Bench {
+    /// Checks the options as `run` does before it runs (common options resolved,
+    /// the program built and checked); runs and writes nothing.
+    fn check(&self) -> Result<(), CliError> {
+        match self {
+            Bench::Ior(a) => a.program(&a.common.resolve()?).map(drop),
+            Bench::Btio(a) => a.program(&a.common.resolve()?).map(drop),
+            Bench::BtioKernel(a) => a.program(&a.common.resolve()?).map(drop),
+            Bench::Ftio(a) => a.program(&a.common.resolve()?).map(drop),
+            Bench::BeffIo(a) => a.program(&a.common.resolve()?).map(drop),
+        }
+    }
 }
 
 #[derive(Debug, Subcommand)]
@@ -544,6 +572,7 @@ pub(crate) fn run(cli: Cli) -> Result<(), CliError> {
             let program = args.program(&common)?;
             execute(&program, &common)
         }
+        Command::Compare(args) => compare::run(&args),
         Command::Scenario {
             command: ScenarioCommand::Check { file },
         } => {
@@ -561,12 +590,12 @@ pub(crate) fn run(cli: Cli) -> Result<(), CliError> {
         } => {
             let m = read_report(&measured, "--measured")?;
             let p = read_report(&predicted, "--predicted")?;
-            let pairs = compare::pair_metrics(&m, &p).map_err(CliError::Usage)?;
+            let pairs = report_compare::pair_metrics(&m, &p).map_err(CliError::Usage)?;
             let title = format!(
                 "{}: measured ({} ranks, {:?}) against predicted ({} ranks, {:?})",
                 m.benchmark, m.ranks, m.mode, p.ranks, p.mode
             );
-            print!("{}", compare::render_pairs(&title, &pairs));
+            print!("{}", report_compare::render_pairs(&title, &pairs));
             Ok(())
         }
     }

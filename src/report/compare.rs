@@ -1,5 +1,17 @@
 //! Predicted against measured: two [`RunReport`]s of the same benchmark put side by
-//! side, metric by metric, with the signed error of the prediction.
+//! side, metric by metric, with the signed error of the prediction, and the
+//! summary the twin is judged by (median and maximum |error| over the compared
+//! metrics, and over the benchmark's headline metrics).
+//!
+//! What it is for: `piotwin report side-by-side` ([`pair_metrics`],
+//! [`render_pairs`]) and `piotwin compare` ([`Comparison`]). What it is not: a
+//! statistical test — one run on each side, no confidence intervals.
+//!
+//! Error convention: `error = 100 · (predicted − measured) / |measured|` percent, so
+//! a positive error is an over-prediction; undefined (`None`) where either side is
+//! missing or not finite, or the measured value is zero.
+
+use std::collections::{BTreeMap, BTreeSet};
 
 use super::RunReport;
 
@@ -35,16 +47,20 @@ pub fn pair_metrics(
             measured.benchmark, predicted.benchmark
         ));
     }
-    let names: std::collections::BTreeSet<&String> = measured
-        .metrics
-        .keys()
-        .chain(predicted.metrics.keys())
-        .collect();
-    Ok(names
+    Ok(pair_maps(&measured.metrics, &predicted.metrics))
+}
+
+/// Pairs every metric of either map, in name order.
+fn pair_maps(
+    measured: &BTreeMap<String, f64>,
+    predicted: &BTreeMap<String, f64>,
+) -> Vec<MetricPair> {
+    let names: BTreeSet<&String> = measured.keys().chain(predicted.keys()).collect();
+    names
         .into_iter()
         .map(|name| {
-            let m = measured.metrics.get(name).copied();
-            let p = predicted.metrics.get(name).copied();
+            let m = measured.get(name).copied();
+            let p = predicted.get(name).copied();
             MetricPair {
                 name: name.clone(),
                 measured: m,
@@ -52,7 +68,7 @@ pub fn pair_metrics(
                 error_pct: m.zip(p).and_then(|(m, p)| error_pct(m, p)),
             }
         })
-        .collect())
+        .collect()
 }
 
 /// The pairs as a fixed-width table for a terminal.
@@ -77,6 +93,291 @@ pub fn render_pairs(title: &str, pairs: &[MetricPair]) -> String {
         );
     }
     out
+}
+
+/// What a metric is, for ordering the table and for the summary.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Kind {
+    /// One of the benchmark's headline results (see [`headline_metrics`]); first in
+    /// the table, and summarised on their own too.
+    Headline,
+    /// Any other time or rate (see [`is_compared`]): in the summary.
+    Detail,
+    /// A count, flag or identity (`errors`, `valid`, `bytes_written`, a standard
+    /// deviation): shown, but not a prediction to judge, so not in the summary.
+    Info,
+}
+
+/// The headline metrics of a benchmark, most important first. Benchmarks not
+/// listed get every top-level bandwidth (`*_mib_s`, `*_mb_s` not prefixed by a
+/// partition `n<N>_`), in name order.
+pub fn headline_metrics(benchmark: &str, names: &[&str]) -> Vec<String> {
+    let listed: &[&str] = match benchmark {
+        "ior" => &["write_mib_s", "read_mib_s"],
+        "b_eff_io" => &["b_eff_io_mb_s", "write_mb_s", "rewrite_mb_s", "read_mb_s"],
+        "btio" => &["io_rate_mb_s", "effective_output_mb_s", "io_time_s"],
+        "btio-kernel" => &["bandwidth_mib_s", "io_rate_mb_s", "io_time_s"],
+        "ftio" => &["io_time_s", "io_fraction", "total_time_s"],
+        _ => {
+            return names
+                .iter()
+                .filter(|n| {
+                    let partition = n.strip_prefix('n').is_some_and(|r| {
+                        r.split('_')
+                            .next()
+                            .is_some_and(|d| !d.is_empty() && d.bytes().all(|b| b.is_ascii_digit()))
+                    });
+                    (n.ends_with("_mib_s") || n.ends_with("_mb_s")) && !partition
+                })
+                .map(|n| n.to_string())
+                .collect();
+        }
+    };
+    listed
+        .iter()
+        .filter(|h| names.contains(h))
+        .map(|h| h.to_string())
+        .collect()
+}
+
+/// True for a metric whose prediction is judged: a time or a rate (name ending in
+/// `_s`: seconds, or per second as in `_mib_s`, `_ops_s`), a work rate (`mops`,
+/// `mflops`) or a time share (`io_percent`, `io_fraction`); not a dispersion
+/// (`_stddev`) nor a count or flag.
+pub fn is_compared(name: &str) -> bool {
+    (name.ends_with("_s") && !name.contains("stddev"))
+        || matches!(name, "mops" | "mflops" | "io_percent" | "io_fraction")
+}
+
+/// One row of a comparison.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct Row {
+    /// The metric and both values.
+    #[serde(flatten)]
+    pub pair: MetricPair,
+    /// Headline, detail or info.
+    pub kind: Kind,
+}
+
+/// The spread of |error| over a set of metrics.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct Summary {
+    /// Metrics with an error (both values present, measured non-zero).
+    pub count: usize,
+    /// Metrics of the set without an error (a side missing, or measured zero).
+    pub missing: usize,
+    /// Median of |error| in percent (mean of the two middle values for an even count).
+    pub median_abs_error: Option<f64>,
+    /// Largest |error| in percent.
+    pub max_abs_error: Option<f64>,
+    /// The metric with the largest |error|.
+    pub max_metric: Option<String>,
+}
+
+impl Summary {
+    /// The summary of `rows`' errors.
+    pub fn of<'a>(rows: impl IntoIterator<Item = &'a Row>) -> Summary {
+        let mut missing = 0;
+        let mut errs: Vec<(f64, &str)> = Vec::new();
+        for r in rows {
+            match r.pair.error_pct {
+                Some(e) => errs.push((e.abs(), &r.pair.name)),
+                None => missing += 1,
+            }
+        }
+        let max = errs
+            .iter()
+            .copied()
+            .fold(None, |best: Option<(f64, &str)>, e| match best {
+                Some(b) if b.0 >= e.0 => Some(b),
+                _ => Some(e),
+            });
+        let mut abs: Vec<f64> = errs.iter().map(|e| e.0).collect();
+        abs.sort_by(f64::total_cmp);
+        let n = abs.len();
+        let median = match n {
+            0 => None,
+            _ if n % 2 == 1 => Some(abs[n / 2]),
+            _ => Some(0.5 * (abs[n / 2 - 1] + abs[n / 2])),
+        };
+        Summary {
+            count: n,
+            missing,
+            median_abs_error: median,
+            max_abs_error: max.map(|m| m.0),
+            max_metric: max.map(|m| m.1.to_string()),
+        }
+    }
+
+    /// One line: `median |error| 12.3 %, max |error| 45.6 % (read_mib_s), 6 metrics`.
+    pub fn line(&self) -> String {
+        let pct = |v: Option<f64>| v.map_or_else(|| "-".to_string(), |v| format!("{v:.1} %"));
+        let mut s = format!(
+            "median |error| {}, max |error| {}",
+            pct(self.median_abs_error),
+            pct(self.max_abs_error)
+        );
+        if let Some(m) = &self.max_metric {
+            s += &format!(" ({m})");
+        }
+        s += &format!(", {} metrics", self.count);
+        if self.missing > 0 {
+            s += &format!(
+                " ({} without an error: a side missing or measured 0)",
+                self.missing
+            );
+        }
+        s
+    }
+}
+
+/// A benchmark's predicted and measured metrics, ordered for reading: headline
+/// metrics first (in [`headline_metrics`] order), then the other compared metrics,
+/// then info metrics, each in name order.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct Comparison {
+    /// The benchmark both reports are of.
+    pub benchmark: String,
+    /// Every metric of either report.
+    pub rows: Vec<Row>,
+    /// Over the headline metrics.
+    pub headline: Summary,
+    /// Over the headline and detail metrics (info metrics are not predictions).
+    pub all: Summary,
+}
+
+impl Comparison {
+    /// Compares the reports that exist (a side whose run failed before writing
+    /// its report is `None`: its values are missing). Reports of different
+    /// benchmarks, or of another benchmark than `benchmark`, are refused.
+    pub fn new(
+        benchmark: &str,
+        measured: Option<&RunReport>,
+        predicted: Option<&RunReport>,
+    ) -> Result<Comparison, String> {
+        for (side, r) in [("measured", measured), ("predicted", predicted)] {
+            if let Some(r) = r
+                && r.benchmark != benchmark
+            {
+                return Err(format!(
+                    "the {side} report is of benchmark `{}`, not `{benchmark}`",
+                    r.benchmark
+                ));
+            }
+        }
+        let empty = BTreeMap::new();
+        let pairs = pair_maps(
+            measured.map_or(&empty, |r| &r.metrics),
+            predicted.map_or(&empty, |r| &r.metrics),
+        );
+        let names: Vec<&str> = pairs.iter().map(|p| p.name.as_str()).collect();
+        let headline = headline_metrics(benchmark, &names);
+        let kind = |name: &str| {
+            if headline.iter().any(|h| h == name) {
+                Kind::Headline
+            } else if is_compared(name) {
+                Kind::Detail
+            } else {
+                Kind::Info
+            }
+        };
+        let mut rows: Vec<Row> = pairs
+            .into_iter()
+            .map(|pair| Row {
+                kind: kind(&pair.name),
+                pair,
+            })
+            .collect();
+        let position = |r: &Row| headline.iter().position(|h| *h == r.pair.name);
+        // Stable sort: names stay in order within detail and info.
+        rows.sort_by_key(|r| (r.kind, position(r)));
+        let summary =
+            |keep: &dyn Fn(Kind) -> bool| Summary::of(rows.iter().filter(|r| keep(r.kind)));
+        Ok(Comparison {
+            benchmark: benchmark.to_string(),
+            headline: summary(&|k| k == Kind::Headline),
+            all: summary(&|k| k != Kind::Info),
+            rows,
+        })
+    }
+
+    /// The `metrics` object of `compare.json`: `{name: {predicted, measured,
+    /// error}}`, `null` where missing; error in percent.
+    pub fn metrics_json(&self) -> serde_json::Value {
+        let map: serde_json::Map<String, serde_json::Value> = self
+            .rows
+            .iter()
+            .map(|r| {
+                (
+                    r.pair.name.clone(),
+                    serde_json::json!({
+                        "predicted": r.pair.predicted,
+                        "measured": r.pair.measured,
+                        "error": r.pair.error_pct,
+                    }),
+                )
+            })
+            .collect();
+        serde_json::Value::Object(map)
+    }
+
+    /// The table for a terminal: predicted, measured, error % per metric, in
+    /// sections (headline, detail, not summarised), then the summary lines.
+    pub fn render(&self, title: &str) -> String {
+        let width = self
+            .rows
+            .iter()
+            .map(|r| r.pair.name.len())
+            .max()
+            .unwrap_or(6)
+            .max(6);
+        let mut out = format!("{title}\n");
+        out += &format!(
+            "{:<width$}  {:>13}  {:>13}  {:>9}\n",
+            "metric", "predicted", "measured", "error %"
+        );
+        let mut section = None;
+        for r in &self.rows {
+            if section != Some(r.kind) {
+                section = Some(r.kind);
+                out += match r.kind {
+                    Kind::Headline => "-- headline\n",
+                    Kind::Detail => "-- detail\n",
+                    Kind::Info => "-- not summarised (counts, flags, dispersion)\n",
+                };
+            }
+            let err = r
+                .pair
+                .error_pct
+                .map_or_else(|| "-".to_string(), |e| format!("{e:+.1}"));
+            out += &format!(
+                "{:<width$}  {:>13}  {:>13}  {:>9}\n",
+                r.pair.name,
+                format_value(r.pair.predicted),
+                format_value(r.pair.measured),
+                err
+            );
+        }
+        out += &format!("summary, headline: {}\n", self.headline.line());
+        out += &format!("summary, all compared: {}\n", self.all.line());
+        out
+    }
+}
+
+/// A value with about 5 significant digits, in scientific notation outside
+/// [1e-3, 1e6); `-` where missing.
+pub fn format_value(v: Option<f64>) -> String {
+    match v {
+        None => "-".to_string(),
+        Some(v) if v == 0.0 => "0".to_string(),
+        Some(v) if !v.is_finite() => format!("{v}"),
+        Some(v) if (1e-3..1e6).contains(&v.abs()) => {
+            let decimals = (4 - v.abs().log10().floor() as i32).clamp(0, 7) as usize;
+            format!("{v:.decimals$}")
+        }
+        Some(v) => format!("{v:.4e}"),
+    }
 }
 
 #[cfg(test)]

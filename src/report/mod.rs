@@ -3,6 +3,7 @@
 //! atomic writers for JSON and CSV (a report is never half-written).
 
 pub mod compare;
+pub mod html;
 pub mod plot;
 
 use std::collections::BTreeMap;

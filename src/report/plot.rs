@@ -4,8 +4,10 @@
 //!
 //! What it is for: the benchmarks' figures in the originals' styles (b_eff_io's
 //! "bandwidth over chunk size, one line per pattern type, one panel per access
-//! method"). What it is not: a general plotting library — no bars, no legends
-//! placement options, no styling beyond a fixed palette.
+//! method"), and [`BarChart`]s of a run's metrics of one unit for `piotwin compare`
+//! (measured and predicted drawn on the same scale). What it is not: a general
+//! plotting library — no legends placement options, no styling beyond a fixed
+//! palette.
 //!
 //! Files are written atomically (temporary file in the same directory, then
 //! rename), like every report output.
@@ -143,6 +145,108 @@ impl Figure {
         let areas = body.split_evenly((1, self.panels.len().max(1)));
         for (panel, area) in self.panels.iter().zip(areas.iter()) {
             draw_panel(panel, area)?;
+        }
+        Ok(())
+    }
+}
+
+/// Horizontal bars, one per named value, over a linear axis from 0 to
+/// `value_max` (give two charts the same `value_max` to compare them by eye).
+#[derive(Debug, Clone, PartialEq)]
+pub struct BarChart {
+    /// Caption above the chart.
+    pub title: String,
+    /// Text under the value axis, with the unit (`bandwidth [MiB/s]`).
+    pub value_label: String,
+    /// `(label, value)`, drawn top to bottom; non-finite or negative values are drawn as 0.
+    pub bars: Vec<(String, f64)>,
+    /// Right end of the value axis (at least the largest value, or 1 where all are 0).
+    pub value_max: f64,
+    /// Size in pixels (width, height).
+    pub size: (u32, u32),
+}
+
+impl BarChart {
+    /// Writes the chart as SVG to `path`, atomically.
+    pub fn write_svg(&self, path: &Path) -> Result<(), PlotError> {
+        let mut svg = String::new();
+        {
+            let root = SVGBackend::with_string(&mut svg, self.size).into_drawing_area();
+            self.draw(&root).map_err(|m| err(path, m))?;
+            root.present().map_err(|e| err(path, e.to_string()))?;
+        }
+        crate::report::write_atomic(path, svg.as_bytes()).map_err(|e| err(path, e.to_string()))
+    }
+
+    fn draw<DB: DrawingBackend>(
+        &self,
+        root: &DrawingArea<DB, plotters::coord::Shift>,
+    ) -> Result<(), String> {
+        register_font();
+        let e = |x: DrawingAreaErrorKind<DB::ErrorType>| x.to_string();
+        root.fill(&WHITE).map_err(e)?;
+        let clean = |v: f64| if v.is_finite() && v > 0.0 { v } else { 0.0 };
+        let top = self
+            .bars
+            .iter()
+            .map(|b| clean(b.1))
+            .fold(self.value_max, f64::max);
+        let top = if top > 0.0 { top * 1.2 } else { 1.0 };
+        // Slots 0..=n-1 (plotters' integer ranges include their end), the first bar on top.
+        let n = self.bars.len().max(1) as i32;
+        let label_width = self
+            .bars
+            .iter()
+            .map(|b| b.0.len())
+            .max()
+            .unwrap_or(4)
+            .clamp(4, 40) as u32
+            * 7
+            + 10;
+        let labels: Vec<String> = self.bars.iter().map(|b| b.0.clone()).collect();
+        let y_fmt = move |y: &SegmentValue<i32>| match y {
+            SegmentValue::CenterOf(i) => labels
+                .get((n - 1 - *i) as usize)
+                .cloned()
+                .unwrap_or_default(),
+            _ => String::new(),
+        };
+        let mut chart = ChartBuilder::on(root)
+            .caption(&self.title, ("sans-serif", 16))
+            .margin(10)
+            .x_label_area_size(40)
+            .y_label_area_size(label_width)
+            .build_cartesian_2d(0f64..top, (0..n - 1).into_segmented())
+            .map_err(e)?;
+        chart
+            .configure_mesh()
+            .disable_y_mesh()
+            .x_desc(self.value_label.as_str())
+            .y_labels(self.bars.len().max(1))
+            .y_label_formatter(&y_fmt)
+            .label_style(("sans-serif", 12))
+            .draw()
+            .map_err(e)?;
+        for (i, (_, v)) in self.bars.iter().enumerate() {
+            let color = PALETTE[i % PALETTE.len()];
+            // The first bar on top.
+            let slot = n - 1 - i as i32;
+            let mut bar = Rectangle::new(
+                [
+                    (0.0, SegmentValue::Exact(slot)),
+                    (clean(*v), SegmentValue::Exact(slot + 1)),
+                ],
+                color.mix(0.8).filled(),
+            );
+            bar.set_margin(6, 6, 0, 0);
+            chart.draw_series(std::iter::once(bar)).map_err(e)?;
+            chart
+                .draw_series(std::iter::once(Text::new(
+                    crate::report::compare::format_value(Some(*v)),
+                    (clean(*v), SegmentValue::CenterOf(slot)),
+                    ("sans-serif", 12),
+                )))
+                .map_err(e)?;
         }
         Ok(())
     }
@@ -309,6 +413,46 @@ mod tests {
             .collect();
         names.sort();
         assert_eq!(names, vec!["f.png", "f.svg"]);
+    }
+
+    #[test]
+    fn bar_chart_writes_an_svg_with_its_labels_and_values() {
+        let dir = tempfile::tempdir().unwrap();
+        let svg = dir.path().join("bars.svg");
+        let chart = BarChart {
+            title: "ior measured".into(),
+            value_label: "bandwidth [MiB/s]".into(),
+            bars: vec![
+                ("write_mib_s".into(), 3277.0),
+                ("read_mib_s".into(), 2018.0),
+            ],
+            value_max: 9400.0,
+            size: (640, 200),
+        };
+        chart.write_svg(&svg).unwrap();
+        if let Ok(p) = std::env::var("PIOTWIN_BAR_PNG") {
+            let root = BitMapBackend::new(&p, chart.size).into_drawing_area();
+            chart.draw(&root).unwrap();
+            root.present().unwrap();
+        }
+        let s = std::fs::read_to_string(&svg).unwrap();
+        assert!(s.starts_with("<svg") && s.trim_end().ends_with("</svg>"));
+        for text in [
+            "ior measured",
+            "bandwidth [MiB/s]",
+            "write_mib_s",
+            "read_mib_s",
+            "3277.0",
+            "2018.0",
+        ] {
+            assert!(s.contains(text), "no `{text}` in the SVG");
+        }
+        // Two bars: filled rectangles besides the white background.
+        assert_eq!(s.matches("<rect").count(), 3, "{s}");
+        assert_eq!(
+            super::super::super::report::compare::format_value(Some(3277.0)),
+            "3277.0"
+        );
     }
 
     #[test]

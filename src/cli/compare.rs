@@ -1,0 +1,974 @@
+//! `piotwin compare <bench> --scenario S --ranks N [bench options]`: runs a
+//! benchmark for real (launching `mpiexec -n N piotwin run <bench> …` itself) and
+//! in the twin (`piotwin run <bench> … --sim S --ranks N`, a child process too, so
+//! both sides take one code path for every benchmark `run` knows), then prints
+//! predicted against measured and writes `DIR/compare.json`, both run reports and
+//! `DIR/report.html`.
+//!
+//! Layout of DIR (default `piotwin-compare/<bench>-n<N>`, a new or empty
+//! directory; nothing in it is ever deleted):
+//!
+//! ```text
+//! DIR/compare.json     {benchmark, scenario, ranks, options, metrics: {name: {predicted, measured, error}}, summary, …}
+//! DIR/measured.json    the real run's report      DIR/predicted.json   the twin's report
+//! DIR/measured.txt     the real run's output      DIR/predicted.txt    the twin's output
+//! DIR/measured/        working directory of the real run (its scratch and result files)
+//! DIR/predicted/       working directory of the twin run
+//! DIR/plots/           bar charts per metric unit (benchmarks that draw no figures)
+//! DIR/report.html      the table and both runs' figures side by side
+//! ```
+//!
+//! Both runs start in their own working directory, so relative paths in the
+//! benchmark's options (`-o testFile`, `-p .`, `-f run1`) land inside DIR and
+//! the two runs' result files never collide; give absolute paths for anything
+//! outside DIR. The options are checked before anything runs, as each run will
+//! see them (in an empty directory): bad input exits 2 with nothing written.
+
+use std::ffi::OsString;
+use std::io::{BufRead, BufReader, Read};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::Instant;
+
+use clap::{Args, CommandFactory, Parser};
+use piotwin::report::compare::{Comparison, Kind};
+use piotwin::report::html::{self, FigureRow, Page};
+use piotwin::report::plot::BarChart;
+use piotwin::report::{RunReport, write_atomic};
+use piotwin_sim::Scenario;
+
+use super::ior::launcher_size;
+use super::{Cli, CliError, Command as CliCommand, check_output, normalize_args};
+
+pub(super) const LONG_ABOUT: &str = "\
+Run a benchmark for real and in the twin with the same options, and compare.
+The real run is `mpiexec -n N piotwin run <BENCH> <options> --json …`, started
+by compare itself (MPICH's mpiexec by default, or the launcher matching this
+binary's MPI; --mpiexec overrides it); the twin run is `piotwin run <BENCH>
+<options> --sim SCENARIO --ranks N`. Both take the same --seed (default: the
+scenario's seed).
+
+Prints each metric predicted, measured and the error
+100 * (predicted - measured) / |measured| %, headline metrics first, and the
+median and largest |error|. Writes DIR/compare.json, DIR/measured.json,
+DIR/predicted.json and DIR/report.html (both runs' figures side by side:
+measured left, predicted right), and prints the path of report.html.
+
+Each run works in its own directory, DIR/measured and DIR/predicted: relative
+paths in the options are taken from there. DIR must be new or empty.
+Exit codes: 0 both runs succeeded; 1 a run failed (what it finished is kept and
+compared, and the failed side named); 2 bad input (nothing written).";
+
+pub(super) const AFTER_HELP: &str = "\
+Examples:
+  piotwin compare ior --scenario scenarios/default.toml --ranks 2 -a MPIIO -b 16m -t 64k
+  piotwin compare b_eff_io --scenario scenarios/default.toml --ranks 2 -MB 512 -T 60 --out cmp/beff
+  piotwin compare ftio --scenario my.toml --ranks 4 --mpiexec 'mpiexec.openmpi --mca io romio321' -i 8";
+
+/// `piotwin compare`'s own options; everything else is the benchmark's.
+#[derive(Debug, Args)]
+pub(crate) struct CompareArgs {
+    /// The benchmark, as for `piotwin run` (ior, b_eff_io, btio, btio-kernel, ftio).
+    #[arg(value_name = "BENCH")]
+    bench: String,
+    /// The twin's scenario file (TOML).
+    #[arg(long, value_name = "SCENARIO")]
+    scenario: PathBuf,
+    /// Ranks of both runs (mpiexec -n N, and the twin's --ranks N).
+    #[arg(long, value_name = "N", allow_hyphen_values = true,
+          value_parser = clap::value_parser!(u64).range(1..))]
+    ranks: u64,
+    /// The MPI launcher, split like a shell's words (e.g. 'mpiexec.openmpi --mca io romio321'); `-n N` is appended. Default: the launcher of this binary's MPI (or $PIOTWIN_MPIEXEC).
+    #[arg(long, value_name = "CMD")]
+    mpiexec: Option<String>,
+    /// Directory for the results, new or empty. Default: piotwin-compare/<BENCH>-n<N>.
+    #[arg(long, value_name = "DIR")]
+    out: Option<PathBuf>,
+    /// Seed of both runs (the twin's RNG, the benchmark's random choices). Default: the scenario's seed.
+    #[arg(long, value_name = "S")]
+    seed: Option<u64>,
+    /// The benchmark's options, as for `piotwin run <BENCH>`.
+    #[arg(last = true, value_name = "BENCH OPTIONS", allow_hyphen_values = true)]
+    options: Vec<String>,
+}
+
+/// compare's own options that take a value; they may come anywhere on the line.
+const OWN_FLAGS: [&str; 5] = ["--scenario", "--ranks", "--mpiexec", "--out", "--seed"];
+
+/// Options compare sets for each run itself, refused among the benchmark's.
+const SET_BY_COMPARE: [(&str, &str); 6] = [
+    ("--sim", "the twin's scenario is --scenario"),
+    ("--ranks", "both runs take --ranks"),
+    ("--dry-run", "compare runs for real and in the twin"),
+    (
+        "--json",
+        "the reports are DIR/measured.json and DIR/predicted.json",
+    ),
+    (
+        "--csv",
+        "the reports are DIR/measured.json and DIR/predicted.json",
+    ),
+    ("--set", "compare runs the scenario as it is"),
+];
+
+/// `piotwin compare …` with compare's own options moved before the benchmark's
+/// name and the benchmark's options after a `--`, so that clap sees
+/// `compare [OWN] BENCH -- [BENCH OPTIONS]`; any other command line unchanged.
+pub(super) fn normalize_compare_args(argv: Vec<OsString>) -> Vec<OsString> {
+    if argv.len() < 3 || argv[1] != "compare" {
+        return argv;
+    }
+    let words: Vec<String> = match argv[2..].iter().map(|w| w.clone().into_string()).collect() {
+        Ok(w) => w,
+        // Not UTF-8: leave it to clap, which names the word.
+        Err(_) => return argv,
+    };
+    let mut own: Vec<String> = Vec::new();
+    let mut bench: Option<String> = None;
+    let mut rest: Vec<String> = Vec::new();
+    let mut it = words.into_iter();
+    while let Some(w) = it.next() {
+        if w == "--" {
+            rest.extend(it.by_ref());
+            break;
+        }
+        let flag = w.split('=').next().unwrap_or_default();
+        if OWN_FLAGS.contains(&flag) {
+            let takes_next = !w.contains('=');
+            own.push(w);
+            if takes_next && let Some(v) = it.next() {
+                own.push(v);
+            }
+        } else if bench.is_none() && !w.starts_with('-') {
+            bench = Some(w);
+        } else if bench.is_none() {
+            // Before the benchmark: compare's (--help) or unknown, for clap to judge.
+            own.push(w);
+        } else {
+            rest.push(w);
+        }
+    }
+    let mut out: Vec<OsString> = argv[..2].to_vec();
+    out.extend(own.into_iter().map(OsString::from));
+    if let Some(b) = bench {
+        out.push(b.into());
+        out.push("--".into());
+        out.extend(rest.into_iter().map(OsString::from));
+    }
+    out
+}
+
+/// Splits `line` into words as a POSIX shell does for a simple command: blanks
+/// separate, `'…'` is literal, `"…"` keeps `\"`, `\\`, `\$`, `` \` `` escapes, and a
+/// backslash outside quotes escapes the next character. No expansions.
+fn split_words(line: &str) -> Result<Vec<String>, String> {
+    let mut words = Vec::new();
+    let mut word = String::new();
+    let mut in_word = false;
+    let mut chars = line.chars();
+    while let Some(c) = chars.next() {
+        match c {
+            c if c.is_whitespace() => {
+                if in_word {
+                    words.push(std::mem::take(&mut word));
+                    in_word = false;
+                }
+            }
+            '\'' => {
+                in_word = true;
+                loop {
+                    match chars.next() {
+                        Some('\'') => break,
+                        Some(c) => word.push(c),
+                        None => return Err("a single quote (') is not closed".into()),
+                    }
+                }
+            }
+            '"' => {
+                in_word = true;
+                loop {
+                    match chars.next() {
+                        Some('"') => break,
+                        Some('\\') => match chars.next() {
+                            Some(c @ ('"' | '\\' | '$' | '`')) => word.push(c),
+                            Some(c) => {
+                                word.push('\\');
+                                word.push(c);
+                            }
+                            None => return Err("a double quote (\") is not closed".into()),
+                        },
+                        Some(c) => word.push(c),
+                        None => return Err("a double quote (\") is not closed".into()),
+                    }
+                }
+            }
+            '\\' => {
+                in_word = true;
+                match chars.next() {
+                    Some(c) => word.push(c),
+                    None => return Err("it ends in a lone backslash".into()),
+                }
+            }
+            c => {
+                in_word = true;
+                word.push(c);
+            }
+        }
+    }
+    if in_word {
+        words.push(word);
+    }
+    Ok(words)
+}
+
+/// True when `version_text` (a launcher's `--version` output) is Open MPI's.
+fn is_open_mpi(version_text: &str) -> bool {
+    let t = version_text.to_ascii_lowercase();
+    t.contains("open mpi") || t.contains("openrte") || t.contains("open-mpi")
+}
+
+/// The launcher's words, with `-n N`: `--mpiexec CMD` split, or this binary's
+/// default. Open MPI gets `--oversubscribe --allow-run-as-root` unless given.
+/// The launcher must start (`--version`), or this is bad input.
+#[cfg(feature = "mpi")]
+fn launcher(mpiexec: Option<&str>, ranks: u64) -> Result<Vec<OsString>, CliError> {
+    let (mut words, what): (Vec<OsString>, String) = match mpiexec {
+        Some(cmd) => {
+            let words =
+                split_words(cmd).map_err(|e| CliError::Usage(format!("--mpiexec `{cmd}`: {e}")))?;
+            if words.is_empty() {
+                return Err(CliError::Usage(
+                    "--mpiexec ``: empty; give the launcher, e.g. --mpiexec mpiexec.mpich".into(),
+                ));
+            }
+            (
+                words.into_iter().map(OsString::from).collect(),
+                format!("--mpiexec `{cmd}`"),
+            )
+        }
+        None => {
+            let cmd = piotwin_real::mpiexec_command(ranks as usize);
+            let mut w = vec![cmd.get_program().to_os_string()];
+            // The default command already ends in `-n N`: keep what comes before.
+            let args: Vec<OsString> = cmd.get_args().map(|a| a.to_os_string()).collect();
+            w.extend(args[..args.len().saturating_sub(2)].iter().cloned());
+            let shown = w[0].to_string_lossy().into_owned();
+            (
+                w,
+                format!("the MPI launcher `{shown}` (choose one with --mpiexec CMD)"),
+            )
+        }
+    };
+    let version = Command::new(&words[0])
+        .arg("--version")
+        .stdin(Stdio::null())
+        .output()
+        .map_err(|e| CliError::Usage(format!("{what}: cannot start it: {e}")))?;
+    let text = String::from_utf8_lossy(&version.stdout).into_owned()
+        + &String::from_utf8_lossy(&version.stderr);
+    if is_open_mpi(&text) {
+        for flag in ["--oversubscribe", "--allow-run-as-root"] {
+            if !words.iter().any(|w| w == flag) {
+                words.push(flag.into());
+            }
+        }
+    }
+    words.push("-n".into());
+    words.push(ranks.to_string().into());
+    Ok(words)
+}
+
+#[cfg(not(feature = "mpi"))]
+fn launcher(_: Option<&str>, _: u64) -> Result<Vec<OsString>, CliError> {
+    Err(CliError::Usage(
+        "this piotwin was built without MPI (cargo feature `mpi` off): compare cannot run the benchmark for real; \
+         run it in the twin with `piotwin run <bench> --sim SCENARIO --ranks N`"
+            .into(),
+    ))
+}
+
+/// The benchmarks `piotwin run` knows (its subcommands).
+fn benchmarks() -> Vec<String> {
+    let cli = Cli::command();
+    cli.find_subcommand("run")
+        .map(|run| {
+            run.get_subcommands()
+                .map(|c| c.get_name().to_string())
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// Runs in an empty temporary directory while it lives; back to `home` and the
+/// directory removed (it is this process's own) on drop.
+struct CheckDir {
+    home: PathBuf,
+    dir: PathBuf,
+}
+
+impl CheckDir {
+    fn enter() -> Result<CheckDir, CliError> {
+        let home = std::env::current_dir()
+            .map_err(|e| CliError::Usage(format!("the current directory is not readable: {e}")))?;
+        let dir =
+            std::env::temp_dir().join(format!("piotwin-compare-check-{}", std::process::id()));
+        std::fs::create_dir(&dir)
+            .and_then(|()| std::env::set_current_dir(&dir))
+            .map_err(|e| {
+                CliError::Usage(format!(
+                    "cannot make the empty directory `{}` to check the options in: {e}",
+                    dir.display()
+                ))
+            })?;
+        Ok(CheckDir { home, dir })
+    }
+}
+
+impl Drop for CheckDir {
+    fn drop(&mut self) {
+        let _ = std::env::set_current_dir(&self.home);
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+/// What checking the options found.
+enum Checked {
+    /// Good: run.
+    Run,
+    /// The benchmark's help was asked for and printed: stop, successfully.
+    HelpShown,
+}
+
+/// Parses and checks `piotwin <argv…>` as `run` would (options, scenario,
+/// hints, paths), running and writing nothing.
+fn check_run(argv: Vec<OsString>, side: &str) -> Result<Checked, CliError> {
+    let cli = match Cli::try_parse_from(normalize_args(argv)) {
+        Ok(c) => c,
+        Err(e)
+            if matches!(
+                e.kind(),
+                clap::error::ErrorKind::DisplayHelp | clap::error::ErrorKind::DisplayVersion
+            ) =>
+        {
+            let _ = e.print();
+            return Ok(Checked::HelpShown);
+        }
+        Err(e) => {
+            let text = e.render().to_string();
+            let text = text.trim().trim_start_matches("error: ");
+            return Err(CliError::Usage(format!(
+                "the benchmark's options, for the {side} run: {text}"
+            )));
+        }
+    };
+    match cli.command {
+        CliCommand::Run { bench } => bench.check().map_err(|e| match e {
+            CliError::Usage(m) => {
+                let about_paths = ["does not exist", "cannot read", "cannot create"]
+                    .iter()
+                    .any(|p| m.contains(p));
+                let note = if about_paths {
+                    " (note: each run works in its own new directory, DIR/measured or DIR/predicted: \
+                     relative paths in the options are taken from there; give absolute paths for files outside DIR)"
+                } else {
+                    ""
+                };
+                CliError::Usage(format!("the benchmark's options, for the {side} run: {m}{note}"))
+            }
+            other => other,
+        })?,
+        _ => unreachable!("check_run is given `run` command lines"),
+    }
+    Ok(Checked::Run)
+}
+
+/// One side's run: its child process's outcome.
+struct Side {
+    /// `measured` or `predicted`.
+    name: &'static str,
+    /// Its report, if it wrote one (a failed run may have: what it finished).
+    report: Option<RunReport>,
+    /// Why it failed, if it did.
+    failure: Option<String>,
+    /// Files the run says it wrote (`piotwin: wrote PATH`), as absolute paths.
+    written: Vec<PathBuf>,
+    /// Wall-clock seconds of the child process.
+    wall_s: f64,
+}
+
+/// Runs `cmd` (a `piotwin run …` command line, maybe under mpiexec) in `workdir`:
+/// its stdout is kept in `DIR/<name>.txt`, its stderr passed through (prefixed
+/// with `[name] `) and scanned for the files it wrote and its error.
+fn run_side(
+    name: &'static str,
+    mut cmd: Command,
+    workdir: &Path,
+    dir: &Path,
+) -> Result<Side, CliError> {
+    let json = dir.join(format!("{name}.json"));
+    let started = Instant::now();
+    let shown = format!("{cmd:?}");
+    eprintln!("piotwin compare: {name} run: {shown}");
+    let mut child = cmd
+        .current_dir(workdir)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .map_err(|e| CliError::Runtime(format!("the {name} run could not start ({shown}): {e}")))?;
+    let stderr = child.stderr.take().expect("stderr is piped");
+    let reader = std::thread::spawn(move || {
+        let mut written = Vec::new();
+        let mut errors = Vec::new();
+        for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+            eprintln!("[{name}] {line}");
+            if let Some(p) = line.strip_prefix("piotwin: wrote ") {
+                written.push(PathBuf::from(p));
+            } else if let Some(m) = line.strip_prefix("piotwin: error: ") {
+                errors.push(m.to_string());
+            }
+        }
+        (written, errors)
+    });
+    let mut out = Vec::new();
+    let read = child
+        .stdout
+        .take()
+        .expect("stdout is piped")
+        .read_to_end(&mut out);
+    let status = child.wait();
+    let (written, errors) = reader.join().unwrap_or_default();
+    let wall_s = started.elapsed().as_secs_f64();
+    let text = dir.join(format!("{name}.txt"));
+    write_atomic(&text, &out)
+        .map_err(|e| CliError::Runtime(format!("`{}`: cannot write: {e}", text.display())))?;
+    let mut failure = match (read, status) {
+        (Err(e), _) => Some(format!("its output could not be read: {e}")),
+        (_, Err(e)) => Some(format!("it could not be waited for: {e}")),
+        (_, Ok(s)) if !s.success() => Some(match errors.last() {
+            Some(m) => format!("{m} ({s})"),
+            None => format!("it ended with {s} (see its messages above)"),
+        }),
+        _ => None,
+    };
+    let report = match std::fs::read_to_string(&json) {
+        Ok(t) => match serde_json::from_str::<RunReport>(&t) {
+            Ok(r) => Some(r),
+            Err(e) => {
+                failure.get_or_insert_with(|| {
+                    format!("`{}` is not a run report: {e}", json.display())
+                });
+                None
+            }
+        },
+        Err(_) => {
+            if failure.is_none() {
+                failure = Some(format!("it wrote no report `{}`", json.display()));
+            }
+            None
+        }
+    };
+    let written = written
+        .into_iter()
+        .map(|p| if p.is_absolute() { p } else { workdir.join(p) })
+        .collect();
+    Ok(Side {
+        name,
+        report,
+        failure,
+        written,
+        wall_s,
+    })
+}
+
+/// `path` relative to `base` where it lies under it, else as it is.
+fn relative_to(path: &Path, base: &Path) -> String {
+    path.strip_prefix(base)
+        .unwrap_or(path)
+        .to_string_lossy()
+        .into_owned()
+}
+
+/// The axis label and file stem of a metric's unit group; `None` for metrics not
+/// charted (no common unit).
+fn unit_group(name: &str) -> Option<(&'static str, &'static str)> {
+    if name.ends_with("_mib_s") {
+        Some(("bandwidth_mib_s", "bandwidth [MiB/s]"))
+    } else if name.ends_with("_mb_s") {
+        Some(("bandwidth_mb_s", "bandwidth [MB/s = 10^6 B/s]"))
+    } else if name.ends_with("_ops_s") {
+        Some(("ops_s", "operations per second"))
+    } else if name.ends_with("_s") {
+        Some(("time_s", "time [s]"))
+    } else {
+        None
+    }
+}
+
+/// The figures of both runs, paired: the SVG figures the runs wrote themselves
+/// (b_eff_io's plot per partition), matched by file name; for benchmarks that
+/// draw none, a bar chart per unit group of the compared metrics, measured and
+/// predicted on the same scale, written to `DIR/plots/`.
+fn figures(c: &Comparison, sides: &[&Side], dir: &Path) -> Result<Vec<FigureRow>, CliError> {
+    let svgs = |s: &Side| -> Vec<PathBuf> {
+        s.written
+            .iter()
+            .filter(|p| p.extension().is_some_and(|e| e == "svg"))
+            .cloned()
+            .collect()
+    };
+    let (m, p) = (svgs(sides[0]), svgs(sides[1]));
+    if !m.is_empty() || !p.is_empty() {
+        let mut names: Vec<String> = m
+            .iter()
+            .chain(&p)
+            .filter_map(|f| f.file_name().map(|n| n.to_string_lossy().into_owned()))
+            .collect();
+        names.sort();
+        names.dedup();
+        let find = |list: &[PathBuf], name: &str| {
+            list.iter()
+                .find(|f| f.file_name().is_some_and(|n| n.to_string_lossy() == name))
+                .map(|f| relative_to(f, dir))
+        };
+        return Ok(names
+            .iter()
+            .map(|n| FigureRow {
+                caption: n.clone(),
+                measured: find(&m, n),
+                predicted: find(&p, n),
+            })
+            .collect());
+    }
+    let mut groups: Vec<(&str, &str, Vec<&piotwin::report::compare::Row>)> = Vec::new();
+    for r in c.rows.iter().filter(|r| r.kind != Kind::Info) {
+        if let Some((stem, label)) = unit_group(&r.pair.name) {
+            match groups.iter_mut().find(|g| g.0 == stem) {
+                Some(g) => g.2.push(r),
+                None => groups.push((stem, label, vec![r])),
+            }
+        }
+    }
+    if groups.is_empty() {
+        return Ok(Vec::new());
+    }
+    let plots = dir.join("plots");
+    std::fs::create_dir_all(&plots)
+        .map_err(|e| CliError::Runtime(format!("`{}`: cannot create: {e}", plots.display())))?;
+    let mut rows = Vec::new();
+    for (stem, label, members) in groups {
+        let top = members
+            .iter()
+            .flat_map(|r| [r.pair.measured, r.pair.predicted])
+            .flatten()
+            .filter(|v| v.is_finite())
+            .fold(0.0, f64::max);
+        let mut row = FigureRow {
+            caption: label.to_string(),
+            measured: None,
+            predicted: None,
+        };
+        for side in sides {
+            let value = |r: &piotwin::report::compare::Row| {
+                if side.name == "measured" {
+                    r.pair.measured
+                } else {
+                    r.pair.predicted
+                }
+            };
+            if side.report.is_none() {
+                continue;
+            }
+            let chart = BarChart {
+                title: format!("{} {} ({})", c.benchmark, side.name, label),
+                value_label: label.to_string(),
+                bars: members
+                    .iter()
+                    .filter_map(|r| value(r).map(|v| (r.pair.name.clone(), v)))
+                    .collect(),
+                value_max: top,
+                size: (640, 60 + 40 * members.len() as u32 + 60),
+            };
+            let path = plots.join(format!("{stem}-{}.svg", side.name));
+            chart
+                .write_svg(&path)
+                .map_err(|e| CliError::Runtime(e.to_string()))?;
+            let rel = Some(relative_to(&path, dir));
+            if side.name == "measured" {
+                row.measured = rel;
+            } else {
+                row.predicted = rel;
+            }
+        }
+        rows.push(row);
+    }
+    Ok(rows)
+}
+
+/// Top-level `params` keys whose values differ between the two runs (defaults
+/// taken from the environment, such as b_eff_io's memory per process, can).
+fn params_differ(m: &RunReport, p: &RunReport) -> Vec<String> {
+    let (serde_json::Value::Object(a), serde_json::Value::Object(b)) = (&m.params, &p.params)
+    else {
+        return if m.params == p.params {
+            Vec::new()
+        } else {
+            vec![format!(
+                "params: measured {} against predicted {}",
+                m.params, p.params
+            )]
+        };
+    };
+    let keys: std::collections::BTreeSet<&String> = a.keys().chain(b.keys()).collect();
+    keys.into_iter()
+        .filter(|k| a.get(*k) != b.get(*k))
+        .map(|k| {
+            let show = |v: Option<&serde_json::Value>| v.map_or("-".to_string(), |v| v.to_string());
+            format!(
+                "parameter `{k}` differs: measured {}, predicted {}",
+                show(a.get(k)),
+                show(b.get(k))
+            )
+        })
+        .collect()
+}
+
+/// The output directory: `--out` or the default, absolute; it must be new or
+/// empty, and creatable.
+fn out_dir(args: &CompareArgs, cwd: &Path) -> Result<PathBuf, CliError> {
+    let given = args.out.clone().unwrap_or_else(|| {
+        PathBuf::from("piotwin-compare").join(format!("{}-n{}", args.bench, args.ranks))
+    });
+    let dir = cwd.join(&given);
+    let shown = given.display();
+    if dir.exists() {
+        let entries = std::fs::read_dir(&dir).map_err(|e| {
+            CliError::Usage(format!(
+                "--out `{shown}`: exists but is not a readable directory: {e}"
+            ))
+        })?;
+        if entries.count() > 0 {
+            return Err(CliError::Usage(format!(
+                "--out `{shown}`: exists and is not empty; compare writes into a new or empty directory \
+                 (it never overwrites or deletes): give another --out, or move that one away"
+            )));
+        }
+        check_output(&dir.join("compare.json"), "--out")?;
+    } else {
+        let existing = dir
+            .ancestors()
+            .find(|a| a.exists())
+            .unwrap_or(Path::new("/"));
+        if !existing.is_dir() {
+            return Err(CliError::Usage(format!(
+                "--out `{shown}`: `{}` is not a directory",
+                existing.display()
+            )));
+        }
+        check_output(&existing.join("compare.json"), "--out")?;
+    }
+    Ok(dir)
+}
+
+/// Runs `piotwin compare`.
+pub(super) fn run(args: &CompareArgs) -> Result<(), CliError> {
+    let usage = |m: String| Err(CliError::Usage(m));
+    if launcher_size().is_some() {
+        return usage(
+            "compare starts mpiexec itself: run `piotwin compare …` directly, not under mpiexec"
+                .into(),
+        );
+    }
+    let known = benchmarks();
+    if !known.contains(&args.bench) {
+        return usage(format!(
+            "unknown benchmark `{}`: piotwin runs {}",
+            args.bench,
+            known.join(", ")
+        ));
+    }
+    for w in &args.options {
+        let flag = w.split('=').next().unwrap_or_default();
+        if let Some((f, why)) = SET_BY_COMPARE.iter().find(|(f, _)| *f == flag) {
+            return usage(format!(
+                "`{f}` among the benchmark's options: compare sets it for each run ({why})"
+            ));
+        }
+    }
+    let scenario = Scenario::load(&args.scenario)
+        .map_err(|e| CliError::Usage(format!("--scenario `{}`: {e}", args.scenario.display())))?;
+    let scenario_path = std::fs::canonicalize(&args.scenario)
+        .map_err(|e| CliError::Usage(format!("--scenario `{}`: {e}", args.scenario.display())))?;
+    let seed = args.seed.unwrap_or(scenario.seed);
+    let launcher = launcher(args.mpiexec.as_deref(), args.ranks)?;
+    let cwd = std::env::current_dir()
+        .map_err(|e| CliError::Usage(format!("the current directory is not readable: {e}")))?;
+    let dir = out_dir(args, &cwd)?;
+    let exe = std::env::current_exe()
+        .map_err(|e| CliError::Usage(format!("cannot find this program's path: {e}")))?;
+
+    // The two command lines, as `piotwin run` words.
+    let mut real: Vec<OsString> = vec!["run".into(), args.bench.clone().into()];
+    real.extend(args.options.iter().map(OsString::from));
+    real.extend(["--seed".into(), seed.to_string().into()]);
+    let mut twin = real.clone();
+    twin.extend([
+        "--sim".into(),
+        scenario_path.clone().into(),
+        "--ranks".into(),
+        args.ranks.to_string().into(),
+    ]);
+    {
+        let _in_empty_dir = CheckDir::enter()?;
+        let argv = |words: &[OsString]| {
+            std::iter::once(OsString::from("piotwin"))
+                .chain(words.iter().cloned())
+                .collect::<Vec<_>>()
+        };
+        if let Checked::HelpShown = check_run(argv(&twin), "twin")? {
+            return Ok(());
+        }
+        check_run(argv(&real), "real")?;
+    }
+
+    // Nothing was written so far; from here on, only inside DIR.
+    let measured_dir = dir.join("measured");
+    let predicted_dir = dir.join("predicted");
+    for d in [&measured_dir, &predicted_dir] {
+        std::fs::create_dir_all(d)
+            .map_err(|e| CliError::Runtime(format!("`{}`: cannot create: {e}", d.display())))?;
+    }
+    let json_arg = |name: &str| -> [OsString; 2] {
+        ["--json".into(), dir.join(format!("{name}.json")).into()]
+    };
+    let mut real_cmd = Command::new(&launcher[0]);
+    real_cmd
+        .args(&launcher[1..])
+        .arg(&exe)
+        .args(&real)
+        .args(json_arg("measured"));
+    let measured = run_side("measured", real_cmd, &measured_dir, &dir)?;
+    let mut twin_cmd = Command::new(&exe);
+    twin_cmd.args(&twin).args(json_arg("predicted"));
+    let predicted = run_side("predicted", twin_cmd, &predicted_dir, &dir)?;
+
+    let benchmark = measured
+        .report
+        .as_ref()
+        .or(predicted.report.as_ref())
+        .map_or(args.bench.clone(), |r| r.benchmark.clone());
+    let comparison = Comparison::new(
+        &benchmark,
+        measured.report.as_ref(),
+        predicted.report.as_ref(),
+    )
+    .map_err(CliError::Runtime)?;
+    let failures: Vec<String> = [&measured, &predicted]
+        .iter()
+        .filter_map(|s| {
+            s.failure.as_ref().map(|f| {
+                let what = if s.name == "measured" {
+                    "the real run (measured)"
+                } else {
+                    "the twin run (predicted)"
+                };
+                let kept = if s.report.is_some() {
+                    "its report, with what it finished, is compared"
+                } else {
+                    "it left no report"
+                };
+                format!("{what} failed: {f}; {kept}")
+            })
+        })
+        .collect();
+    let mut warnings: Vec<String> = Vec::new();
+    if let (Some(m), Some(p)) = (&measured.report, &predicted.report) {
+        warnings.extend(params_differ(m, p));
+        for (side, r) in [("measured", m), ("predicted", p)] {
+            warnings.extend(r.errors.iter().map(|e| format!("{side} run: {e}")));
+        }
+    }
+    let launcher_words: Vec<String> = launcher
+        .iter()
+        .map(|w| w.to_string_lossy().into_owned())
+        .collect();
+    let headline: Vec<&str> = comparison
+        .rows
+        .iter()
+        .filter(|r| r.kind == Kind::Headline)
+        .map(|r| r.pair.name.as_str())
+        .collect();
+    let failed: Vec<serde_json::Value> = [&measured, &predicted]
+        .iter()
+        .filter_map(|s| {
+            s.failure
+                .as_ref()
+                .map(|f| serde_json::json!({"side": s.name, "message": f}))
+        })
+        .collect();
+    let compare_json = serde_json::json!({
+        "benchmark": benchmark,
+        "scenario": args.scenario.display().to_string(),
+        "ranks": args.ranks,
+        "options": args.options,
+        "seed": seed,
+        "launcher": launcher_words,
+        "metrics": comparison.metrics_json(),
+        "headline": headline,
+        "summary": {"headline": comparison.headline, "all": comparison.all},
+        "failed": failed,
+        "warnings": warnings,
+        "wall_s": {"measured": measured.wall_s, "predicted": predicted.wall_s},
+    });
+    let compare_path = dir.join("compare.json");
+    let text = serde_json::to_string_pretty(&compare_json).expect("JSON values serialise") + "\n";
+    write_atomic(&compare_path, text.as_bytes()).map_err(|e| {
+        CliError::Runtime(format!("`{}`: cannot write: {e}", compare_path.display()))
+    })?;
+
+    let rows = figures(&comparison, &[&measured, &predicted], &dir)?;
+    let title = format!(
+        "{benchmark} on {} ranks: predicted (twin of {}) against measured",
+        args.ranks,
+        args.scenario.display()
+    );
+    let read_text =
+        |name: &str| std::fs::read_to_string(dir.join(format!("{name}.txt"))).unwrap_or_default();
+    let page = Page {
+        title: title.clone(),
+        facts: vec![
+            ("scenario".into(), args.scenario.display().to_string()),
+            ("ranks".into(), args.ranks.to_string()),
+            ("options".into(), args.options.join(" ")),
+            ("seed".into(), seed.to_string()),
+            ("launcher".into(), launcher_words.join(" ")),
+            (
+                "wall time".into(),
+                format!(
+                    "measured run {:.1} s, predicted run {:.1} s",
+                    measured.wall_s, predicted.wall_s
+                ),
+            ),
+        ],
+        failures: failures.iter().chain(&warnings).cloned().collect(),
+        comparison: &comparison,
+        figures: rows,
+        texts: vec![
+            ("measured run's output".into(), read_text("measured")),
+            ("predicted run's output".into(), read_text("predicted")),
+        ],
+    };
+    let html_path = dir.join("report.html");
+    write_atomic(&html_path, html::render(&page).as_bytes())
+        .map_err(|e| CliError::Runtime(format!("`{}`: cannot write: {e}", html_path.display())))?;
+
+    print!("{}", comparison.render(&title));
+    for w in &warnings {
+        println!("warning: {w}");
+    }
+    println!("report: {}", html_path.display());
+    match failures.is_empty() {
+        true => Ok(()),
+        false => Err(CliError::Runtime(failures.join("\n"))),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn os(words: &[&str]) -> Vec<OsString> {
+        words.iter().map(OsString::from).collect()
+    }
+
+    #[test]
+    fn own_options_move_before_the_benchmark_and_its_options_after_a_double_dash() {
+        let got = normalize_compare_args(os(&[
+            "piotwin",
+            "compare",
+            "ior",
+            "--scenario",
+            "s.toml",
+            "-b",
+            "1m",
+            "--ranks=2",
+            "-t",
+            "64k",
+            "--seed",
+            "3",
+        ]));
+        assert_eq!(
+            got,
+            os(&[
+                "piotwin",
+                "compare",
+                "--scenario",
+                "s.toml",
+                "--ranks=2",
+                "--seed",
+                "3",
+                "ior",
+                "--",
+                "-b",
+                "1m",
+                "-t",
+                "64k"
+            ])
+        );
+        // After the user's own `--`, nothing is compare's.
+        let got = normalize_compare_args(os(&["piotwin", "compare", "ior", "--", "--out", "x"]));
+        assert_eq!(got, os(&["piotwin", "compare", "ior", "--", "--out", "x"]));
+        // Help before the benchmark stays compare's; other commands are untouched.
+        let help = os(&["piotwin", "compare", "--help"]);
+        assert_eq!(normalize_compare_args(help.clone()), help);
+        let run = os(&["piotwin", "run", "ior", "--seed", "1"]);
+        assert_eq!(normalize_compare_args(run.clone()), run);
+    }
+
+    #[test]
+    fn launcher_words_split_like_a_shell() {
+        assert_eq!(
+            split_words(r#"mpiexec.openmpi --mca io romio321  -x "A=b c" 'd e'\ f"#).unwrap(),
+            [
+                "mpiexec.openmpi",
+                "--mca",
+                "io",
+                "romio321",
+                "-x",
+                "A=b c",
+                "d e f"
+            ]
+        );
+        assert_eq!(
+            split_words(r#"a "x\"y\\z" ''"#).unwrap(),
+            ["a", r#"x"y\z"#, ""]
+        );
+        assert!(
+            split_words("mpiexec 'open")
+                .unwrap_err()
+                .contains("single quote")
+        );
+        assert!(
+            split_words("mpiexec \"open")
+                .unwrap_err()
+                .contains("double quote")
+        );
+        assert!(split_words("").unwrap().is_empty());
+    }
+
+    #[test]
+    fn open_mpi_is_told_from_its_version_text() {
+        assert!(is_open_mpi("mpiexec (OpenRTE) 4.1.4\n"));
+        assert!(is_open_mpi("mpirun (Open MPI) 5.0.3"));
+        assert!(!is_open_mpi("HYDRA build details:\n    Version: 4.0.2"));
+    }
+
+    #[test]
+    fn metrics_are_grouped_by_unit() {
+        assert_eq!(unit_group("write_mib_s").unwrap().0, "bandwidth_mib_s");
+        assert_eq!(unit_group("io_rate_mb_s").unwrap().0, "bandwidth_mb_s");
+        assert_eq!(unit_group("read_ops_s").unwrap().0, "ops_s");
+        assert_eq!(unit_group("io_time_s").unwrap().0, "time_s");
+        assert_eq!(unit_group("io_fraction"), None);
+    }
+}
