@@ -341,7 +341,7 @@ enum Checked {
 
 /// Parses and checks `piotwin <argv…>` as `run` would (options, scenario,
 /// hints, paths), running and writing nothing.
-fn check_run(argv: Vec<OsString>, side: &str) -> Result<Checked, CliError> {
+fn check_run(argv: Vec<OsString>, bench: &str, side: &str) -> Result<Checked, CliError> {
     let cli = match Cli::try_parse_from(normalize_args(argv)) {
         Ok(c) => c,
         Err(e)
@@ -355,9 +355,14 @@ fn check_run(argv: Vec<OsString>, side: &str) -> Result<Checked, CliError> {
         }
         Err(e) => {
             let text = e.render().to_string();
-            let text = text.trim().trim_start_matches("error: ");
+            let text = text
+                .split("\n\nFor more information")
+                .next()
+                .unwrap_or_default()
+                .trim()
+                .trim_start_matches("error: ");
             return Err(CliError::Usage(format!(
-                "the benchmark's options, for the {side} run: {text}"
+                "the benchmark's options, for the {side} run: {text} (see `piotwin run {bench} --help`)"
             )));
         }
     };
@@ -725,10 +730,10 @@ pub(super) fn run(args: &CompareArgs) -> Result<(), CliError> {
                 .chain(words.iter().cloned())
                 .collect::<Vec<_>>()
         };
-        if let Checked::HelpShown = check_run(argv(&twin), "twin")? {
+        if let Checked::HelpShown = check_run(argv(&twin), &args.bench, "twin")? {
             return Ok(());
         }
-        check_run(argv(&real), "real")?;
+        check_run(argv(&real), &args.bench, "real")?;
     }
 
     // Nothing was written so far; from here on, only inside DIR.

@@ -425,4 +425,152 @@ mod tests {
                 .contains("different benchmarks")
         );
     }
+
+    fn row(name: &str, m: Option<f64>, p: Option<f64>) -> Row {
+        Row {
+            pair: MetricPair {
+                name: name.into(),
+                measured: m,
+                predicted: p,
+                error_pct: m.zip(p).and_then(|(m, p)| error_pct(m, p)),
+            },
+            kind: Kind::Detail,
+        }
+    }
+
+    #[test]
+    fn error_of_a_negative_zero_or_not_finite_measurement() {
+        // Relative to |measured|: over-predicting a negative value is a positive error.
+        assert_eq!(error_pct(-200.0, -150.0), Some(25.0));
+        assert_eq!(error_pct(100.0, 0.0), Some(-100.0));
+        assert_eq!(error_pct(-0.0, 5.0), None);
+        assert_eq!(error_pct(f64::NAN, 5.0), None);
+        assert_eq!(error_pct(5.0, f64::INFINITY), None);
+    }
+
+    #[test]
+    fn summary_takes_median_and_max_of_absolute_errors() {
+        // Errors -50, +10, +20, -30 %: |e| sorted 10 20 30 50, median (20+30)/2.
+        let rows = [
+            row("a", Some(100.0), Some(50.0)),
+            row("b", Some(100.0), Some(110.0)),
+            row("c", Some(10.0), Some(12.0)),
+            row("d", Some(10.0), Some(7.0)),
+            row("zero", Some(0.0), Some(1.0)),
+            row("missing", None, Some(1.0)),
+        ];
+        let s = Summary::of(&rows);
+        assert_eq!(s.count, 4);
+        assert_eq!(s.missing, 2);
+        assert!((s.median_abs_error.unwrap() - 25.0).abs() < 1e-9);
+        assert!((s.max_abs_error.unwrap() - 50.0).abs() < 1e-9);
+        assert_eq!(s.max_metric.as_deref(), Some("a"));
+        // Odd count: the middle value.
+        let s = Summary::of(&rows[1..4]);
+        assert!((s.median_abs_error.unwrap() - 20.0).abs() < 1e-9);
+        assert!((s.max_abs_error.unwrap() - 30.0).abs() < 1e-9);
+        // Nothing to summarise.
+        let s = Summary::of(&rows[4..]);
+        assert_eq!((s.count, s.missing), (0, 2));
+        assert_eq!((s.median_abs_error, s.max_abs_error), (None, None));
+        assert!(s.line().contains("median |error| -"), "{}", s.line());
+    }
+
+    #[test]
+    fn comparison_orders_headline_detail_info_and_summarises_each() {
+        let mut m = report(
+            Mode::Real,
+            &[
+                ("read_mib_s", 2000.0),
+                ("write_mib_s", 3000.0),
+                ("write_mean_s", 0.01),
+                ("write_mib_s_stddev", 5.0),
+                ("errors", 0.0),
+            ],
+        );
+        m.benchmark = "ior".into();
+        let p = report(
+            Mode::Sim,
+            &[
+                ("read_mib_s", 2200.0),
+                ("write_mib_s", 2400.0),
+                ("write_mean_s", 0.0125),
+                ("write_mib_s_stddev", 0.0),
+                ("errors", 0.0),
+            ],
+        );
+        let c = Comparison::new("ior", Some(&m), Some(&p)).unwrap();
+        let order: Vec<(&str, Kind)> = c
+            .rows
+            .iter()
+            .map(|r| (r.pair.name.as_str(), r.kind))
+            .collect();
+        assert_eq!(
+            order,
+            [
+                ("write_mib_s", Kind::Headline),
+                ("read_mib_s", Kind::Headline),
+                ("write_mean_s", Kind::Detail),
+                ("errors", Kind::Info),
+                ("write_mib_s_stddev", Kind::Info),
+            ]
+        );
+        // Headline: -20 % and +10 %; all compared adds +25 %.
+        assert_eq!(c.headline.count, 2);
+        assert!((c.headline.median_abs_error.unwrap() - 15.0).abs() < 1e-9);
+        assert!((c.headline.max_abs_error.unwrap() - 20.0).abs() < 1e-9);
+        assert_eq!(c.all.count, 3);
+        assert!((c.all.median_abs_error.unwrap() - 20.0).abs() < 1e-9);
+        assert_eq!(c.all.max_metric.as_deref(), Some("write_mean_s"));
+        let j = c.metrics_json();
+        assert_eq!(j["write_mib_s"]["measured"], 3000.0);
+        assert_eq!(j["write_mib_s"]["predicted"], 2400.0);
+        assert!((j["write_mib_s"]["error"].as_f64().unwrap() + 20.0).abs() < 1e-9);
+        assert!(j["errors"]["error"].is_null());
+        let text = c.render("t");
+        assert!(text.find("write_mib_s").unwrap() < text.find("write_mean_s").unwrap());
+        assert!(text.contains("summary, headline: median |error| 15.0 %, max |error| 20.0 % (write_mib_s), 2 metrics"), "{text}");
+    }
+
+    #[test]
+    fn comparison_with_one_side_missing_has_no_errors() {
+        let m = report(Mode::Real, &[("write_mib_s", 100.0)]);
+        let c = Comparison::new("ior", Some(&m), None).unwrap();
+        assert_eq!(c.rows.len(), 1);
+        assert_eq!(c.rows[0].pair.predicted, None);
+        assert_eq!((c.all.count, c.all.missing), (0, 1));
+        assert!(c.metrics_json()["write_mib_s"]["predicted"].is_null());
+        assert!(
+            Comparison::new("btio", Some(&m), None)
+                .unwrap_err()
+                .contains("measured report is of benchmark `ior`")
+        );
+    }
+
+    #[test]
+    fn headlines_of_an_unlisted_benchmark_are_its_top_level_bandwidths() {
+        let names = [
+            "n2_write_mb_s",
+            "write_mb_s",
+            "io_time_s",
+            "agg_mib_s",
+            "n_x_mb_s",
+        ];
+        assert_eq!(
+            headline_metrics("newbench", &names),
+            ["write_mb_s", "agg_mib_s", "n_x_mb_s"]
+        );
+        assert_eq!(headline_metrics("ior", &["read_mib_s"]), ["read_mib_s"]);
+    }
+
+    #[test]
+    fn values_keep_about_five_significant_digits() {
+        assert_eq!(format_value(None), "-");
+        assert_eq!(format_value(Some(0.0)), "0");
+        assert_eq!(format_value(Some(8668.69629)), "8668.7");
+        assert_eq!(format_value(Some(0.0066854)), "0.0066854");
+        assert_eq!(format_value(Some(2.3072e-4)), "2.3072e-4");
+        assert_eq!(format_value(Some(138699.14)), "138699");
+        assert_eq!(format_value(Some(-12.5)), "-12.500");
+    }
 }

@@ -162,3 +162,60 @@ pub fn render(page: &Page) -> String {
     h.push_str("</body>\n</html>\n");
     h
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::report::{Mode, RunReport};
+
+    fn report(mode: Mode, metrics: &[(&str, f64)]) -> RunReport {
+        RunReport {
+            benchmark: "ior".into(),
+            mode,
+            ranks: 2,
+            params: serde_json::Value::Null,
+            environment: Default::default(),
+            hints: Default::default(),
+            metrics: metrics.iter().map(|(k, v)| (k.to_string(), *v)).collect(),
+            tables: Default::default(),
+            errors: vec![],
+        }
+    }
+
+    #[test]
+    fn escapes_markup() {
+        assert_eq!(
+            escape(r#"<a href="x">&'"#),
+            "&lt;a href=&quot;x&quot;&gt;&amp;&#39;"
+        );
+    }
+
+    #[test]
+    fn page_has_the_table_the_summary_and_figures_measured_left() {
+        let m = report(Mode::Real, &[("write_mib_s", 100.0)]);
+        let p = report(Mode::Sim, &[("write_mib_s", 125.0)]);
+        let c = Comparison::new("ior", Some(&m), Some(&p)).unwrap();
+        let page = Page {
+            title: "ior <2 ranks>".into(),
+            facts: vec![("options".into(), "-b 1m".into())],
+            failures: vec!["the real run failed: boom".into()],
+            comparison: &c,
+            figures: vec![FigureRow {
+                caption: "bandwidth".into(),
+                measured: Some("plots/m.svg".into()),
+                predicted: None,
+            }],
+            texts: vec![("out".into(), "a < b".into())],
+        };
+        let h = render(&page);
+        assert!(h.starts_with("<!DOCTYPE html>") && h.trim_end().ends_with("</html>"));
+        assert!(h.contains("<title>ior &lt;2 ranks&gt;</title>"));
+        assert!(h.contains("<tr><td>write_mib_s</td><td>125.00</td><td>100.00</td><td class=\"over\">+25.0</td></tr>"), "{h}");
+        assert!(h.contains("median |error| 25.0 %"));
+        assert!(h.contains("class=\"failed\">the real run failed: boom"));
+        let left = h.find("<img src=\"plots/m.svg\"").unwrap();
+        let right = h.find("this run did not produce it").unwrap();
+        assert!(left < right, "measured left, predicted right");
+        assert!(h.contains("<pre>a &lt; b</pre>"));
+    }
+}

@@ -449,10 +449,6 @@ mod tests {
         }
         // Two bars: filled rectangles besides the white background.
         assert_eq!(s.matches("<rect").count(), 3, "{s}");
-        assert_eq!(
-            super::super::super::report::compare::format_value(Some(3277.0)),
-            "3277.0"
-        );
     }
 
     #[test]

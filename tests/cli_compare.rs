@@ -1,0 +1,394 @@
+//! `piotwin compare`: a real run (mpiexec, 2 ranks) against the twin end to end,
+//! the failure of one side, and refusal of bad input with nothing written.
+
+mod common;
+
+use std::path::Path;
+
+use common::{assert_refused, bad_input, files_in, piotwin, read_json, scenario, stderr, stdout};
+
+fn default_scenario() -> String {
+    scenario("default.toml").display().to_string()
+}
+
+/// The launcher as one `--mpiexec` word list; `None` without one.
+fn launcher_line() -> Option<String> {
+    common::mpiexec().map(|w| w.join(" "))
+}
+
+#[test]
+fn ior_real_against_twin_end_to_end() {
+    if launcher_line().is_none() {
+        eprintln!("skipped: no mpiexec");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let sc = default_scenario();
+    let o = piotwin(
+        dir.path(),
+        &[
+            "compare",
+            "ior",
+            "--scenario",
+            &sc,
+            "--ranks",
+            "2",
+            "-b",
+            "1m",
+            "-t",
+            "64k",
+        ],
+    );
+    let out = stdout(&o);
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "stdout: {out}\nstderr: {}",
+        stderr(&o)
+    );
+    // Only the default output directory was made, and the real run removed its test file.
+    assert_eq!(files_in(dir.path()), ["piotwin-compare"]);
+    let cmp = dir.path().join("piotwin-compare/ior-n2");
+    for f in [
+        "compare.json",
+        "measured.json",
+        "predicted.json",
+        "report.html",
+        "measured.txt",
+        "predicted.txt",
+    ] {
+        assert!(cmp.join(f).is_file(), "no {f} in {:?}", files_in(&cmp));
+    }
+    assert_eq!(files_in(&cmp.join("measured")), Vec::<String>::new());
+
+    // The table: headline first, predicted before measured, a summary, the report's path last.
+    let header = out.lines().nth(1).unwrap();
+    assert!(
+        header.starts_with("metric") && header.find("predicted") < header.find("measured"),
+        "{header}"
+    );
+    assert!(out.contains("-- headline\nwrite_mib_s"), "{out}");
+    assert!(
+        out.contains("summary, all compared: median |error| "),
+        "{out}"
+    );
+    let html = cmp.join("report.html");
+    assert_eq!(
+        out.lines().last().unwrap(),
+        format!("report: {}", html.display())
+    );
+
+    // compare.json: the shape, and values equal to the two run reports.
+    let c = read_json(&cmp.join("compare.json"));
+    let measured = read_json(&cmp.join("measured.json"));
+    let predicted = read_json(&cmp.join("predicted.json"));
+    assert_eq!(c["benchmark"], "ior");
+    assert_eq!(c["ranks"], 2);
+    assert_eq!(c["scenario"], sc.as_str());
+    assert_eq!(c["options"], serde_json::json!(["-b", "1m", "-t", "64k"]));
+    assert_eq!(c["failed"], serde_json::json!([]));
+    assert_eq!(
+        c["headline"],
+        serde_json::json!(["write_mib_s", "read_mib_s"])
+    );
+    assert_eq!(
+        (measured["mode"].as_str(), measured["ranks"].as_u64()),
+        (Some("real"), Some(2))
+    );
+    assert_eq!(
+        (predicted["mode"].as_str(), predicted["ranks"].as_u64()),
+        (Some("sim"), Some(2))
+    );
+    let metrics = c["metrics"].as_object().unwrap();
+    assert_eq!(
+        metrics.keys().collect::<Vec<_>>(),
+        measured["metrics"]
+            .as_object()
+            .unwrap()
+            .keys()
+            .collect::<Vec<_>>()
+    );
+    for (name, v) in metrics {
+        let m = &measured["metrics"][name];
+        let p = &predicted["metrics"][name];
+        assert_eq!(&v["measured"], m, "{name}");
+        assert_eq!(&v["predicted"], p, "{name}");
+        let (m, p) = (m.as_f64().unwrap(), p.as_f64().unwrap());
+        if m != 0.0 {
+            let e = v["error"].as_f64().unwrap();
+            assert!((e - 100.0 * (p - m) / m.abs()).abs() < 1e-9, "{name}: {e}");
+        } else {
+            assert!(v["error"].is_null(), "{name}");
+        }
+    }
+    assert!(measured["metrics"]["write_mib_s"].as_f64().unwrap() > 0.0);
+    let summary = &c["summary"]["all"];
+    assert_eq!(summary["count"], 6, "{summary}");
+    let max = summary["max_abs_error"].as_f64().unwrap();
+    assert!(summary["median_abs_error"].as_f64().unwrap() <= max);
+
+    // The twin side is exactly `piotwin run … --sim` with the same options and seed.
+    let seed = c["seed"].as_u64().unwrap().to_string();
+    let direct = dir.path().join("direct.json");
+    let o = piotwin(
+        dir.path(),
+        &[
+            "run",
+            "ior",
+            "-b",
+            "1m",
+            "-t",
+            "64k",
+            "--seed",
+            &seed,
+            "--sim",
+            &sc,
+            "--ranks",
+            "2",
+            "--json",
+            direct.to_str().unwrap(),
+        ],
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert_eq!(read_json(&direct)["metrics"], predicted["metrics"]);
+
+    // The page: the table and the bar charts of both sides, measured left.
+    let page = std::fs::read_to_string(&html).unwrap();
+    assert!(page.contains("<td>write_mib_s</td>"));
+    let left = page.find("plots/bandwidth_mib_s-measured.svg").unwrap();
+    let right = page.find("plots/bandwidth_mib_s-predicted.svg").unwrap();
+    assert!(left < right);
+    for f in ["bandwidth_mib_s", "ops_s", "time_s"] {
+        for side in ["measured", "predicted"] {
+            let svg = cmp.join(format!("plots/{f}-{side}.svg"));
+            assert!(std::fs::read_to_string(&svg).unwrap().starts_with("<svg"));
+        }
+    }
+
+    // The directory now holds a comparison: a second one there is refused, nothing touched.
+    let before = files_in(&cmp);
+    let o = piotwin(
+        dir.path(),
+        &["compare", "ior", "--scenario", &sc, "--ranks", "2"],
+    );
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        stderr(&o).contains("exists and is not empty"),
+        "{}",
+        stderr(&o)
+    );
+    assert_eq!(files_in(&cmp), before);
+}
+
+/// A launcher that runs the job and then fails: the real run's report is kept
+/// and compared, the failed side named, exit code 1.
+#[test]
+fn failed_real_run_keeps_what_it_finished() {
+    let Some(launcher) = launcher_line() else {
+        eprintln!("skipped: no mpiexec");
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let wrapper = format!("bash -c '{launcher} \"$@\"; exit 3' launcher");
+    let o = piotwin(
+        dir.path(),
+        &[
+            "compare",
+            "ior",
+            "--scenario",
+            &default_scenario(),
+            "--ranks",
+            "2",
+            "--out",
+            "cmp",
+            "--mpiexec",
+            &wrapper,
+            "-b",
+            "256k",
+            "-t",
+            "64k",
+        ],
+    );
+    let err = stderr(&o);
+    assert_eq!(o.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains("the real run (measured) failed") && err.contains("is compared"),
+        "{err}"
+    );
+    let cmp = dir.path().join("cmp");
+    let c = read_json(&cmp.join("compare.json"));
+    assert_eq!(c["failed"][0]["side"], "measured");
+    assert_eq!(c["failed"].as_array().unwrap().len(), 1);
+    let measured = read_json(&cmp.join("measured.json"));
+    assert_eq!(
+        c["metrics"]["write_mib_s"]["measured"],
+        measured["metrics"]["write_mib_s"]
+    );
+    assert!(cmp.join("report.html").is_file());
+    assert!(stdout(&o).contains("report: "));
+}
+
+/// A launcher that fails at once: no measured report, the twin's still there.
+#[test]
+fn real_run_that_never_starts_leaves_the_twin_side() {
+    let dir = tempfile::tempdir().unwrap();
+    let o = piotwin(
+        dir.path(),
+        &[
+            "compare",
+            "ftio",
+            "--scenario",
+            &default_scenario(),
+            "--ranks",
+            "2",
+            "--out",
+            "cmp",
+            "--mpiexec",
+            "false",
+            "-i",
+            "4",
+        ],
+    );
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    assert!(stderr(&o).contains("it left no report"), "{}", stderr(&o));
+    let cmp = dir.path().join("cmp");
+    assert!(!cmp.join("measured.json").exists());
+    let c = read_json(&cmp.join("compare.json"));
+    let predicted = read_json(&cmp.join("predicted.json"));
+    assert_eq!(c["benchmark"], "ftio");
+    assert!(c["metrics"]["io_time_s"]["measured"].is_null());
+    assert_eq!(
+        c["metrics"]["io_time_s"]["predicted"],
+        predicted["metrics"]["io_time_s"]
+    );
+    assert_eq!(c["summary"]["all"]["count"], 0);
+}
+
+#[test]
+fn bad_input_is_refused_before_anything_runs() {
+    let sc = default_scenario();
+    let with = |rest: &[&str]| -> Vec<String> {
+        let mut v: Vec<String> = vec!["compare".into()];
+        v.extend(rest.iter().map(|s| s.to_string()));
+        v
+    };
+    bad_input(
+        &with(&["iozone", "--scenario", &sc, "--ranks", "2"]),
+        &["unknown benchmark `iozone`", "ior", "b_eff_io"],
+    );
+    bad_input(
+        &with(&["ior", "--scenario", &sc, "--ranks", "0"]),
+        &["--ranks"],
+    );
+    bad_input(
+        &with(&["ior", "--scenario", &sc, "--ranks", "two"]),
+        &["--ranks", "two"],
+    );
+    bad_input(&with(&["ior", "--ranks", "2"]), &["--scenario"]);
+    bad_input(
+        &with(&["ior", "--scenario", "nowhere.toml", "--ranks", "2"]),
+        &["--scenario `nowhere.toml`"],
+    );
+    bad_input(
+        &with(&["ior", "--scenario", &sc, "--ranks", "2", "-b", "1x"]),
+        &["for the twin run", "1x"],
+    );
+    bad_input(
+        &with(&[
+            "ior",
+            "--scenario",
+            &sc,
+            "--ranks",
+            "2",
+            "-b",
+            "1m",
+            "-t",
+            "3k",
+        ]),
+        &["benchmark's options"],
+    );
+    bad_input(
+        &with(&["btio", "--scenario", &sc, "--ranks", "2", "--class", "S"]),
+        &["square"],
+    );
+    bad_input(
+        &with(&["ior", "--scenario", &sc, "--ranks", "2", "--json", "x.json"]),
+        &["`--json` among the benchmark's options"],
+    );
+    bad_input(
+        &with(&[
+            "b_eff_io",
+            "--scenario",
+            &sc,
+            "--ranks",
+            "2",
+            "-T",
+            "10",
+            "-p",
+            "scratch",
+        ]),
+        &["-p `scratch`", "relative paths"],
+    );
+    bad_input(
+        &with(&[
+            "ior",
+            "--scenario",
+            &sc,
+            "--ranks",
+            "2",
+            "--mpiexec",
+            "mpiexec 'open",
+        ]),
+        &["--mpiexec", "single quote"],
+    );
+    bad_input(
+        &with(&[
+            "ior",
+            "--scenario",
+            &sc,
+            "--ranks",
+            "2",
+            "--mpiexec",
+            "no-such-launcher-x",
+        ]),
+        &["--mpiexec `no-such-launcher-x`", "cannot start"],
+    );
+    // Under a launcher: compare must be the one that launches.
+    let dir = tempfile::tempdir().unwrap();
+    let o = common::piotwin_env(
+        dir.path(),
+        &with(&["ior", "--scenario", &sc, "--ranks", "2"]),
+        &[("PMI_SIZE", "2")],
+    );
+    assert_refused(&o, dir.path(), &["not under mpiexec"]);
+}
+
+#[test]
+fn an_existing_non_empty_out_is_refused_and_left_alone() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("mine");
+    std::fs::create_dir(&out).unwrap();
+    std::fs::write(out.join("keep.txt"), "x").unwrap();
+    let o = piotwin(
+        dir.path(),
+        &[
+            "compare",
+            "ior",
+            "--scenario",
+            &default_scenario(),
+            "--ranks",
+            "2",
+            "--out",
+            "mine",
+        ],
+    );
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        stderr(&o).contains("--out `mine`: exists and is not empty"),
+        "{}",
+        stderr(&o)
+    );
+    assert!(stdout(&o).is_empty());
+    assert_eq!(files_in(&out), ["keep.txt"]);
+    assert_eq!(files_in(Path::new(dir.path())), ["mine"]);
+}
