@@ -370,7 +370,7 @@ impl Comparison {
 pub fn format_value(v: Option<f64>) -> String {
     match v {
         None => "-".to_string(),
-        Some(v) if v == 0.0 => "0".to_string(),
+        Some(0.0) => "0".to_string(),
         Some(v) if !v.is_finite() => format!("{v}"),
         Some(v) if (1e-3..1e6).contains(&v.abs()) => {
             let decimals = (4 - v.abs().log10().floor() as i32).clamp(0, 7) as usize;
