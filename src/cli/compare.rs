@@ -161,6 +161,7 @@ pub(super) fn normalize_compare_args(argv: Vec<OsString>) -> Vec<OsString> {
 /// Splits `line` into words as a POSIX shell does for a simple command: blanks
 /// separate, `'…'` is literal, `"…"` keeps `\"`, `\\`, `\$`, `` \` `` escapes, and a
 /// backslash outside quotes escapes the next character. No expansions.
+#[cfg(feature = "mpi")]
 fn split_words(line: &str) -> Result<Vec<String>, String> {
     let mut words = Vec::new();
     let mut word = String::new();
@@ -222,6 +223,7 @@ fn split_words(line: &str) -> Result<Vec<String>, String> {
 }
 
 /// True when `version_text` (a launcher's `--version` output) is Open MPI's.
+#[cfg(feature = "mpi")]
 fn is_open_mpi(version_text: &str) -> bool {
     let t = version_text.to_ascii_lowercase();
     t.contains("open mpi") || t.contains("openrte") || t.contains("open-mpi")
@@ -930,6 +932,7 @@ mod tests {
         assert_eq!(normalize_compare_args(run.clone()), run);
     }
 
+    #[cfg(feature = "mpi")]
     #[test]
     fn launcher_words_split_like_a_shell() {
         assert_eq!(
@@ -961,6 +964,7 @@ mod tests {
         assert!(split_words("").unwrap().is_empty());
     }
 
+    #[cfg(feature = "mpi")]
     #[test]
     fn open_mpi_is_told_from_its_version_text() {
         assert!(is_open_mpi("mpiexec (OpenRTE) 4.1.4\n"));
