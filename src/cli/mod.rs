@@ -20,6 +20,7 @@ mod beff_io;
 mod btio;
 mod ftio;
 mod ior;
+mod pingpong;
 
 pub(crate) use beff_io::normalize_args;
 
@@ -140,6 +141,9 @@ enum Bench {
     /// b_eff_io: effective I/O bandwidth over 43 time-driven access patterns (release 2.1).
     #[command(name = "b_eff_io", long_about = beff_io::LONG_ABOUT, after_help = beff_io::AFTER_HELP)]
     BeffIo(Box<beff_io::BeffIoCliArgs>),
+    /// Point-to-point probe: MPI_Sendrecv_replace time over message sizes, and barrier time.
+    #[command(long_about = pingpong::LONG_ABOUT, after_help = pingpong::AFTER_HELP)]
+    Pingpong(Box<pingpong::PingpongArgs>),
 }
 
 #[derive(Debug, Subcommand)]
@@ -539,6 +543,13 @@ pub(crate) fn run(cli: Cli) -> Result<(), CliError> {
         }
         Command::Run {
             bench: Bench::BeffIo(args),
+        } => {
+            let common = args.common.resolve()?;
+            let program = args.program(&common)?;
+            execute(&program, &common)
+        }
+        Command::Run {
+            bench: Bench::Pingpong(args),
         } => {
             let common = args.common.resolve()?;
             let program = args.program(&common)?;
