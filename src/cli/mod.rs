@@ -1,4 +1,5 @@
-//! The command line: `piotwin run <benchmark> …`, `piotwin scenario check FILE`.
+//! The command line: `piotwin run <benchmark> …`, `piotwin calibrate …`,
+//! `piotwin scenario check FILE`.
 //!
 //! Plugging in a benchmark (one variant, one match arm):
 //!
@@ -18,6 +19,7 @@
 
 mod beff_io;
 mod btio;
+mod calibrate;
 mod ftio;
 mod ior;
 mod pingpong;
@@ -88,6 +90,9 @@ enum Command {
         #[command(subcommand)]
         command: ScenarioCommand,
     },
+    /// Calibrate the twin from probes run for real on this machine; write a calibrated scenario.
+    #[command(long_about = calibrate::LONG_ABOUT, after_help = calibrate::AFTER_HELP)]
+    Calibrate(Box<calibrate::CalibrateArgs>),
     /// Work with run reports (the JSON written by --json).
     Report {
         #[command(subcommand)]
@@ -555,6 +560,7 @@ pub(crate) fn run(cli: Cli) -> Result<(), CliError> {
             let program = args.program(&common)?;
             execute(&program, &common)
         }
+        Command::Calibrate(args) => calibrate::run(&args),
         Command::Scenario {
             command: ScenarioCommand::Check { file },
         } => {
