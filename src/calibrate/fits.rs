@@ -539,3 +539,204 @@ fn fit_ior(r: &ProbeResults, base: &Scenario, f: &mut Fitted) {
         }
     }
 }
+
+#[cfg(test)]
+pub(crate) mod tests {
+    use super::*;
+    use crate::bench::pingpong::PingRow;
+    use crate::calibrate::Machine;
+    use crate::calibrate::memcpy::CopySample;
+    use crate::calibrate::plan::{Plan, Scale};
+    use crate::calibrate::probes::IozoneRun;
+
+    /// Deterministic noise: a 64-bit LCG, approximately normal (sum of 12 uniforms − 6).
+    struct Lcg(u64);
+    impl Lcg {
+        fn normal(&mut self) -> f64 {
+            (0..12)
+                .map(|_| {
+                    self.0 = self
+                        .0
+                        .wrapping_mul(6364136223846793005)
+                        .wrapping_add(1442695040888963407);
+                    (self.0 >> 11) as f64 / (1u64 << 53) as f64
+                })
+                .sum::<f64>()
+                - 6.0
+        }
+    }
+
+    pub(crate) const SYSCALL: f64 = 2e-6;
+    const CACHE_W: f64 = 3e9;
+    const CACHE_R: f64 = 6e9;
+    const DEV_R: f64 = 1.5e9;
+    const DEV_LAT: f64 = 80e-6;
+    const SYNC: f64 = 1e-3;
+    const DEV_W: f64 = 1e9;
+    const MEMCPY: f64 = 8e9;
+    const NIC_LAT: f64 = 1e-6;
+    const NIC_BW: f64 = 4e9;
+    const INDEP: f64 = 5e-6;
+    const COLL: f64 = 40e-6;
+
+    /// Probe results generated from known parameters with noise and a few outliers.
+    pub(crate) fn synthetic() -> ProbeResults {
+        let machine = Machine {
+            host: "synth".into(),
+            cores: 2,
+            mem_total_bytes: 16 << 30,
+        };
+        let mut r = ProbeResults::new(machine, Plan::new(Scale::Quick, 2, 4, "/s"));
+        let mut n = Lcg(0x9e37_79b9_7f4a_7c15);
+        for s in [1u64 << 20, 4 << 20, 16 << 20, 64 << 20] {
+            for _ in 0..6 {
+                let t = s as f64 / MEMCPY + 20e-6 * n.normal();
+                r.memcpy.push(CopySample {
+                    bytes: s,
+                    seconds: t,
+                });
+            }
+        }
+        for s in [1u64, 64, 1024, 8192, 65536, 524288, 4 << 20] {
+            for _ in 0..3 {
+                let t = NIC_LAT + s as f64 / NIC_BW + 0.2e-6 * n.normal().abs();
+                r.pingpong.push(PingRow {
+                    test: "sendrecv".into(),
+                    ranks: 2,
+                    bytes: s,
+                    iterations: 100,
+                    seconds: t,
+                });
+            }
+        }
+        for (ranks, base) in [(2, 2e-6), (4, 15e-3)] {
+            for _ in 0..4 {
+                r.pingpong.push(PingRow {
+                    test: "barrier".into(),
+                    ranks,
+                    bytes: 0,
+                    iterations: 50,
+                    seconds: base * (1.0 + 0.05 * n.normal()),
+                });
+            }
+        }
+        let mut warm = IozoneRun {
+            cold: false,
+            rows: Vec::new(),
+        };
+        let mut cold = IozoneRun {
+            cold: true,
+            rows: Vec::new(),
+        };
+        for file in [16u64 << 20, 64 << 20, 256 << 20] {
+            for rec in [4096u64, 65536, 1 << 20] {
+                let ops = file / rec;
+                let row = |test: &str, per: f64, fsync: f64| IozoneRow {
+                    test: test.into(),
+                    file_bytes: file,
+                    record_bytes: rec,
+                    seconds: per * ops as f64 + fsync,
+                    bytes: file,
+                    ops,
+                    kb_s: file as f64 / 1024.0 / (per * ops as f64),
+                    fsync_s: fsync,
+                };
+                let fsync = SYNC + file as f64 / DEV_W + 2e-3 * n.normal();
+                let w = SYSCALL + rec as f64 / CACHE_W + 0.05e-6 * n.normal();
+                warm.rows.push(row("write", w, fsync));
+                let rr = SYSCALL + rec as f64 / CACHE_R + 0.05e-6 * n.normal();
+                warm.rows.push(row("reread", rr, 0.0));
+                let c = DEV_LAT + rec as f64 / DEV_R + 2e-6 * n.normal();
+                cold.rows.push(row("read", c, 0.0));
+            }
+        }
+        // One stalled record-time sample (a daemon woke up).
+        warm.rows[0].seconds *= 4.0;
+        r.iozone = vec![warm, cold];
+        for ranks in [1usize, 2, 4] {
+            for (shape, call) in [("shared-independent", INDEP), ("shared-collective", COLL)] {
+                let call = if shape == "shared-collective" && ranks == 4 {
+                    call + 15e-3
+                } else {
+                    call
+                };
+                for t in [4096u64, 16384, 65536] {
+                    for _ in 0..2 {
+                        r.ior.push(IorRow {
+                            ranks,
+                            shape: shape.into(),
+                            transfer: t,
+                            access: "write".into(),
+                            latency_s: call + SYSCALL + t as f64 / CACHE_W + 0.3e-6 * n.normal(),
+                            open_s: 1e-3 + 1e-4 * n.normal(),
+                            close_s: 2e-4 + 1e-5 * n.normal(),
+                            bw_mib_s: 1.0,
+                        });
+                    }
+                }
+            }
+        }
+        r
+    }
+
+    fn base() -> Scenario {
+        Scenario::from_str(include_str!("../../scenarios/default.toml"), "default.toml").unwrap()
+    }
+
+    fn within(f: &Fitted, key: &str, truth: f64) {
+        let p = f
+            .get(key)
+            .unwrap_or_else(|| panic!("{key} not fitted: {:?}", f.skipped.get(key)));
+        assert!(
+            p.low <= truth && truth <= p.high,
+            "{key}: {truth:e} outside [{:e}, {:e}] (value {:e}, {})",
+            p.low,
+            p.high,
+            p.value,
+            p.quality
+        );
+    }
+
+    #[test]
+    fn synthetic_probes_give_back_their_parameters() {
+        let f = fit_all(&synthetic(), &base());
+        assert!(f.skipped.is_empty(), "{:?}", f.skipped);
+        within(&f, "nodes.compute.memcpy", MEMCPY);
+        within(&f, "nodes.syscall", SYSCALL);
+        within(&f, "nodes.cache.write_bw", CACHE_W);
+        within(&f, "nodes.cache.read_bw", CACHE_R);
+        within(&f, "server.device.read_latency", DEV_LAT);
+        within(&f, "server.device.read_bw", DEV_R);
+        within(&f, "metadata.sync", SYNC);
+        within(&f, "server.device.write_bw", DEV_W);
+        within(&f, "mpiio.independent_call", INDEP);
+        within(&f, "mpiio.collective_call", COLL);
+        within(&f, "nodes.oversubscribed_wakeup", 15e-3 - 2e-6);
+        within(&f, "mpiio.open", 1e-3 - 30e-6);
+        within(&f, "mpiio.close", 2e-4 - 3e-6);
+        // The exchange time's noise is one-sided (|N|): the latency is biased up
+        // by about 0.16 µs, the bandwidth is not.
+        within(&f, "nodes.nic_bw", NIC_BW);
+        assert_eq!(
+            f.get("nodes.cache.capacity").unwrap().value,
+            (16u64 << 30) as f64
+        );
+        assert!(f.notes["calibration.collective_call_by_ranks"].contains("4 ranks"));
+    }
+
+    #[test]
+    fn a_missing_probe_is_skipped_with_its_reason() {
+        let mut r = synthetic();
+        r.iozone.clear();
+        r.pingpong.retain(|p| p.ranks == 2);
+        let f = fit_all(&r, &base());
+        assert!(f.skipped["nodes.syscall"].contains("no IOzone"));
+        assert!(f.skipped["nodes.oversubscribed_wakeup"].contains("more ranks than cores"));
+        assert!(
+            f.get("mpiio.independent_call")
+                .unwrap()
+                .quality
+                .contains("nodes.syscall not fitted")
+        );
+    }
+}
