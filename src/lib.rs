@@ -5,10 +5,12 @@
 //! * [`bench`] — the benchmarks, one file each, written against `IoCtx` only;
 //! * [`backend`] — the two places where benchmarks meet an engine: `real` (MPI-IO)
 //!   and `sim` (the twin);
-//! * [`report`] — run reports (JSON, CSV) and human tables.
+//! * [`report`] — run reports (JSON, CSV) and human tables;
+//! * [`calibrate`] — `piotwin calibrate`: probe plan, raw results, fits, the calibrated scenario.
 #![warn(missing_docs)]
 
 pub mod backend;
 pub mod bench;
+pub mod calibrate;
 pub mod ctx;
 pub mod report;

@@ -121,31 +121,65 @@ fn r_squared(samples: &[(f64, f64)], a: f64, b: f64) -> f64 {
     }
 }
 
-/// Builds the result from intercept, slope and their standard errors.
-fn finish(
+/// A straight line `y = intercept + slope · x` with intervals: the general form
+/// behind [`LinearFit`], for fits whose slope may have either sign (a per-call
+/// cost against the number of ranks, say).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct LineFit {
+    /// How the fit was made.
+    pub method: FitMethod,
+    /// The intercept, in the unit of y.
+    pub intercept: Estimate,
+    /// The slope, in the unit of y per unit of x.
+    pub slope: Estimate,
+    /// Number of samples.
+    pub n: usize,
+    /// Coefficient of determination over all samples (1 − SS_res / SS_tot).
+    pub r_squared: f64,
+    /// Residual standard error in the unit of y (least squares), or the robust
+    /// scale MAD / 0.6745 (Huber).
+    pub residual_std_error: f64,
+}
+
+/// Builds the line from intercept, slope and their standard errors.
+fn finish_line(
     method: FitMethod,
     samples: &[(f64, f64)],
     (a, b): (f64, f64),
     (se_a, se_b): (f64, f64),
     scale: f64,
     level: f64,
-) -> Result<LinearFit, FitError> {
+) -> LineFit {
+    let t = t_quantile(level, samples.len() as f64 - 2.0);
+    let est = |v: f64, se: f64| Estimate {
+        value: v,
+        ci_low: v - t * se,
+        ci_high: v + t * se,
+        level,
+    };
+    LineFit {
+        method,
+        intercept: est(a, se_a),
+        slope: est(b, se_b),
+        n: samples.len(),
+        r_squared: r_squared(samples, a, b),
+        residual_std_error: scale,
+    }
+}
+
+/// Turns a line into `time = latency + size / bandwidth`.
+fn to_latency_bandwidth(line: LineFit) -> Result<LinearFit, FitError> {
+    let b = line.slope.value;
     // `b > 0.0` is false for NaN too.
     if b.partial_cmp(&0.0) != Some(std::cmp::Ordering::Greater) {
         return Err(FitError::NonPositiveSlope {
             slope_s_per_byte: b,
         });
     }
-    let t = t_quantile(level, samples.len() as f64 - 2.0);
-    let (b_lo, b_hi) = (b - t * se_b, b + t * se_b);
+    let (b_lo, b_hi) = (line.slope.ci_low, line.slope.ci_high);
     Ok(LinearFit {
-        method,
-        latency_s: Estimate {
-            value: a,
-            ci_low: a - t * se_a,
-            ci_high: a + t * se_a,
-            level,
-        },
+        method: line.method,
+        latency_s: line.intercept,
         bandwidth_bytes_per_s: Estimate {
             value: 1.0 / b,
             ci_low: 1.0 / b_hi,
@@ -154,12 +188,34 @@ fn finish(
             } else {
                 f64::INFINITY
             },
-            level,
+            level: line.slope.level,
         },
-        n: samples.len(),
-        r_squared: r_squared(samples, a, b),
-        residual_std_error_s: scale,
+        n: line.n,
+        r_squared: line.r_squared,
+        residual_std_error_s: line.residual_std_error,
     })
+}
+
+/// Fits the straight line `y = intercept + slope · x` by ordinary least squares,
+/// with Student-t intervals on n − 2 degrees of freedom. Errors: fewer than 3
+/// samples, a non-finite or negative value, all x equal, a level outside (0, 1).
+pub fn fit_line(samples: &[(f64, f64)], level: f64) -> Result<LineFit, FitError> {
+    check_level(level)?;
+    check_samples(samples)?;
+    let w = vec![1.0; samples.len()];
+    let (a, b) = weighted_line(samples, &w);
+    let d = Design::new(samples);
+    let sse: f64 = samples.iter().map(|s| (s.1 - a - b * s.0).powi(2)).sum();
+    let s = (sse / (d.n - 2.0)).sqrt();
+    let (va, vb) = d.var_factors();
+    Ok(finish_line(
+        FitMethod::LeastSquares,
+        samples,
+        (a, b),
+        (s * va.sqrt(), s * vb.sqrt()),
+        s,
+        level,
+    ))
 }
 
 /// Fits `time = latency + size / bandwidth` by ordinary least squares.
@@ -170,22 +226,7 @@ fn finish(
 /// than 3 samples, a non-finite or negative value, all sizes equal, a slope that
 /// is not positive, a level outside (0, 1).
 pub fn fit_latency_bandwidth(samples: &[(f64, f64)], level: f64) -> Result<LinearFit, FitError> {
-    check_level(level)?;
-    check_samples(samples)?;
-    let w = vec![1.0; samples.len()];
-    let (a, b) = weighted_line(samples, &w);
-    let d = Design::new(samples);
-    let sse: f64 = samples.iter().map(|s| (s.1 - a - b * s.0).powi(2)).sum();
-    let s = (sse / (d.n - 2.0)).sqrt();
-    let (va, vb) = d.var_factors();
-    finish(
-        FitMethod::LeastSquares,
-        samples,
-        (a, b),
-        (s * va.sqrt(), s * vb.sqrt()),
-        s,
-        level,
-    )
+    to_latency_bandwidth(fit_line(samples, level)?)
 }
 
 fn median(v: &mut [f64]) -> f64 {
@@ -223,6 +264,13 @@ pub fn fit_latency_bandwidth_robust(
     samples: &[(f64, f64)],
     level: f64,
 ) -> Result<LinearFit, FitError> {
+    to_latency_bandwidth(fit_line_robust(samples, level)?)
+}
+
+/// Fits `y = intercept + slope · x` with Huber's M-estimator, exactly as
+/// [`fit_latency_bandwidth_robust`] does (which is this line turned into latency
+/// and bandwidth), for lines whose slope may have either sign. Errors as [`fit_line`].
+pub fn fit_line_robust(samples: &[(f64, f64)], level: f64) -> Result<LineFit, FitError> {
     check_level(level)?;
     check_samples(samples)?;
     let n = samples.len();
@@ -266,5 +314,45 @@ pub fn fit_latency_bandwidth_robust(
         let (va, vb) = Design::new(samples).var_factors();
         ((factor * va).sqrt(), (factor * vb).sqrt())
     };
-    finish(FitMethod::Huber, samples, (a, b), (se_a, se_b), s, level)
+    Ok(finish_line(
+        FitMethod::Huber,
+        samples,
+        (a, b),
+        (se_a, se_b),
+        s,
+        level,
+    ))
+}
+
+/// The mean of repeated measurements of one quantity with its Student-t
+/// interval (n − 1 degrees of freedom), for a cost measured directly (an open,
+/// a barrier). Errors: fewer than 2 values, a non-finite value, a level outside (0, 1).
+pub fn mean_estimate(values: &[f64], level: f64) -> Result<Estimate, FitError> {
+    check_level(level)?;
+    if values.len() < 2 {
+        return Err(FitError::TooFewSamples {
+            what: "mean",
+            n: values.len(),
+            need: 2,
+        });
+    }
+    if let Some((index, &v)) = values.iter().enumerate().find(|(_, v)| !v.is_finite()) {
+        return Err(FitError::BadSample {
+            what: "mean",
+            index,
+            x: index as f64,
+            y: v,
+            allowed: "values must be finite",
+        });
+    }
+    let n = values.len() as f64;
+    let mean = values.iter().sum::<f64>() / n;
+    let sd = (values.iter().map(|v| (v - mean).powi(2)).sum::<f64>() / (n - 1.0)).sqrt();
+    let half = t_quantile(level, n - 1.0) * sd / n.sqrt();
+    Ok(Estimate {
+        value: mean,
+        ci_low: mean - half,
+        ci_high: mean + half,
+        level,
+    })
 }

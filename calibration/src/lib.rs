@@ -10,6 +10,11 @@
 //! * the per-request cost `time = latency + size / bandwidth` by ordinary least
 //!   squares ([`fit_latency_bandwidth`]) or by a robust Huber M-estimator
 //!   ([`fit_latency_bandwidth_robust`]) for noisy probes;
+//! * a general straight line `y = intercept + slope · x` ([`fit_line`],
+//!   [`fit_line_robust`]) — e.g. `fsync` time against dirty bytes (intercept: the
+//!   commit cost, slope: 1 / device write bandwidth), or a per-call cost against
+//!   the number of ranks — and the mean of repeated measurements of one cost
+//!   ([`mean_estimate`]);
 //! * the cache-capacity knee of bandwidth as a function of file size
 //!   ([`find_cache_knee`]): where the page-cache plateau gives way to the device
 //!   plateau.
@@ -25,7 +30,10 @@
 mod fit;
 mod knee;
 
-pub use fit::{FitMethod, HUBER_C, LinearFit, fit_latency_bandwidth, fit_latency_bandwidth_robust};
+pub use fit::{
+    FitMethod, HUBER_C, LineFit, LinearFit, fit_latency_bandwidth, fit_latency_bandwidth_robust,
+    fit_line, fit_line_robust, mean_estimate,
+};
 pub use knee::{CacheKnee, find_cache_knee};
 
 use serde::{Deserialize, Serialize};

@@ -2,7 +2,7 @@
 
 use piotwin_calibration::{
     CacheKnee, Estimate, FitError, FitMethod, LinearFit, find_cache_knee, fit_latency_bandwidth,
-    fit_latency_bandwidth_robust,
+    fit_latency_bandwidth_robust, fit_line, fit_line_robust, mean_estimate,
 };
 
 /// A 64-bit LCG (Knuth's MMIX constants): deterministic noise without a rand dependency.
@@ -251,5 +251,81 @@ fn results_serialise() {
     assert!(close_est(
         &back.device_bandwidth_bytes_per_s,
         &k.device_bandwidth_bytes_per_s
+    ));
+}
+
+/// `fsync` time against dirty bytes: sync = 2 ms commit + dirty / 1.5 GB/s, with
+/// N(0, 1 ms) noise (the fit assumes equal variance) and two stalls (a flusher
+/// racing the probe).
+fn fsync_probe(seed: u64) -> Vec<(f64, f64)> {
+    let mut r = Lcg(seed);
+    let mut out = Vec::new();
+    for mib in [16u64, 32, 64, 128, 256, 512] {
+        for _ in 0..4 {
+            let dirty = (mib << 20) as f64;
+            let t = 2e-3 + dirty / 1.5e9;
+            out.push((dirty, t + 1e-3 * r.normal()));
+        }
+    }
+    out[5].1 *= 3.0;
+    out[17].1 *= 2.5;
+    out
+}
+
+#[test]
+fn fsync_slope_and_intercept_recovered_despite_stalls() {
+    for seed in [4, 5, 7] {
+        let f = fit_latency_bandwidth_robust(&fsync_probe(seed), 0.95).unwrap();
+        let (sync, bw) = (f.latency_s, f.bandwidth_bytes_per_s);
+        assert!(
+            sync.ci_low <= 2e-3 && 2e-3 <= sync.ci_high,
+            "seed {seed}: {sync:?}"
+        );
+        assert!(
+            bw.ci_low <= 1.5e9 && 1.5e9 <= bw.ci_high,
+            "seed {seed}: {bw:?}"
+        );
+    }
+}
+
+#[test]
+fn general_line_fits_either_slope_sign() {
+    // A per-call cost that falls with ranks: 40 µs − 3 µs per rank, plus noise.
+    let mut r = Lcg(9);
+    let samples: Vec<(f64, f64)> = (1..=8)
+        .flat_map(|k| std::iter::repeat_n(k as f64, 3))
+        .map(|k| (k, 40e-6 - 3e-6 * k + 0.5e-6 * r.normal()))
+        .collect();
+    for f in [
+        fit_line(&samples, 0.95).unwrap(),
+        fit_line_robust(&samples, 0.95).unwrap(),
+    ] {
+        assert!(f.slope.ci_low <= -3e-6 && -3e-6 <= f.slope.ci_high, "{f:?}");
+        assert!(
+            f.intercept.ci_low <= 40e-6 && 40e-6 <= f.intercept.ci_high,
+            "{f:?}"
+        );
+    }
+    // The latency/bandwidth form refuses the same data.
+    assert!(matches!(
+        fit_latency_bandwidth(&samples, 0.95),
+        Err(FitError::NonPositiveSlope { .. })
+    ));
+}
+
+#[test]
+fn mean_estimate_covers_the_true_mean() {
+    let mut r = Lcg(12);
+    let v: Vec<f64> = (0..30).map(|_| 1e-3 + 1e-4 * r.normal()).collect();
+    let m = mean_estimate(&v, 0.95).unwrap();
+    assert!(m.ci_low <= 1e-3 && 1e-3 <= m.ci_high, "{m:?}");
+    assert!(m.ci_high - m.ci_low < 2e-4, "{m:?}");
+    assert!(matches!(
+        mean_estimate(&[1.0], 0.95),
+        Err(FitError::TooFewSamples { need: 2, .. })
+    ));
+    assert!(matches!(
+        mean_estimate(&[1.0, f64::NAN], 0.95),
+        Err(FitError::BadSample { index: 1, .. })
     ));
 }

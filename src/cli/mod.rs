@@ -1,6 +1,6 @@
-//! The command line: `piotwin run <benchmark> …`, `piotwin compare <benchmark> …`
-//! (real against twin, see `compare.rs`), `piotwin scenario check FILE`,
-//! `piotwin report side-by-side`.
+//! The command line: `piotwin run <benchmark> …`, `piotwin calibrate …` (fit a
+//! scenario from real probes), `piotwin compare <benchmark> …` (real against
+//! twin, see `compare.rs`), `piotwin scenario check FILE`, `piotwin report side-by-side`.
 //!
 //! Plugging in a benchmark (one variant, one match arm):
 //!
@@ -9,10 +9,11 @@
 //!    `--json`, `--csv`, `--hint`, `--hints-file`), and a method that checks its
 //!    options and builds its [`RankProgram`] (see `ior.rs`);
 //! 2. `impl CliBenchmark for TheProgram` (text, report, failure);
-//! 3. a variant in [`Bench`], its arm in [`run`] (resolve the common options
-//!    ([`CommonArgs::resolve`]: everything checked, nothing run yet), build the
-//!    program, then [`execute`]) and in [`Bench::check`] (the same without
-//!    [`execute`]: `piotwin compare` checks options with it before launching).
+//! 3. a variant in [`Bench`] and its line in `with_bench_args!`: `run` then
+//!    resolves the common options ([`CommonArgs::resolve`]: everything checked,
+//!    nothing run yet), builds the program and [`execute`]s it, and
+//!    [`Bench::check`] does the same without executing (`piotwin compare` checks
+//!    options with it before launching anything).
 //!    `compare` then knows the benchmark too.
 //!
 //! Exit codes: 0 success; 1 a runtime failure (I/O error, failed verification, a
@@ -22,9 +23,11 @@
 
 mod beff_io;
 mod btio;
+mod calibrate;
 mod compare;
 mod ftio;
 mod ior;
+mod pingpong;
 
 use std::ffi::OsString;
 
@@ -101,6 +104,9 @@ enum Command {
         #[command(subcommand)]
         command: ScenarioCommand,
     },
+    /// Calibrate the twin from probes run for real on this machine; write a calibrated scenario.
+    #[command(long_about = calibrate::LONG_ABOUT, after_help = calibrate::AFTER_HELP)]
+    Calibrate(Box<calibrate::CalibrateArgs>),
     /// Work with run reports (the JSON written by --json).
     Report {
         #[command(subcommand)]
@@ -154,19 +160,39 @@ enum Bench {
     /// b_eff_io: effective I/O bandwidth over 43 time-driven access patterns (release 2.1).
     #[command(name = "b_eff_io", long_about = beff_io::LONG_ABOUT, after_help = beff_io::AFTER_HELP)]
     BeffIo(Box<beff_io::BeffIoCliArgs>),
+    /// Point-to-point probe: MPI_Sendrecv_replace time over message sizes, and barrier time.
+    #[command(long_about = pingpong::LONG_ABOUT, after_help = pingpong::AFTER_HELP)]
+    Pingpong(Box<pingpong::PingpongArgs>),
+}
+
+/// Evaluates `$body` with `$args` bound to the options of whichever benchmark
+/// `$bench` is: the one place that lists every [`Bench`] variant.
+macro_rules! with_bench_args {
+    ($bench:expr, $args:ident => $body:expr) => {
+        match $bench {
+            Bench::Ior($args) => $body,
+            Bench::Btio($args) => $body,
+            Bench::BtioKernel($args) => $body,
+            Bench::Ftio($args) => $body,
+            Bench::BeffIo($args) => $body,
+            Bench::Pingpong($args) => $body,
+        }
+    };
 }
 
 impl Bench {
     /// Checks the options as `run` does before it runs (common options resolved,
     /// the program built and checked); runs and writes nothing.
     fn check(&self) -> Result<(), CliError> {
-        match self {
-            Bench::Ior(a) => a.program(&a.common.resolve()?).map(drop),
-            Bench::Btio(a) => a.program(&a.common.resolve()?).map(drop),
-            Bench::BtioKernel(a) => a.program(&a.common.resolve()?).map(drop),
-            Bench::Ftio(a) => a.program(&a.common.resolve()?).map(drop),
-            Bench::BeffIo(a) => a.program(&a.common.resolve()?).map(drop),
-        }
+        with_bench_args!(self, a => a.program(&a.common.resolve()?).map(drop))
+    }
+
+    /// Runs the benchmark in the mode its common options select.
+    fn run(&self) -> Result<(), CliError> {
+        with_bench_args!(self, a => {
+            let common = a.common.resolve()?;
+            execute(&a.program(&common)?, &common)
+        })
     }
 }
 
@@ -537,42 +563,9 @@ pub(crate) fn execute<P: CliBenchmark>(program: &P, common: &Common) -> Result<(
 /// Runs the parsed command line.
 pub(crate) fn run(cli: Cli) -> Result<(), CliError> {
     match cli.command {
-        Command::Run {
-            bench: Bench::Ior(args),
-        } => {
-            let common = args.common.resolve()?;
-            let program = args.program(&common)?;
-            execute(&program, &common)
-        }
-        Command::Run {
-            bench: Bench::Btio(args),
-        } => {
-            let common = args.common.resolve()?;
-            let program = args.program(&common)?;
-            execute(&program, &common)
-        }
-        Command::Run {
-            bench: Bench::BtioKernel(args),
-        } => {
-            let common = args.common.resolve()?;
-            let program = args.program(&common)?;
-            execute(&program, &common)
-        }
-        Command::Run {
-            bench: Bench::Ftio(args),
-        } => {
-            let common = args.common.resolve()?;
-            let program = args.program(&common)?;
-            execute(&program, &common)
-        }
-        Command::Run {
-            bench: Bench::BeffIo(args),
-        } => {
-            let common = args.common.resolve()?;
-            let program = args.program(&common)?;
-            execute(&program, &common)
-        }
+        Command::Run { bench } => bench.run(),
         Command::Compare(args) => compare::run(&args),
+        Command::Calibrate(args) => calibrate::run(&args),
         Command::Scenario {
             command: ScenarioCommand::Check { file },
         } => {

@@ -1,0 +1,742 @@
+//! From probe results to model parameters: one stated fit per parameter, each
+//! with its value, confidence interval (level [`LEVEL`]), the probe it came from
+//! and the fit's quality.
+//!
+//! | parameter | probe | fit |
+//! |---|---|---|
+//! | `nodes.compute.memcpy` | memcpy | time = latency + bytes / bw (Huber) |
+//! | `nodes.nic_latency`, `nodes.nic_bw` | pingpong, 2 ranks | exchange time = latency + bytes / bw (Huber) |
+//! | `nodes.oversubscribed_wakeup` | pingpong barriers | mean barrier at N > cores ranks − mean barrier at `cores` ranks |
+//! | `nodes.syscall`, `nodes.cache.write_bw` | IOzone write, cached files | time per record = latency + record / bw (Huber) |
+//! | `nodes.cache.read_bw` | IOzone re-read | as above |
+//! | `nodes.cache.capacity` | IOzone re-read over file sizes | cache knee (two plateaus of log bandwidth), else `MemTotal` |
+//! | `server.device.read_latency`, `read_bw` | IOzone cold read (`-I`) | time per record = latency + record / bw (Huber) |
+//! | `metadata.sync`, `server.device.write_bw` | IOzone `fsync_s` | fsync time = sync + dirty bytes / bw (Huber) |
+//! | `mpiio.independent_call` | IOR MPI-IO shared file, independent writes, ranks ≤ cores | intercept of call time over `-t` (Huber) − `nodes.syscall` |
+//! | `mpiio.collective_call` | IOR `-c` writes at `cores` ranks | intercept of call time over `-t` (Huber) − `nodes.syscall` |
+//! | `mpiio.open`, `mpiio.close` | IOR open/close times of writes, ranks ≤ cores | mean − base `metadata.create` / `metadata.close` |
+//! | `nodes.cores`, `nodes.memory` | the machine | `available_parallelism`, `MemTotal` |
+//!
+//! The intercepts of the MPI-IO call fits include the POSIX call beneath, which
+//! the twin charges as `nodes.syscall`, so that is subtracted. A time whose fit
+//! comes out negative (noise around a cost near zero) is written as 0 and its
+//! quality says so. Growth of the collective call with ranks, and IOR's
+//! oversubscribed collectives, are stated in the notes (`[source]`).
+
+use std::collections::BTreeMap;
+
+use piotwin_calibration::{
+    Estimate, FitError, LinearFit, find_cache_knee, fit_latency_bandwidth_robust, mean_estimate,
+};
+use piotwin_sim::Scenario;
+use serde::{Deserialize, Serialize};
+
+use super::LEVEL;
+use super::probes::{IorRow, IozoneRow, ProbeResults};
+
+/// What a parameter's number is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Unit {
+    /// Seconds.
+    Time,
+    /// Bytes per second.
+    Rate,
+    /// Bytes.
+    Size,
+    /// A count (cores).
+    Count,
+}
+
+/// One fitted parameter.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Param {
+    /// Scenario key path, e.g. `nodes.compute.memcpy` (`nodes` is the first group).
+    pub key: String,
+    /// Its unit.
+    pub unit: Unit,
+    /// The value (seconds, bytes/s, bytes or a count).
+    pub value: f64,
+    /// Lower end of the interval.
+    pub low: f64,
+    /// Upper end of the interval (`f64::INFINITY` when the data cannot bound it).
+    pub high: f64,
+    /// The probe (and the part of it) the value came from.
+    pub probe: String,
+    /// The fit: method, r², n, and any adjustment made.
+    pub quality: String,
+}
+
+/// The outcome of fitting.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Fitted {
+    /// Parameters fitted, in a fixed order.
+    pub params: Vec<Param>,
+    /// Parameters not fitted: key → why (their values stay the base scenario's).
+    pub skipped: BTreeMap<String, String>,
+    /// Further findings for `[source]`: topic → note.
+    pub notes: BTreeMap<String, String>,
+}
+
+impl Fitted {
+    /// The fitted parameter `key`, if any.
+    pub fn get(&self, key: &str) -> Option<&Param> {
+        self.params.iter().find(|p| p.key == key)
+    }
+
+    fn skip(&mut self, keys: &[&str], why: String) {
+        for k in keys {
+            self.skipped.insert(k.to_string(), why.clone());
+        }
+    }
+
+    /// Adds `est` as a time, clamping a negative value or low end at 0.
+    fn time(&mut self, key: &str, est: Estimate, probe: &str, quality: String) {
+        let mut q = quality;
+        if est.value < 0.0 {
+            q.push_str(&format!("; fit gave {:e} s, written as 0", est.value));
+        }
+        self.params.push(Param {
+            key: key.into(),
+            unit: Unit::Time,
+            value: est.value.max(0.0),
+            low: est.ci_low.max(0.0),
+            high: est.ci_high.max(0.0),
+            probe: probe.into(),
+            quality: q,
+        });
+    }
+
+    fn rate(&mut self, key: &str, est: Estimate, probe: &str, quality: String) {
+        self.params.push(Param {
+            key: key.into(),
+            unit: Unit::Rate,
+            value: est.value,
+            low: est.ci_low,
+            high: est.ci_high,
+            probe: probe.into(),
+            quality,
+        });
+    }
+
+    /// Adds a latency/bandwidth fit as two parameters.
+    fn linear(
+        &mut self,
+        (lat_key, bw_key): (Option<&str>, Option<&str>),
+        fit: &LinearFit,
+        probe: &str,
+    ) {
+        let q = quality(fit);
+        if let Some(k) = lat_key {
+            self.time(k, fit.latency_s, probe, q.clone());
+        }
+        if let Some(k) = bw_key {
+            self.rate(k, fit.bandwidth_bytes_per_s, probe, q);
+        }
+    }
+}
+
+/// `method=huber r2=0.9991 n=24`.
+pub fn quality(fit: &LinearFit) -> String {
+    let method = match fit.method {
+        piotwin_calibration::FitMethod::Huber => "huber",
+        piotwin_calibration::FitMethod::LeastSquares => "least-squares",
+    };
+    format!("method={method} r2={:.4} n={}", fit.r_squared, fit.n)
+}
+
+fn why(e: &FitError) -> String {
+    format!("fit failed: {e}")
+}
+
+/// Fits every parameter the results allow. `base` supplies the metadata costs
+/// subtracted from IOR's open and close times.
+pub fn fit_all(r: &ProbeResults, base: &Scenario) -> Fitted {
+    let mut f = Fitted::default();
+    let m = &r.machine;
+    f.params.push(Param {
+        key: "nodes.cores".into(),
+        unit: Unit::Count,
+        value: m.cores as f64,
+        low: m.cores as f64,
+        high: m.cores as f64,
+        probe: "machine: std::thread::available_parallelism".into(),
+        quality: "read, not fitted".into(),
+    });
+    f.params.push(Param {
+        key: "nodes.memory".into(),
+        unit: Unit::Size,
+        value: m.mem_total_bytes as f64,
+        low: m.mem_total_bytes as f64,
+        high: m.mem_total_bytes as f64,
+        probe: "machine: MemTotal of /proc/meminfo".into(),
+        quality: "read, not fitted".into(),
+    });
+    fit_memcpy(r, &mut f);
+    fit_pingpong(r, &mut f);
+    fit_iozone(r, &mut f);
+    fit_cache_capacity(r, &mut f);
+    fit_ior(r, base, &mut f);
+    f
+}
+
+fn fit_memcpy(r: &ProbeResults, f: &mut Fitted) {
+    let samples: Vec<(f64, f64)> = r
+        .memcpy
+        .iter()
+        .map(|s| (s.bytes as f64, s.seconds))
+        .collect();
+    match fit_latency_bandwidth_robust(&samples, LEVEL) {
+        Ok(fit) => f.linear(
+            (None, Some("nodes.compute.memcpy")),
+            &fit,
+            "memcpy: in-process copies over sizes",
+        ),
+        Err(e) => f.skip(&["nodes.compute.memcpy"], why(&e)),
+    }
+}
+
+fn fit_pingpong(r: &ProbeResults, f: &mut Fitted) {
+    const KEYS: [&str; 2] = ["nodes.nic_latency", "nodes.nic_bw"];
+    let pairs: Vec<(f64, f64)> = r
+        .pingpong
+        .iter()
+        .filter(|p| p.test == "sendrecv" && p.ranks == 2)
+        .map(|p| (p.bytes as f64, p.seconds))
+        .collect();
+    match fit_latency_bandwidth_robust(&pairs, LEVEL) {
+        Ok(fit) => f.linear(
+            (Some(KEYS[0]), Some(KEYS[1])),
+            &fit,
+            "pingpong: MPI_Sendrecv_replace between 2 ranks over message sizes",
+        ),
+        Err(e) => f.skip(&KEYS, why(&e)),
+    }
+    let key = "nodes.oversubscribed_wakeup";
+    let cores = r.machine.cores as u64;
+    let barrier = |pred: &dyn Fn(u64) -> bool| -> (Vec<f64>, Option<u64>) {
+        let rows: Vec<_> = r
+            .pingpong
+            .iter()
+            .filter(|p| p.test == "barrier" && pred(p.ranks))
+            .collect();
+        let ranks = rows.iter().map(|p| p.ranks).max();
+        let v = rows
+            .iter()
+            .filter(|p| Some(p.ranks) == ranks)
+            .map(|p| p.seconds)
+            .collect();
+        (v, ranks)
+    };
+    let (under, under_ranks) = barrier(&|k| k <= cores);
+    let (over, over_ranks) = barrier(&|k| k > cores);
+    let (Some(nu), Some(no)) = (under_ranks, over_ranks) else {
+        f.skip(
+            &[key],
+            format!("no barrier runs both at <= {cores} ranks and at more ranks than cores (give --ranks above {cores})"),
+        );
+        return;
+    };
+    match (mean_estimate(&under, LEVEL), mean_estimate(&over, LEVEL)) {
+        (Ok(u), Ok(o)) => {
+            let half = ((u.ci_high - u.value).powi(2) + (o.ci_high - o.value).powi(2)).sqrt();
+            let d = o.value - u.value;
+            f.time(
+                key,
+                Estimate {
+                    value: d,
+                    ci_low: d - half,
+                    ci_high: d + half,
+                    level: LEVEL,
+                },
+                &format!("pingpong: barriers at {no} ranks against {nu} ranks on {cores} cores"),
+                format!(
+                    "method=difference-of-means n={}+{} barrier {:.3e} s at {no} ranks, {:.3e} s at {nu}; half-widths added in quadrature",
+                    over.len(),
+                    under.len(),
+                    o.value,
+                    u.value
+                ),
+            );
+        }
+        (Err(e), _) | (_, Err(e)) => f.skip(&[key], why(&e)),
+    }
+}
+
+/// Time per record of IOzone rows, excluding the `fsync`.
+fn per_record(rows: &[&IozoneRow]) -> Vec<(f64, f64)> {
+    rows.iter()
+        .filter(|r| r.ops > 0)
+        .map(|r| {
+            (
+                r.record_bytes as f64,
+                (r.seconds - r.fsync_s).max(0.0) / r.ops as f64,
+            )
+        })
+        .collect()
+}
+
+fn fit_iozone(r: &ProbeResults, f: &mut Fitted) {
+    const ALL: [&str; 7] = [
+        "nodes.syscall",
+        "nodes.cache.write_bw",
+        "nodes.cache.read_bw",
+        "server.device.read_latency",
+        "server.device.read_bw",
+        "metadata.sync",
+        "server.device.write_bw",
+    ];
+    let warm: Vec<&IozoneRow> = r
+        .iozone
+        .iter()
+        .filter(|run| !run.cold)
+        .flat_map(|run| &run.rows)
+        .collect();
+    let cold: Vec<&IozoneRow> = r
+        .iozone
+        .iter()
+        .filter(|run| run.cold)
+        .flat_map(|run| &run.rows)
+        .collect();
+    if warm.is_empty() && cold.is_empty() {
+        f.skip(
+            &ALL,
+            "no IOzone results (the probe did not run or failed)".into(),
+        );
+        return;
+    }
+    // Cached files: at most a quarter of memory, well inside the page cache.
+    let cached = |t: &str| -> Vec<&IozoneRow> {
+        warm.iter()
+            .copied()
+            .filter(|x| x.test == t && x.file_bytes <= r.machine.mem_total_bytes / 4)
+            .collect()
+    };
+    let one =
+        |f: &mut Fitted, keys: (Option<&str>, Option<&str>), rows: Vec<&IozoneRow>, probe: &str| {
+            match fit_latency_bandwidth_robust(&per_record(&rows), LEVEL) {
+                Ok(fit) => f.linear(keys, &fit, probe),
+                Err(e) => f.skip(
+                    &[keys.0, keys.1].into_iter().flatten().collect::<Vec<_>>(),
+                    why(&e),
+                ),
+            }
+        };
+    one(
+        f,
+        (Some("nodes.syscall"), Some("nodes.cache.write_bw")),
+        cached("write"),
+        "iozone: write of cached files, time per record over record sizes",
+    );
+    one(
+        f,
+        (None, Some("nodes.cache.read_bw")),
+        cached("reread"),
+        "iozone: re-read of cached files, time per record over record sizes",
+    );
+    one(
+        f,
+        (
+            Some("server.device.read_latency"),
+            Some("server.device.read_bw"),
+        ),
+        cold.iter().copied().filter(|x| x.test == "read").collect(),
+        "iozone -I: cold read (file dropped from the page cache), time per record over record sizes",
+    );
+    let sync: Vec<(f64, f64)> = warm
+        .iter()
+        .filter(|x| x.test == "write" && x.fsync_s > 0.0)
+        .map(|x| (x.file_bytes as f64, x.fsync_s))
+        .collect();
+    match fit_latency_bandwidth_robust(&sync, LEVEL) {
+        Ok(fit) => f.linear(
+            (Some("metadata.sync"), Some("server.device.write_bw")),
+            &fit,
+            "iozone -e: fsync time against dirty bytes (intercept: commit, slope: 1/device write bandwidth)",
+        ),
+        Err(e) => f.skip(&["metadata.sync", "server.device.write_bw"], why(&e)),
+    }
+}
+
+/// The page cache: a knee of re-read bandwidth over file sizes where one shows,
+/// `MemTotal` otherwise (also when IOzone did not run).
+fn fit_cache_capacity(r: &ProbeResults, f: &mut Fitted) {
+    let bw: Vec<(f64, f64)> = r
+        .iozone
+        .iter()
+        .filter(|run| !run.cold)
+        .flat_map(|run| &run.rows)
+        .filter(|x| x.test == "reread" && x.kb_s > 0.0)
+        .map(|x| (x.file_bytes as f64, x.kb_s * 1024.0))
+        .collect();
+    let largest = bw.iter().map(|b| b.0).fold(0.0, f64::max);
+    let mem = r.machine.mem_total_bytes as f64;
+    match find_cache_knee(&bw, LEVEL) {
+        Ok(k) if k.device_bandwidth_bytes_per_s.ci_high < k.cache_bandwidth_bytes_per_s.ci_low => {
+            f.params.push(Param {
+                key: "nodes.cache.capacity".into(),
+                unit: Unit::Size,
+                value: k.knee_bytes.round(),
+                low: k.last_cache_size_bytes,
+                high: k.first_device_size_bytes,
+                probe: "iozone: re-read bandwidth over file sizes".into(),
+                quality: format!(
+                    "method=cache-knee r2_log={:.4} n={}+{} (interval: the sizes either side)",
+                    k.r_squared_log, k.n_cache, k.n_device
+                ),
+            });
+        }
+        other => {
+            let finding = match other {
+                Ok(k) => format!(
+                    "the best split at {:.0} bytes separates no distinct plateaus",
+                    k.knee_bytes
+                ),
+                Err(e) => e.to_string(),
+            };
+            f.params.push(Param {
+                key: "nodes.cache.capacity".into(),
+                unit: Unit::Size,
+                value: mem,
+                low: mem,
+                high: mem,
+                probe: "machine: MemTotal of /proc/meminfo".into(),
+                quality: format!(
+                    "no cache knee in re-read bandwidth up to {largest:.0}-byte files ({finding}); files of 2 x RAM do not fit this disk, so the capacity is MemTotal"
+                ),
+            });
+        }
+    }
+}
+
+fn fit_ior(r: &ProbeResults, base: &Scenario, f: &mut Fitted) {
+    let cores = r.machine.cores;
+    let syscall = f.get("nodes.syscall").map(|p| p.value);
+    let (minus, minus_note) = match syscall {
+        Some(s) => (s, format!("minus nodes.syscall {s:.3e} s")),
+        None => (
+            0.0,
+            "nodes.syscall not fitted: includes the POSIX call beneath".to_string(),
+        ),
+    };
+    let writes = |shape: &str, pred: &dyn Fn(usize) -> bool| -> Vec<&IorRow> {
+        r.ior
+            .iter()
+            .filter(|x| x.shape == shape && x.access == "write" && pred(x.ranks))
+            .collect()
+    };
+    let calls = |rows: &[&IorRow]| -> Vec<(f64, f64)> {
+        rows.iter()
+            .map(|x| (x.transfer as f64, x.latency_s))
+            .collect()
+    };
+    let base_ranks = r
+        .ior
+        .iter()
+        .map(|x| x.ranks)
+        .filter(|&k| k <= cores)
+        .max()
+        .unwrap_or(1);
+    for (key, shape, pred, what) in [
+        (
+            "mpiio.independent_call",
+            "shared-independent",
+            &(|k: usize| k <= cores) as &dyn Fn(usize) -> bool,
+            format!("ranks <= {cores}"),
+        ),
+        (
+            "mpiio.collective_call",
+            "shared-collective",
+            &(|k: usize| k == base_ranks) as &dyn Fn(usize) -> bool,
+            format!("{base_ranks} ranks"),
+        ),
+    ] {
+        let probe = format!(
+            "ior -a MPIIO {shape} writes at {what}: call time over transfer sizes, intercept"
+        );
+        match piotwin_calibration::fit_line_robust(&calls(&writes(shape, pred)), LEVEL) {
+            Ok(line) => {
+                let e = line.intercept;
+                let q = format!(
+                    "method=huber r2={:.4} n={} intercept {:.3e} s {minus_note}",
+                    line.r_squared, line.n, e.value
+                );
+                f.time(
+                    key,
+                    Estimate {
+                        value: e.value - minus,
+                        ci_low: e.ci_low - minus,
+                        ci_high: e.ci_high - minus,
+                        level: e.level,
+                    },
+                    &probe,
+                    q,
+                );
+            }
+            Err(e) => f.skip(&[key], why(&e)),
+        }
+    }
+    // Growth of the collective call with ranks, and oversubscription.
+    let mut ks: Vec<usize> = r.ior.iter().map(|x| x.ranks).collect();
+    ks.sort_unstable();
+    ks.dedup();
+    let mut growth = Vec::new();
+    for &k in &ks {
+        if let Ok(line) = piotwin_calibration::fit_line_robust(
+            &calls(&writes("shared-collective", &|x| x == k)),
+            LEVEL,
+        ) {
+            growth.push(format!("{k} ranks {:.3e} s", line.intercept.value));
+        }
+    }
+    if !growth.is_empty() {
+        f.notes.insert(
+            "calibration.collective_call_by_ranks".into(),
+            format!(
+                "intercept of the collective write call time over transfer sizes (IOR -c), by ranks on {cores} cores: {}",
+                growth.join(", ")
+            ),
+        );
+    }
+    // Open and close: IOR's write-phase times minus the base metadata costs.
+    let shared =
+        |x: &&IorRow| x.shape != "file-per-process" && x.access == "write" && x.ranks <= cores;
+    for (key, values, meta, meta_key) in [
+        (
+            "mpiio.open",
+            r.ior
+                .iter()
+                .filter(shared)
+                .map(|x| x.open_s)
+                .collect::<Vec<_>>(),
+            base.metadata.create,
+            "metadata.create",
+        ),
+        (
+            "mpiio.close",
+            r.ior.iter().filter(shared).map(|x| x.close_s).collect(),
+            base.metadata.close,
+            "metadata.close",
+        ),
+    ] {
+        match mean_estimate(&values, LEVEL) {
+            Ok(e) => f.time(
+                key,
+                Estimate {
+                    value: e.value - meta,
+                    ci_low: e.ci_low - meta,
+                    ci_high: e.ci_high - meta,
+                    level: e.level,
+                },
+                &format!("ior -a MPIIO shared-file writes at ranks <= {cores}: max-over-ranks time of the call"),
+                format!(
+                    "method=mean n={} mean {:.3e} s minus base {meta_key} {meta:.3e} s",
+                    values.len(),
+                    e.value
+                ),
+            ),
+            Err(e) => f.skip(&[key], why(&e)),
+        }
+    }
+}
+
+#[cfg(test)]
+pub(crate) mod tests {
+    use super::*;
+    use crate::bench::pingpong::PingRow;
+    use crate::calibrate::Machine;
+    use crate::calibrate::memcpy::CopySample;
+    use crate::calibrate::plan::{Plan, Scale};
+    use crate::calibrate::probes::IozoneRun;
+
+    /// Deterministic noise: a 64-bit LCG, approximately normal (sum of 12 uniforms − 6).
+    struct Lcg(u64);
+    impl Lcg {
+        fn normal(&mut self) -> f64 {
+            (0..12)
+                .map(|_| {
+                    self.0 = self
+                        .0
+                        .wrapping_mul(6364136223846793005)
+                        .wrapping_add(1442695040888963407);
+                    (self.0 >> 11) as f64 / (1u64 << 53) as f64
+                })
+                .sum::<f64>()
+                - 6.0
+        }
+    }
+
+    pub(crate) const SYSCALL: f64 = 2e-6;
+    const CACHE_W: f64 = 3e9;
+    const CACHE_R: f64 = 6e9;
+    const DEV_R: f64 = 1.5e9;
+    const DEV_LAT: f64 = 80e-6;
+    const SYNC: f64 = 1e-3;
+    const DEV_W: f64 = 1e9;
+    const MEMCPY: f64 = 8e9;
+    const NIC_LAT: f64 = 1e-6;
+    const NIC_BW: f64 = 4e9;
+    const INDEP: f64 = 5e-6;
+    const COLL: f64 = 40e-6;
+
+    /// Probe results generated from known parameters with noise and a few outliers.
+    pub(crate) fn synthetic() -> ProbeResults {
+        let machine = Machine {
+            host: "synth".into(),
+            cores: 2,
+            mem_total_bytes: 16 << 30,
+        };
+        let mut r = ProbeResults::new(machine, Plan::new(Scale::Quick, 2, 4, "/s"));
+        let mut n = Lcg(0x9e37_79b9_7f4a_7c15);
+        for s in [1u64 << 20, 4 << 20, 16 << 20, 64 << 20] {
+            for _ in 0..6 {
+                let t = s as f64 / MEMCPY + 20e-6 * n.normal();
+                r.memcpy.push(CopySample {
+                    bytes: s,
+                    seconds: t,
+                });
+            }
+        }
+        for s in [1u64, 64, 1024, 8192, 65536, 524288, 4 << 20] {
+            for _ in 0..3 {
+                let t = NIC_LAT + s as f64 / NIC_BW + 0.2e-6 * n.normal().abs();
+                r.pingpong.push(PingRow {
+                    test: "sendrecv".into(),
+                    ranks: 2,
+                    bytes: s,
+                    iterations: 100,
+                    seconds: t,
+                });
+            }
+        }
+        for (ranks, base) in [(2, 2e-6), (4, 15e-3)] {
+            for _ in 0..4 {
+                r.pingpong.push(PingRow {
+                    test: "barrier".into(),
+                    ranks,
+                    bytes: 0,
+                    iterations: 50,
+                    seconds: base * (1.0 + 0.05 * n.normal()),
+                });
+            }
+        }
+        let mut warm = IozoneRun {
+            cold: false,
+            rows: Vec::new(),
+        };
+        let mut cold = IozoneRun {
+            cold: true,
+            rows: Vec::new(),
+        };
+        for file in [16u64 << 20, 64 << 20, 256 << 20] {
+            for rec in [4096u64, 65536, 1 << 20] {
+                let ops = file / rec;
+                let row = |test: &str, per: f64, fsync: f64| IozoneRow {
+                    test: test.into(),
+                    file_bytes: file,
+                    record_bytes: rec,
+                    seconds: per * ops as f64 + fsync,
+                    bytes: file,
+                    ops,
+                    kb_s: file as f64 / 1024.0 / (per * ops as f64),
+                    fsync_s: fsync,
+                };
+                let fsync = SYNC + file as f64 / DEV_W + 2e-3 * n.normal();
+                let w = SYSCALL + rec as f64 / CACHE_W + 0.05e-6 * n.normal();
+                warm.rows.push(row("write", w, fsync));
+                let rr = SYSCALL + rec as f64 / CACHE_R + 0.05e-6 * n.normal();
+                warm.rows.push(row("reread", rr, 0.0));
+                let c = DEV_LAT + rec as f64 / DEV_R + 2e-6 * n.normal();
+                cold.rows.push(row("read", c, 0.0));
+            }
+        }
+        // One stalled record-time sample (a daemon woke up).
+        warm.rows[0].seconds *= 4.0;
+        r.iozone = vec![warm, cold];
+        for ranks in [1usize, 2, 4] {
+            for (shape, call) in [("shared-independent", INDEP), ("shared-collective", COLL)] {
+                let call = if shape == "shared-collective" && ranks == 4 {
+                    call + 15e-3
+                } else {
+                    call
+                };
+                for t in [4096u64, 16384, 65536] {
+                    for _ in 0..2 {
+                        r.ior.push(IorRow {
+                            ranks,
+                            shape: shape.into(),
+                            transfer: t,
+                            access: "write".into(),
+                            latency_s: call + SYSCALL + t as f64 / CACHE_W + 0.3e-6 * n.normal(),
+                            open_s: 1e-3 + 1e-4 * n.normal(),
+                            close_s: 2e-4 + 1e-5 * n.normal(),
+                            bw_mib_s: 1.0,
+                        });
+                    }
+                }
+            }
+        }
+        r
+    }
+
+    fn base() -> Scenario {
+        Scenario::from_str(include_str!("../../scenarios/default.toml"), "default.toml").unwrap()
+    }
+
+    fn within(f: &Fitted, key: &str, truth: f64) {
+        let p = f
+            .get(key)
+            .unwrap_or_else(|| panic!("{key} not fitted: {:?}", f.skipped.get(key)));
+        assert!(
+            p.low <= truth && truth <= p.high,
+            "{key}: {truth:e} outside [{:e}, {:e}] (value {:e}, {})",
+            p.low,
+            p.high,
+            p.value,
+            p.quality
+        );
+    }
+
+    #[test]
+    fn synthetic_probes_give_back_their_parameters() {
+        let f = fit_all(&synthetic(), &base());
+        assert!(f.skipped.is_empty(), "{:?}", f.skipped);
+        within(&f, "nodes.compute.memcpy", MEMCPY);
+        within(&f, "nodes.syscall", SYSCALL);
+        within(&f, "nodes.cache.write_bw", CACHE_W);
+        within(&f, "nodes.cache.read_bw", CACHE_R);
+        within(&f, "server.device.read_latency", DEV_LAT);
+        within(&f, "server.device.read_bw", DEV_R);
+        within(&f, "metadata.sync", SYNC);
+        within(&f, "server.device.write_bw", DEV_W);
+        within(&f, "mpiio.independent_call", INDEP);
+        within(&f, "mpiio.collective_call", COLL);
+        within(&f, "nodes.oversubscribed_wakeup", 15e-3 - 2e-6);
+        within(&f, "mpiio.open", 1e-3 - 30e-6);
+        within(&f, "mpiio.close", 2e-4 - 3e-6);
+        // The exchange time's noise is one-sided (|N|): the latency is biased up
+        // by about 0.16 µs, the bandwidth is not.
+        within(&f, "nodes.nic_bw", NIC_BW);
+        assert_eq!(
+            f.get("nodes.cache.capacity").unwrap().value,
+            (16u64 << 30) as f64
+        );
+        assert!(f.notes["calibration.collective_call_by_ranks"].contains("4 ranks"));
+    }
+
+    #[test]
+    fn a_missing_probe_is_skipped_with_its_reason() {
+        let mut r = synthetic();
+        r.iozone.clear();
+        r.pingpong.retain(|p| p.ranks == 2);
+        let f = fit_all(&r, &base());
+        assert!(f.skipped["nodes.syscall"].contains("no IOzone"));
+        assert!(f.skipped["nodes.oversubscribed_wakeup"].contains("more ranks than cores"));
+        assert!(
+            f.get("mpiio.independent_call")
+                .unwrap()
+                .quality
+                .contains("nodes.syscall not fitted")
+        );
+    }
+}

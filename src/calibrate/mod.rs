@@ -1,0 +1,92 @@
+//! `piotwin calibrate`'s logic: which probes to run ([`plan`]), their raw
+//! results and how they are read from the probes' JSON reports ([`probes`]),
+//! the in-process memcpy probe ([`memcpy`]), the fits that turn results into
+//! model parameters ([`fits`]) and the scenario file they are written into
+//! ([`writer`]).
+//!
+//! What it is for: calibrating the twin from measurements of *this* machine.
+//! The probes are ordinary benchmarks run for real (`mpiexec -n k piotwin run
+//! <probe> … --json F`, launched by the CLI); this module never runs MPI
+//! itself. The statistics are in the `piotwin-calibration` crate.
+//!
+//! Held-out discipline: calibration never runs b_eff_io, and every IOR shape it
+//! runs is listed in the output's `[source]`, so `compare` can judge the twin
+//! on shapes calibration did not see.
+//!
+//! What it is not: a tuner that searches model parameters to match benchmark
+//! results — every parameter comes from one probe by one stated fit.
+
+pub mod fits;
+pub mod memcpy;
+pub mod plan;
+pub mod probes;
+pub mod writer;
+
+use serde::{Deserialize, Serialize};
+
+/// The confidence level of every interval calibration writes.
+pub const LEVEL: f64 = 0.95;
+
+/// What calibration needs to know about the machine it runs on.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Machine {
+    /// Host name (`/proc/sys/kernel/hostname`).
+    pub host: String,
+    /// Cores available to this process (`std::thread::available_parallelism`).
+    pub cores: usize,
+    /// `MemTotal` of `/proc/meminfo`, bytes: the page cache may grow to (almost) all of it.
+    pub mem_total_bytes: u64,
+}
+
+impl Machine {
+    /// Reads the machine's host name, cores and memory.
+    pub fn detect() -> Result<Machine, String> {
+        let host = std::fs::read_to_string("/proc/sys/kernel/hostname")
+            .map(|h| h.trim().to_string())
+            .map_err(|e| format!("/proc/sys/kernel/hostname: cannot read it: {e}"))?;
+        let cores = std::thread::available_parallelism()
+            .map(|n| n.get())
+            .map_err(|e| format!("cannot count the cores: {e}"))?;
+        let meminfo = std::fs::read_to_string("/proc/meminfo")
+            .map_err(|e| format!("/proc/meminfo: cannot read it: {e}"))?;
+        let mem_total_bytes = parse_mem_total(&meminfo)?;
+        Ok(Machine {
+            host,
+            cores,
+            mem_total_bytes,
+        })
+    }
+}
+
+/// `MemTotal` from the text of `/proc/meminfo`, bytes (the file's `kB` is KiB).
+pub fn parse_mem_total(meminfo: &str) -> Result<u64, String> {
+    let line = meminfo
+        .lines()
+        .find(|l| l.starts_with("MemTotal:"))
+        .ok_or("/proc/meminfo: no MemTotal line")?;
+    let kib: u64 = line
+        .trim_start_matches("MemTotal:")
+        .trim()
+        .trim_end_matches("kB")
+        .trim()
+        .parse()
+        .map_err(|_| format!("/proc/meminfo: cannot read `{line}` (expected `MemTotal: N kB`)"))?;
+    Ok(kib * 1024)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn mem_total_is_kib() {
+        let text = "MemTotal:       24684092 kB\nMemFree:  1 kB\n";
+        assert_eq!(parse_mem_total(text).unwrap(), 24684092 * 1024);
+        assert!(
+            parse_mem_total("MemFree: 1 kB")
+                .unwrap_err()
+                .contains("MemTotal")
+        );
+        assert!(parse_mem_total("MemTotal: lots").is_err());
+    }
+}

@@ -1,0 +1,282 @@
+//! Which probe runs calibration makes, at which scale.
+//!
+//! Every launched probe is one [`Step`]: `mpiexec -n ranks piotwin run <probe>
+//! <args> --json F`. Scratch files are named inside the scratch directory the
+//! plan is given; nothing else is touched.
+//!
+//! Page-cache sizes: the cache may grow to `MemTotal` (24 GiB here), and this
+//! machine's disk has about 39 GB free, so files of 2 × RAM — the methodology's
+//! size for device-level numbers — cannot be written. Device figures therefore
+//! come from cold reads (`-I`, the file dropped from the page cache first) and
+//! from `fsync` time against dirty bytes, and the full run's file sizes reach
+//! [`FULL_LARGEST_FILE`] to show whether a knee appears below it.
+
+use serde::{Deserialize, Serialize};
+
+/// The largest IOzone file of the full run, bytes (see the module docs).
+pub const FULL_LARGEST_FILE: u64 = 8 << 30;
+
+/// How much probing: `Tiny` is a test knob (same steps, smallest sizes).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Scale {
+    /// Smallest sizes and counts: for tests of the whole path.
+    Tiny,
+    /// `--quick`: under 5 minutes on the 2-core workstation.
+    Quick,
+    /// The full run: under 30 minutes.
+    Full,
+}
+
+/// The benchmark a step launches.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Probe {
+    /// `piotwin run pingpong`.
+    Pingpong,
+    /// `piotwin run ior`.
+    Ior,
+    /// `piotwin run iozone`.
+    Iozone,
+}
+
+impl Probe {
+    /// The `piotwin run` subcommand.
+    pub fn command(self) -> &'static str {
+        match self {
+            Probe::Pingpong => "pingpong",
+            Probe::Ior => "ior",
+            Probe::Iozone => "iozone",
+        }
+    }
+}
+
+/// One launched probe run.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Step {
+    /// Which probe.
+    pub probe: Probe,
+    /// `mpiexec -n`.
+    pub ranks: usize,
+    /// The probe's arguments (without `--json`).
+    pub args: Vec<String>,
+    /// For IOR steps, the shape's name (`shared-independent`, …); for IOzone,
+    /// `warm` or `cold`; for pingpong, `pairs` or `barrier`.
+    pub shape: String,
+}
+
+impl Step {
+    /// The command line for humans and for `[source]`: `piotwin run ior -a MPIIO …`.
+    pub fn describe(&self) -> String {
+        format!(
+            "mpiexec -n {} piotwin run {} {}",
+            self.ranks,
+            self.probe.command(),
+            self.args.join(" ")
+        )
+    }
+}
+
+/// Everything calibration runs.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Plan {
+    /// The scale.
+    pub scale: Scale,
+    /// memcpy sizes, bytes.
+    pub memcpy_sizes: Vec<u64>,
+    /// memcpy copies per size.
+    pub memcpy_reps: usize,
+    /// The launched steps, in order.
+    pub steps: Vec<Step>,
+}
+
+fn s(v: &[&str]) -> Vec<String> {
+    v.iter().map(|x| x.to_string()).collect()
+}
+
+/// The IOzone arguments for one run: file sizes `-s`, record sizes `-r`
+/// (both repeatable), tests 0 (write, rewrite) and 1 (read, re-read), `-e`
+/// (`fsync` timed separately in the rows' `fsync_s`), `-I` for cold reads, `-f`
+/// the scratch file — IOzone's own option names.
+pub fn iozone_args(files: &[u64], records: &[u64], cold: bool, file: &str) -> Vec<String> {
+    let mut a = Vec::new();
+    for f in files {
+        a.extend(["-s".to_string(), format!("{}k", f >> 10)]);
+    }
+    for r in records {
+        a.extend(["-r".to_string(), format!("{}k", r >> 10)]);
+    }
+    a.extend(s(&["-i", "0", "-i", "1", "-e"]));
+    if cold {
+        a.push("-I".into());
+    }
+    a.extend(["-f".to_string(), file.to_string()]);
+    a
+}
+
+impl Plan {
+    /// The plan at `scale` for a machine of `cores` cores, IOR up to `max_ranks`
+    /// ranks, scratch files under `scratch` (a directory path).
+    pub fn new(scale: Scale, cores: usize, max_ranks: usize, scratch: &str) -> Plan {
+        const K: u64 = 1 << 10;
+        const M: u64 = 1 << 20;
+        let (memcpy_sizes, memcpy_reps) = match scale {
+            Scale::Tiny => (vec![64 * K, 256 * K, M], 3),
+            Scale::Quick => (vec![M, 4 * M, 16 * M, 64 * M], 8),
+            Scale::Full => (vec![M, 2 * M, 4 * M, 8 * M, 16 * M, 32 * M, 64 * M], 20),
+        };
+        let mut steps = Vec::new();
+        // Point to point: pairs at 2 ranks; barriers at cores and at max_ranks
+        // (oversubscribed when max_ranks > cores), repeated for an interval.
+        let (sizes, barriers, over_runs) = match scale {
+            Scale::Tiny => ("1,4k,64k,1m", "20", 2),
+            Scale::Quick => ("1,64,1k,8k,64k,512k,4m", "500", 3),
+            Scale::Full => ("1,64,1k,8k,64k,256k,1m,4m,16m", "2000", 6),
+        };
+        steps.push(Step {
+            probe: Probe::Pingpong,
+            ranks: 2,
+            args: s(&["--sizes", sizes, "--barriers", barriers]),
+            shape: "pairs".into(),
+        });
+        let base_ranks = cores.clamp(2, max_ranks);
+        let over_barriers = match scale {
+            Scale::Tiny => "5",
+            Scale::Quick => "50",
+            Scale::Full => "200",
+        };
+        for ranks in [base_ranks, max_ranks] {
+            for _ in 0..over_runs {
+                steps.push(Step {
+                    probe: Probe::Pingpong,
+                    ranks,
+                    args: s(&[
+                        "--sizes",
+                        "1",
+                        "--iterations",
+                        "4",
+                        "--barriers",
+                        over_barriers,
+                    ]),
+                    shape: "barrier".into(),
+                });
+            }
+            if base_ranks == max_ranks {
+                break;
+            }
+        }
+        // IOR: MPI-IO, shared file independent / collective over transfer sizes
+        // at every rank count, and file per process.
+        let (transfers, block, reps): (&[&str], &str, &str) = match scale {
+            Scale::Tiny => (&["4k", "16k", "64k"], "256k", "2"),
+            Scale::Quick => (&["4k", "16k", "64k"], "1m", "2"),
+            Scale::Full => (&["4k", "16k", "64k", "256k"], "4m", "4"),
+        };
+        let rank_counts: Vec<usize> = match scale {
+            Scale::Full => (1..=max_ranks).collect(),
+            _ => {
+                let mut v = vec![1, base_ranks, max_ranks];
+                v.dedup();
+                v
+            }
+        };
+        let mut n = 0;
+        for &ranks in &rank_counts {
+            for (shape, flags) in [
+                ("shared-independent", &[][..]),
+                ("shared-collective", &["-c"][..]),
+                ("file-per-process", &["-F"][..]),
+            ] {
+                if shape == "file-per-process" && ranks != base_ranks {
+                    continue;
+                }
+                for t in transfers {
+                    let mut args = s(&["-a", "MPIIO", "-b", block, "-t", t, "-i", reps]);
+                    args.extend(s(flags));
+                    args.extend(["-o".to_string(), format!("{scratch}/ior-{n}.dat")]);
+                    n += 1;
+                    steps.push(Step {
+                        probe: Probe::Ior,
+                        ranks,
+                        args,
+                        shape: shape.into(),
+                    });
+                }
+            }
+        }
+        // IOzone: warm (page cache) over file and record sizes, then cold reads.
+        let (files, records, cold_files): (Vec<u64>, Vec<u64>, Vec<u64>) = match scale {
+            Scale::Tiny => (vec![M, 2 * M, 4 * M], vec![4 * K, 64 * K], vec![4 * M]),
+            Scale::Quick => (
+                vec![16 * M, 64 * M, 256 * M],
+                vec![4 * K, 64 * K, M],
+                vec![256 * M],
+            ),
+            Scale::Full => (
+                vec![16 * M, 64 * M, 256 * M, 1 << 30, 4 << 30, FULL_LARGEST_FILE],
+                vec![4 * K, 16 * K, 64 * K, 256 * K, M, 4 * M],
+                vec![256 * M, 1 << 30],
+            ),
+        };
+        let file = format!("{scratch}/iozone.tmp");
+        steps.push(Step {
+            probe: Probe::Iozone,
+            ranks: 1,
+            args: iozone_args(&files, &records, false, &file),
+            shape: "warm".into(),
+        });
+        steps.push(Step {
+            probe: Probe::Iozone,
+            ranks: 1,
+            args: iozone_args(&cold_files, &records, true, &file),
+            shape: "cold".into(),
+        });
+        Plan {
+            scale,
+            memcpy_sizes,
+            memcpy_reps,
+            steps,
+        }
+    }
+
+    /// The IOR command lines the plan runs: calibration's shapes, which
+    /// `compare` must not use as held-out benchmarks.
+    pub fn ior_shapes(&self) -> Vec<String> {
+        self.steps
+            .iter()
+            .filter(|s| s.probe == Probe::Ior)
+            .map(Step::describe)
+            .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn plan_never_runs_b_eff_io_and_keeps_files_in_scratch() {
+        for scale in [Scale::Tiny, Scale::Quick, Scale::Full] {
+            let p = Plan::new(scale, 2, 4, "/scratch/x");
+            assert!(p.steps.iter().all(|s| !s.describe().contains("b_eff_io")));
+            for s in &p.steps {
+                for w in s.args.windows(2) {
+                    if w[0] == "-o" || w[0] == "-f" {
+                        assert!(w[1].starts_with("/scratch/x/"), "{}", s.describe());
+                    }
+                }
+            }
+            assert!(p.steps.iter().any(|s| s.ranks == 4), "oversubscribed steps");
+            assert_eq!(
+                p.ior_shapes().len(),
+                p.steps.iter().filter(|s| s.probe == Probe::Ior).count()
+            );
+        }
+    }
+
+    #[test]
+    fn iozone_arguments_are_iozone_style() {
+        let a = iozone_args(&[1 << 20], &[4096, 65536], true, "/d/f");
+        assert_eq!(a.join(" "), "-s 1024k -r 4k -r 64k -i 0 -i 1 -e -I -f /d/f");
+    }
+}

@@ -1,0 +1,338 @@
+//! Raw probe results, as read from each probe's JSON run report, and the record
+//! of them written next to the calibrated scenario (`<out>.probes.json`) so that
+//! every fit can be inspected and redone.
+//!
+//! Reports are read by column name: a probe's rows are the table whose columns
+//! include the ones needed, whatever the table is called.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use super::Machine;
+use super::memcpy::CopySample;
+use super::plan::{Plan, Probe, Step};
+use crate::bench::pingpong::PingRow;
+
+/// One row of the IOzone-style probe (`piotwin run iozone --json`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct IozoneRow {
+    /// `write`, `rewrite`, `read`, `reread`, `random-read`, `random-write`, `stride-read`.
+    pub test: String,
+    /// File size, bytes.
+    pub file_bytes: u64,
+    /// Record (request) size, bytes.
+    pub record_bytes: u64,
+    /// Time of the test, seconds (including `fsync_s` when `-e`).
+    pub seconds: f64,
+    /// Bytes moved.
+    pub bytes: u64,
+    /// Requests made.
+    pub ops: u64,
+    /// IOzone's figure, KiB/s.
+    pub kb_s: f64,
+    /// Time of the `fsync` at the end of a write test, seconds (0 without `-e`).
+    pub fsync_s: f64,
+}
+
+/// One IOzone run.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct IozoneRun {
+    /// True for cold reads (`-I`: the file dropped from the page cache first).
+    pub cold: bool,
+    /// Its rows.
+    pub rows: Vec<IozoneRow>,
+}
+
+/// One repetition of one access of one IOR run.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct IorRow {
+    /// Ranks in the run.
+    pub ranks: usize,
+    /// `shared-independent`, `shared-collective` or `file-per-process`.
+    pub shape: String,
+    /// Transfer size `-t`, bytes.
+    pub transfer: u64,
+    /// `write` or `read`.
+    pub access: String,
+    /// Mean over ranks of (transfer time / transfers), seconds: one call's time.
+    pub latency_s: f64,
+    /// Max over ranks of the open time, seconds.
+    pub open_s: f64,
+    /// Max over ranks of the close time, seconds.
+    pub close_s: f64,
+    /// Aggregate bandwidth, MiB/s.
+    pub bw_mib_s: f64,
+}
+
+/// A step that did not produce results.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct StepFailure {
+    /// The command line.
+    pub step: String,
+    /// Why.
+    pub message: String,
+}
+
+/// Everything the probes measured, and what failed.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ProbeResults {
+    /// The machine.
+    pub machine: Machine,
+    /// The plan that ran.
+    pub plan: Plan,
+    /// memcpy samples.
+    pub memcpy: Vec<CopySample>,
+    /// Point-to-point rows, every run.
+    pub pingpong: Vec<PingRow>,
+    /// IOR rows, every run.
+    pub ior: Vec<IorRow>,
+    /// IOzone runs.
+    pub iozone: Vec<IozoneRun>,
+    /// Steps that failed.
+    pub failures: Vec<StepFailure>,
+}
+
+impl ProbeResults {
+    /// Empty results for `plan` on `machine`.
+    pub fn new(machine: Machine, plan: Plan) -> ProbeResults {
+        ProbeResults {
+            machine,
+            plan,
+            memcpy: Vec::new(),
+            pingpong: Vec::new(),
+            ior: Vec::new(),
+            iozone: Vec::new(),
+            failures: Vec::new(),
+        }
+    }
+
+    /// Adds the rows of `step`'s JSON run report (its text).
+    pub fn add_report(&mut self, step: &Step, json: &str) -> Result<(), String> {
+        let report: Value =
+            serde_json::from_str(json).map_err(|e| format!("not a JSON run report: {e}"))?;
+        match step.probe {
+            Probe::Pingpong => {
+                for r in rows(
+                    &report,
+                    &["test", "ranks", "bytes", "iterations", "seconds"],
+                )? {
+                    let test = text(&r, "test")?;
+                    // A barrier step's few 1-byte exchanges only warm the pairs up.
+                    if step.shape == "barrier" && test != "barrier" {
+                        continue;
+                    }
+                    self.pingpong.push(PingRow {
+                        test,
+                        ranks: num(&r, "ranks")? as u64,
+                        bytes: num(&r, "bytes")? as u64,
+                        iterations: num(&r, "iterations")? as u64,
+                        seconds: num(&r, "seconds")?,
+                    });
+                }
+            }
+            Probe::Ior => {
+                let transfer = flag_value(&step.args, "-t")
+                    .ok_or("IOR step without -t")
+                    .and_then(|t| crate::bench::ior::parse_size(t).map_err(|_| "bad -t"))?;
+                for r in rows(
+                    &report,
+                    &["access", "bw_mib_s", "latency_s", "open_s", "close_s"],
+                )? {
+                    self.ior.push(IorRow {
+                        ranks: step.ranks,
+                        shape: step.shape.clone(),
+                        transfer,
+                        access: text(&r, "access")?,
+                        latency_s: num(&r, "latency_s")?,
+                        open_s: num(&r, "open_s")?,
+                        close_s: num(&r, "close_s")?,
+                        bw_mib_s: num(&r, "bw_mib_s")?,
+                    });
+                }
+            }
+            Probe::Iozone => {
+                let mut run = IozoneRun {
+                    cold: step.shape == "cold",
+                    rows: Vec::new(),
+                };
+                for r in rows(
+                    &report,
+                    &[
+                        "test",
+                        "file_bytes",
+                        "record_bytes",
+                        "seconds",
+                        "bytes",
+                        "ops",
+                        "kb_s",
+                        "fsync_s",
+                    ],
+                )? {
+                    run.rows.push(IozoneRow {
+                        test: text(&r, "test")?,
+                        file_bytes: num(&r, "file_bytes")? as u64,
+                        record_bytes: num(&r, "record_bytes")? as u64,
+                        seconds: num(&r, "seconds")?,
+                        bytes: num(&r, "bytes")? as u64,
+                        ops: num(&r, "ops")? as u64,
+                        kb_s: num(&r, "kb_s")?,
+                        fsync_s: num(&r, "fsync_s")?,
+                    });
+                }
+                self.iozone.push(run);
+            }
+        }
+        Ok(())
+    }
+
+    /// True when a step of `probe` failed.
+    pub fn probe_failed(&self, probe: Probe) -> bool {
+        let cmd = format!("piotwin run {} ", probe.command());
+        self.failures.iter().any(|f| f.step.contains(&cmd))
+    }
+}
+
+fn flag_value<'a>(args: &'a [String], flag: &str) -> Option<&'a str> {
+    args.windows(2)
+        .find(|w| w[0] == flag)
+        .map(|w| w[1].as_str())
+}
+
+type Row = BTreeMap<String, Value>;
+
+/// The rows of the first table in `report` whose columns include every one of
+/// `need`, each as column → value.
+fn rows(report: &Value, need: &[&str]) -> Result<Vec<Row>, String> {
+    let tables = report
+        .get("tables")
+        .and_then(Value::as_object)
+        .ok_or("the report has no `tables`")?;
+    for table in tables.values() {
+        let Some(cols) = table.get("columns").and_then(Value::as_array) else {
+            continue;
+        };
+        let cols: Vec<&str> = cols.iter().filter_map(Value::as_str).collect();
+        if !need.iter().all(|n| cols.contains(n)) {
+            continue;
+        }
+        let rows = table
+            .get("rows")
+            .and_then(Value::as_array)
+            .ok_or("a table without `rows`")?;
+        return rows
+            .iter()
+            .map(|r| {
+                let cells = r.as_array().ok_or("a row that is not an array")?;
+                if cells.len() != cols.len() {
+                    return Err(format!(
+                        "a row of {} cells under {} columns",
+                        cells.len(),
+                        cols.len()
+                    ));
+                }
+                Ok(cols
+                    .iter()
+                    .map(|c| c.to_string())
+                    .zip(cells.iter().cloned())
+                    .collect())
+            })
+            .collect();
+    }
+    Err(format!(
+        "no table in the report has the columns {}",
+        need.join(", ")
+    ))
+}
+
+fn num(r: &Row, c: &str) -> Result<f64, String> {
+    r[c].as_f64()
+        .filter(|v| v.is_finite())
+        .ok_or_else(|| format!("column `{c}`: `{}` is not a finite number", r[c]))
+}
+
+fn text(r: &Row, c: &str) -> Result<String, String> {
+    r[c].as_str()
+        .map(str::to_string)
+        .ok_or_else(|| format!("column `{c}`: `{}` is not text", r[c]))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::calibrate::plan::Scale;
+
+    fn results() -> ProbeResults {
+        let machine = Machine {
+            host: "h".into(),
+            cores: 2,
+            mem_total_bytes: 1 << 34,
+        };
+        ProbeResults::new(machine, Plan::new(Scale::Tiny, 2, 4, "/s"))
+    }
+
+    /// The IOzone report shape the IOzone-style probe writes (a fixture until it lands).
+    pub(crate) const IOZONE_FIXTURE: &str = r#"{
+      "benchmark": "iozone", "mode": "real", "ranks": 1,
+      "tables": { "results": {
+        "columns": ["test","file_bytes","record_bytes","seconds","bytes","ops","kb_s","fsync_s"],
+        "rows": [
+          ["write", 1048576, 4096, 0.002, 1048576, 256, 512000.0, 0.001],
+          ["reread", 1048576, 4096, 0.0005, 1048576, 256, 2048000.0, 0.0]
+        ] } } }"#;
+
+    #[test]
+    fn reads_iozone_rows_by_column_name() {
+        let mut r = results();
+        let step = r
+            .plan
+            .steps
+            .iter()
+            .find(|s| s.probe == Probe::Iozone && s.shape == "cold")
+            .unwrap()
+            .clone();
+        r.add_report(&step, IOZONE_FIXTURE).unwrap();
+        assert!(r.iozone[0].cold);
+        assert_eq!(r.iozone[0].rows.len(), 2);
+        assert_eq!(r.iozone[0].rows[0].record_bytes, 4096);
+        assert_eq!(r.iozone[0].rows[1].test, "reread");
+    }
+
+    #[test]
+    fn reads_ior_and_pingpong_reports() {
+        let mut r = results();
+        let ior = r
+            .plan
+            .steps
+            .iter()
+            .find(|s| s.probe == Probe::Ior)
+            .unwrap()
+            .clone();
+        let json = r#"{"tables": {"repetitions": {"columns": ["access","bw_mib_s","iops","latency_s","block_kib","xfer_kib","open_s","wrrd_s","close_s","total_s","iter"],
+            "rows": [["write", 100.0, 1.0, 2e-5, 256.0, 4.0, 1e-4, 0.01, 2e-5, 0.02, 0]]}}}"#;
+        r.add_report(&ior, json).unwrap();
+        assert_eq!(r.ior[0].transfer, 4096);
+        assert_eq!(r.ior[0].shape, "shared-independent");
+        assert_eq!(r.ior[0].latency_s, 2e-5);
+        let pp = r.plan.steps[0].clone();
+        let json = r#"{"tables": {"pingpong": {"columns": ["test","ranks","bytes","iterations","seconds"],
+            "rows": [["sendrecv", 2, 1, 1000, 1e-6], ["barrier", 2, 0, 20, 2e-6]]}}}"#;
+        r.add_report(&pp, json).unwrap();
+        assert_eq!(r.pingpong.len(), 2);
+    }
+
+    #[test]
+    fn malformed_reports_are_named() {
+        let mut r = results();
+        let pp = r.plan.steps[0].clone();
+        assert!(r.add_report(&pp, "{").unwrap_err().contains("JSON"));
+        assert!(
+            r.add_report(&pp, r#"{"tables": {}}"#)
+                .unwrap_err()
+                .contains("columns test, ranks")
+        );
+        let bad = r#"{"tables": {"t": {"columns": ["test","ranks","bytes","iterations","seconds"], "rows": [["sendrecv", 2, 1, 10, "x"]]}}}"#;
+        assert!(r.add_report(&pp, bad).unwrap_err().contains("`seconds`"));
+    }
+}

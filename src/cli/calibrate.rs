@@ -1,0 +1,390 @@
+//! `piotwin calibrate`: runs the probes for real on this machine, fits the twin's
+//! parameters and writes a calibrated scenario (see `piotwin::calibrate`).
+//!
+//! Every input is checked before anything runs (exit 2, nothing written). The
+//! probes run in a directory this command creates inside `--dir` and removes at
+//! the end. A probe step that fails is reported and its parameters keep the base
+//! scenario's values (say so in `[source]`); the scenario and the raw results are
+//! still written, and the exit code is 1.
+
+use std::io::IsTerminal;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use clap::{Args, ValueEnum};
+use piotwin::calibrate::fits::{self, Fitted};
+use piotwin::calibrate::plan::{Plan, Scale, Step};
+use piotwin::calibrate::probes::{ProbeResults, StepFailure};
+use piotwin::calibrate::{Machine, memcpy, writer};
+use piotwin::report::write_atomic;
+use piotwin_sim::Scenario;
+
+use super::{CliError, check_output};
+
+/// The scenario whose values calibration does not fit are kept from, unless `--base`.
+const DEFAULT_BASE: &str = include_str!("../../scenarios/default.toml");
+
+pub(super) const LONG_ABOUT: &str = "\
+Calibrate the twin from this machine: run the probes for real (memcpy in this
+process; point-to-point, IOR-style MPI-IO at 1..N ranks and IOzone-style under
+mpiexec), fit every model parameter with its 95 % interval, the probe it came
+from and the fit's quality, and write a scenario the twin runs, plus the raw
+probe results next to it (<out>.probes.json). b_eff_io is never run, and the IOR
+shapes run are listed in the scenario's [source] (calibration.ior_shapes), so
+that other shapes and b_eff_io stay held out for `compare`. --quick takes under
+5 minutes on a 2-core workstation, the full run under 30.";
+
+pub(super) const AFTER_HELP: &str = "\
+Examples:
+  piotwin calibrate --dir /tmp --quick
+  piotwin calibrate --dir /scratch --out scenarios/calibrated/ws.toml --ranks 4
+  piotwin calibrate --dir /tmp --quick --mpiexec 'mpiexec.mpich'";
+
+/// How much probing (hidden test knob: `tiny` runs the same steps at the smallest sizes).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub(super) enum ScaleArg {
+    Tiny,
+    Quick,
+    Full,
+}
+
+/// `piotwin calibrate`'s options.
+#[derive(Debug, Args)]
+pub(crate) struct CalibrateArgs {
+    /// Scratch directory: probe files go in a new directory inside it, removed at the end.
+    #[arg(long, value_name = "DIR")]
+    dir: PathBuf,
+    /// The calibrated scenario (default scenarios/calibrated/<hostname>.toml, its directory created if missing).
+    #[arg(long, value_name = "FILE")]
+    out: Option<PathBuf>,
+    /// Fewer sizes and repetitions: under 5 minutes.
+    #[arg(long)]
+    quick: bool,
+    /// Most ranks of the MPI probes (default: cores + 2, to see oversubscription).
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(2..256))]
+    ranks: Option<u64>,
+    /// The MPI launcher command (split on spaces), e.g. 'mpiexec.mpich' (default: the one matching this build's MPI, or PIOTWIN_MPIEXEC).
+    #[arg(long, value_name = "CMD")]
+    mpiexec: Option<String>,
+    /// The scenario whose unfitted values are kept (default: the shipped default.toml).
+    #[arg(long, value_name = "SCENARIO")]
+    base: Option<PathBuf>,
+    #[arg(long, value_enum, hide = true)]
+    probe_scale: Option<ScaleArg>,
+}
+
+/// How the probes are launched.
+enum Launcher {
+    /// `--mpiexec CMD`: its words.
+    Given(Vec<String>),
+    /// The launcher matching this build's MPI.
+    #[cfg(feature = "mpi")]
+    Matching,
+}
+
+impl Launcher {
+    fn command(&self, ranks: usize) -> Command {
+        match self {
+            Launcher::Given(words) => {
+                let mut c = Command::new(&words[0]);
+                c.args(&words[1..]).arg("-n").arg(ranks.to_string());
+                c
+            }
+            #[cfg(feature = "mpi")]
+            Launcher::Matching => piotwin_real::mpiexec_command(ranks),
+        }
+    }
+}
+
+/// The checked inputs.
+struct Inputs {
+    dir: PathBuf,
+    out: PathBuf,
+    probes_out: PathBuf,
+    create_out_dir: bool,
+    scale: Scale,
+    max_ranks: usize,
+    launcher: Launcher,
+    base_text: String,
+    base_name: String,
+    base: Scenario,
+    machine: Machine,
+}
+
+fn usage<T>(m: String) -> Result<T, CliError> {
+    Err(CliError::Usage(m))
+}
+
+impl CalibrateArgs {
+    fn check(&self) -> Result<Inputs, CliError> {
+        let machine = Machine::detect().map_err(CliError::Runtime)?;
+        if !self.dir.is_dir() {
+            return usage(format!(
+                "--dir `{}`: not an existing directory",
+                self.dir.display()
+            ));
+        }
+        check_output(&self.dir.join("probe"), "--dir")?;
+        let (out, create_out_dir) = match &self.out {
+            Some(o) => {
+                check_output(o, "--out")?;
+                (o.clone(), false)
+            }
+            None => {
+                let o = Path::new("scenarios/calibrated").join(format!("{}.toml", machine.host));
+                let missing = !o.parent().expect("has a parent").exists();
+                if !missing {
+                    check_output(&o, "--out (default)")?;
+                }
+                (o, missing)
+            }
+        };
+        let probes_out = PathBuf::from(format!("{}.probes.json", out.display()));
+        if probes_out.is_dir() {
+            return usage(format!(
+                "`{}` (the raw results next to --out) is a directory",
+                probes_out.display()
+            ));
+        }
+        let scale = match (self.probe_scale, self.quick) {
+            (Some(ScaleArg::Tiny), _) => Scale::Tiny,
+            (Some(ScaleArg::Quick), _) | (None, true) => Scale::Quick,
+            (Some(ScaleArg::Full), _) | (None, false) => Scale::Full,
+        };
+        let max_ranks = self.ranks.map(|r| r as usize).unwrap_or(machine.cores + 2);
+        let launcher = match &self.mpiexec {
+            Some(cmd) => {
+                let words: Vec<String> = cmd.split_whitespace().map(String::from).collect();
+                if words.is_empty() {
+                    return usage(
+                        "--mpiexec: empty; give the launcher command, e.g. --mpiexec mpiexec"
+                            .into(),
+                    );
+                }
+                if let Err(e) = Command::new(&words[0]).arg("--version").output() {
+                    return usage(format!(
+                        "--mpiexec `{cmd}`: cannot start `{}`: {e}",
+                        words[0]
+                    ));
+                }
+                Launcher::Given(words)
+            }
+            #[cfg(feature = "mpi")]
+            None => Launcher::Matching,
+            #[cfg(not(feature = "mpi"))]
+            None => {
+                return usage(
+                    "this piotwin was built without MPI (cargo feature `mpi` off): its probes cannot run for real; \
+                     build with MPI, or give --mpiexec with a piotwin that has it"
+                        .into(),
+                );
+            }
+        };
+        let (base_text, base_name) = match &self.base {
+            Some(p) => (
+                std::fs::read_to_string(p).map_err(|e| {
+                    CliError::Usage(format!("--base `{}`: cannot read it: {e}", p.display()))
+                })?,
+                p.display().to_string(),
+            ),
+            None => (
+                DEFAULT_BASE.to_string(),
+                "scenarios/default.toml".to_string(),
+            ),
+        };
+        let base = Scenario::from_str(&base_text, &base_name)
+            .map_err(|e| CliError::Usage(format!("--base `{base_name}`: {e}")))?;
+        Ok(Inputs {
+            dir: self.dir.clone(),
+            out,
+            probes_out,
+            create_out_dir,
+            scale,
+            max_ranks,
+            launcher,
+            base_text,
+            base_name,
+            base,
+            machine,
+        })
+    }
+}
+
+/// One line per probe step on stderr; a bar above them on a terminal.
+struct Progress {
+    bar: Option<indicatif::ProgressBar>,
+    total: usize,
+    done: usize,
+}
+
+impl Progress {
+    fn new(total: usize) -> Progress {
+        let bar = std::io::stderr().is_terminal().then(|| {
+            let b = indicatif::ProgressBar::new(total as u64);
+            b.set_style(
+                indicatif::ProgressStyle::with_template("{bar:30} {pos}/{len} {elapsed} {msg}")
+                    .expect("a valid template"),
+            );
+            b
+        });
+        Progress {
+            bar,
+            total,
+            done: 0,
+        }
+    }
+    fn step(&mut self, what: &str, outcome: &str) {
+        self.done += 1;
+        let line = format!("calibrate [{}/{}] {what}: {outcome}", self.done, self.total);
+        match &self.bar {
+            Some(b) => {
+                b.println(line);
+                b.inc(1);
+            }
+            None => eprintln!("{line}"),
+        }
+    }
+    fn finish(&self) {
+        if let Some(b) = &self.bar {
+            b.finish_and_clear();
+        }
+    }
+}
+
+/// Runs one launched step; its JSON report text, or why not.
+fn launch(launcher: &Launcher, step: &Step, json: &Path) -> Result<String, String> {
+    let exe = std::env::current_exe().map_err(|e| format!("cannot find this program: {e}"))?;
+    let out = launcher
+        .command(step.ranks)
+        .arg(&exe)
+        .arg("run")
+        .arg(step.probe.command())
+        .args(&step.args)
+        .arg("--json")
+        .arg(json)
+        .output()
+        .map_err(|e| format!("cannot start the launcher: {e}"))?;
+    if !out.status.success() {
+        let err = String::from_utf8_lossy(&out.stderr);
+        let line = err
+            .lines()
+            .find(|l| l.contains("error"))
+            .or_else(|| err.lines().rev().find(|l| !l.trim().is_empty()))
+            .unwrap_or("");
+        return Err(format!("{}: {}", out.status, line.trim()));
+    }
+    std::fs::read_to_string(json).map_err(|e| format!("no report `{}`: {e}", json.display()))
+}
+
+/// `piotwin calibrate`.
+pub(super) fn run(args: &CalibrateArgs) -> Result<(), CliError> {
+    let inp = args.check()?;
+    let scratch = inp
+        .dir
+        .join(format!("piotwin-calibrate-{}", std::process::id()));
+    std::fs::create_dir(&scratch).map_err(|e| {
+        CliError::Runtime(format!(
+            "cannot create the scratch directory `{}`: {e}",
+            scratch.display()
+        ))
+    })?;
+    let plan = Plan::new(
+        inp.scale,
+        inp.machine.cores,
+        inp.max_ranks,
+        &scratch.display().to_string(),
+    );
+    let results = probe(&inp, plan, &scratch);
+    let removed = std::fs::remove_dir_all(&scratch);
+    let fitted = fits::fit_all(&results, &inp.base);
+    let text = writer::render(&inp.base_text, &inp.base_name, &fitted, &results)
+        .map_err(CliError::Runtime)?;
+    if inp.create_out_dir {
+        let d = inp.out.parent().expect("has a parent");
+        std::fs::create_dir_all(d)
+            .map_err(|e| CliError::Runtime(format!("cannot create `{}`: {e}", d.display())))?;
+    }
+    let raw = serde_json::json!({ "results": results, "fitted": fitted });
+    write_atomic(
+        &inp.probes_out,
+        (serde_json::to_string_pretty(&raw).expect("results serialise") + "\n").as_bytes(),
+    )
+    .map_err(|e| CliError::Runtime(format!("`{}`: cannot write: {e}", inp.probes_out.display())))?;
+    write_atomic(&inp.out, text.as_bytes()).map_err(|e| {
+        CliError::Runtime(format!("--out `{}`: cannot write: {e}", inp.out.display()))
+    })?;
+    print!("{}", summary(&fitted));
+    println!(
+        "wrote {} and {}",
+        inp.out.display(),
+        inp.probes_out.display()
+    );
+    if let Err(e) = removed {
+        return Err(CliError::Runtime(format!(
+            "cannot remove the scratch directory `{}`: {e}",
+            scratch.display()
+        )));
+    }
+    match results.failures.len() {
+        0 => Ok(()),
+        n => Err(CliError::Runtime(format!(
+            "{n} probe step(s) failed (first: {}: {}); their parameters keep the base values, as the scenario's [source] says",
+            results.failures[0].step, results.failures[0].message
+        ))),
+    }
+}
+
+/// Runs the plan's steps; what they measured and what failed.
+fn probe(inp: &Inputs, plan: Plan, scratch: &Path) -> ProbeResults {
+    let mut results = ProbeResults::new(inp.machine.clone(), plan.clone());
+    let mut progress = Progress::new(plan.steps.len() + 1);
+    results.memcpy = memcpy::measure(&plan.memcpy_sizes, plan.memcpy_reps);
+    progress.step("memcpy", &format!("{} copies", results.memcpy.len()));
+    for (i, step) in plan.steps.iter().enumerate() {
+        let json = scratch.join(format!("step-{i}.json"));
+        let what = step.describe();
+        let t0 = std::time::Instant::now();
+        let outcome =
+            launch(&inp.launcher, step, &json).and_then(|text| results.add_report(step, &text));
+        match outcome {
+            Ok(()) => progress.step(&what, &format!("ok, {:.1} s", t0.elapsed().as_secs_f64())),
+            Err(message) => {
+                progress.step(&what, &format!("FAILED: {message}"));
+                results.failures.push(StepFailure {
+                    step: what,
+                    message,
+                });
+            }
+        }
+    }
+    progress.finish();
+    results
+}
+
+/// The fitted values as a table for stdout.
+fn summary(f: &Fitted) -> String {
+    let mut s = format!(
+        "{:<30} {:>14} {:>28}  {}\n",
+        "parameter", "value", "95 % interval", "fit"
+    );
+    for p in &f.params {
+        let _ = std::fmt::Write::write_fmt(
+            &mut s,
+            format_args!(
+                "{:<30} {:>14} {:>28}  {}\n",
+                p.key,
+                writer::format_value(p.unit, p.value),
+                format!(
+                    "[{}, {}]",
+                    writer::format_value(p.unit, p.low),
+                    writer::format_value(p.unit, p.high)
+                ),
+                p.quality
+            ),
+        );
+    }
+    for (k, why) in &f.skipped {
+        let _ = std::fmt::Write::write_fmt(&mut s, format_args!("{k:<30} not calibrated: {why}\n"));
+    }
+    s
+}

@@ -1,0 +1,210 @@
+//! `piotwin calibrate` end to end (a tiny real run under mpiexec with 2 ranks in a
+//! temp dir) and its refusals, and `piotwin run pingpong` for real.
+
+mod common;
+
+use common::{bad_input, files_in, mpiexec, mpirun, piotwin, read_json, stderr, stdout};
+
+/// Removes the keys the twin's parser learns on branch h-model (mpiio call
+/// costs, syscall, oversubscription, cache copy rates, `[calibration]`), so that
+/// the rest is checked with today's parser. To be removed at that merge, when
+/// the calibrated file is checked whole.
+fn strip_new_keys(text: &str) -> String {
+    let mut t: toml::Table = text.parse().unwrap();
+    t.remove("calibration");
+    if let Some(toml::Value::Table(m)) = t.get_mut("mpiio") {
+        for k in ["independent_call", "collective_call", "open", "close"] {
+            m.remove(k);
+        }
+    }
+    if let Some(toml::Value::Array(groups)) = t.get_mut("nodes") {
+        for g in groups.iter_mut().filter_map(toml::Value::as_table_mut) {
+            g.remove("syscall");
+            g.remove("oversubscribed_wakeup");
+            if let Some(toml::Value::Table(c)) = g.get_mut("cache") {
+                c.remove("write_bw");
+                c.remove("read_bw");
+            }
+        }
+    }
+    toml::to_string(&t).unwrap()
+}
+
+#[test]
+fn tiny_real_calibration_writes_a_scenario_the_twin_reads() {
+    let Some(launcher) = mpiexec() else {
+        eprintln!("skipped: no mpiexec");
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let o = piotwin(
+        d,
+        &[
+            "calibrate",
+            "--dir",
+            ".",
+            "--out",
+            "cal.toml",
+            "--ranks",
+            "2",
+            "--probe-scale",
+            "tiny",
+            "--mpiexec",
+            &launcher.join(" "),
+        ],
+    );
+    let err = stderr(&o);
+    // Until the IOzone-style probe is merged (branch h-iozone) its steps fail,
+    // the run says so and exits 1; with it, the run is clean.
+    let has_iozone = piotwin(d, &["run", "iozone", "--help"]).status.success();
+    if has_iozone {
+        assert_eq!(o.status.code(), Some(0), "{err}");
+    } else {
+        assert_eq!(o.status.code(), Some(1), "{err}");
+        assert!(
+            err.contains("piotwin run iozone") && err.contains("FAILED"),
+            "{err}"
+        );
+    }
+    // One progress line per step; the scratch directory is gone.
+    assert!(err.contains("calibrate [1/"), "{err}");
+    assert!(err.contains("memcpy"), "{err}");
+    assert_eq!(files_in(d), ["cal.toml", "cal.toml.probes.json"]);
+    assert!(stdout(&o).contains("nodes.compute.memcpy"));
+
+    let raw = read_json(&d.join("cal.toml.probes.json"));
+    let res = &raw["results"];
+    assert!(!res["memcpy"].as_array().unwrap().is_empty());
+    assert!(!res["pingpong"].as_array().unwrap().is_empty());
+    let ior = res["ior"].as_array().unwrap();
+    assert!(
+        ior.iter()
+            .any(|r| r["ranks"] == 2 && r["shape"] == "shared-collective")
+    );
+    assert!(ior.iter().all(|r| r["latency_s"].as_f64().unwrap() > 0.0));
+
+    let text = std::fs::read_to_string(d.join("cal.toml")).unwrap();
+    assert!(
+        text.contains("[calibration.\"nodes.compute.memcpy\"]"),
+        "{text}"
+    );
+    assert!(text.contains("calibration.ior_shapes"));
+    assert!(
+        !text.contains("b_eff_io\""),
+        "calibration must not run b_eff_io"
+    );
+    std::fs::write(d.join("stripped.toml"), strip_new_keys(&text)).unwrap();
+    let check = piotwin(d, &["scenario", "check", "stripped.toml"]);
+    assert!(check.status.success(), "{}\n{text}", stderr(&check));
+
+    // The twin runs the calibrated scenario.
+    let run = piotwin(
+        d,
+        &[
+            "run",
+            "pingpong",
+            "--sizes",
+            "1,1m",
+            "--sim",
+            "stripped.toml",
+            "--ranks",
+            "2",
+        ],
+    );
+    assert!(run.status.success(), "{}", stderr(&run));
+}
+
+#[test]
+fn bad_input_is_refused_before_anything_runs() {
+    bad_input(
+        &["calibrate", "--dir", "no/such/dir", "--out", "x.toml"],
+        &["--dir", "no/such/dir", "not an existing directory"],
+    );
+    bad_input(
+        &["calibrate", "--dir", ".", "--out", "missing/x.toml"],
+        &["--out", "missing", "does not exist"],
+    );
+    bad_input(
+        &[
+            "calibrate",
+            "--dir",
+            ".",
+            "--out",
+            "x.toml",
+            "--mpiexec",
+            "no-such-launcher-xyz",
+        ],
+        &["--mpiexec", "no-such-launcher-xyz", "cannot start"],
+    );
+    bad_input(
+        &["calibrate", "--dir", ".", "--out", "x.toml", "--ranks", "1"],
+        &["--ranks"],
+    );
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("base.toml"), "name = 1\n").unwrap();
+    let o = piotwin(
+        dir.path(),
+        &[
+            "calibrate",
+            "--dir",
+            ".",
+            "--out",
+            "x.toml",
+            "--base",
+            "base.toml",
+        ],
+    );
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(stderr(&o).contains("--base `base.toml`"), "{}", stderr(&o));
+    assert_eq!(files_in(dir.path()), ["base.toml"]);
+}
+
+#[test]
+fn pingpong_runs_for_real_and_checks_its_data() {
+    let dir = tempfile::tempdir().unwrap();
+    let Some(o) = mpirun(
+        dir.path(),
+        3,
+        &[
+            "run",
+            "pingpong",
+            "--sizes",
+            "1,4k,1m",
+            "--barriers",
+            "10",
+            "--json",
+            "pp.json",
+        ],
+    ) else {
+        return;
+    };
+    assert!(o.status.success(), "{}", stderr(&o));
+    let r = read_json(&dir.path().join("pp.json"));
+    assert_eq!(r["benchmark"], "pingpong");
+    assert_eq!(r["mode"], "real");
+    let rows = r["tables"]["pingpong"]["rows"].as_array().unwrap();
+    assert_eq!(rows.len(), 4);
+    assert!(r["errors"].as_array().unwrap().is_empty());
+    assert!(r["metrics"]["bandwidth_mb_s"].as_f64().unwrap() > 0.0);
+}
+
+#[test]
+fn pingpong_refuses_a_single_rank() {
+    bad_input(
+        &["run", "pingpong", "--sim", "x.toml", "--ranks", "1"],
+        &["--sim `x.toml`"],
+    );
+    let scenario = common::scenario("default.toml");
+    bad_input(
+        &[
+            "run",
+            "pingpong",
+            "--sim",
+            scenario.to_str().unwrap(),
+            "--ranks",
+            "1",
+        ],
+        &["at least 2 ranks"],
+    );
+}
