@@ -4,3 +4,4 @@ pub mod beff_io;
 pub mod btio;
 pub mod ftio;
 pub mod ior;
+pub mod iozone;

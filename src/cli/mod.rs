@@ -20,6 +20,7 @@ mod beff_io;
 mod btio;
 mod ftio;
 mod ior;
+mod iozone;
 
 pub(crate) use beff_io::normalize_args;
 
@@ -137,6 +138,9 @@ enum Bench {
     /// FTIO: out-of-core 2-D FFT (N = I²·c) and its I/O fraction.
     #[command(long_about = ftio::LONG_ABOUT, after_help = ftio::AFTER_HELP)]
     Ftio(Box<ftio::FtioCliArgs>),
+    /// IOzone-style probe: kB/s per file size x record size for write, rewrite, read, re-read, random, strided.
+    #[command(long_about = iozone::LONG_ABOUT, after_help = iozone::AFTER_HELP)]
+    Iozone(Box<iozone::IozoneArgs>),
     /// b_eff_io: effective I/O bandwidth over 43 time-driven access patterns (release 2.1).
     #[command(name = "b_eff_io", long_about = beff_io::LONG_ABOUT, after_help = beff_io::AFTER_HELP)]
     BeffIo(Box<beff_io::BeffIoCliArgs>),
@@ -532,6 +536,13 @@ pub(crate) fn run(cli: Cli) -> Result<(), CliError> {
         }
         Command::Run {
             bench: Bench::Ftio(args),
+        } => {
+            let common = args.common.resolve()?;
+            let program = args.program(&common)?;
+            execute(&program, &common)
+        }
+        Command::Run {
+            bench: Bench::Iozone(args),
         } => {
             let common = args.common.resolve()?;
             let program = args.program(&common)?;
