@@ -217,7 +217,8 @@ pub struct IozoneParams {
     pub fsync_in_time: bool,
     /// `-I`: drop the file's cached pages before every read pass (cold reads).
     pub cold: bool,
-    /// `-w`: keep the test files (otherwise each is deleted after its file × record size).
+    /// `-w`: keep the test files at the end (otherwise deleted; each file × record
+    /// size starts from a fresh file either way).
     pub keep: bool,
     /// `-f`: the test file (`path.rank` under more than one rank).
     pub path: String,
