@@ -343,6 +343,24 @@ pub trait IoCtx: Sized {
     ) -> IoResult<Vec<Self::Buf>>;
     /// Flush written data to storage (`MPI_File_sync` / `fsync`).
     async fn sync(&self, file: &mut Self::File) -> IoResult<()>;
+    /// Make the next read of `file` cold on this rank's node: written data goes to
+    /// storage first (as [`IoCtx::sync`]), then the node's page cache drops its copy
+    /// of the whole file. IOzone-style probes call it before a read test (`-I`) so
+    /// the read measures the device, not memory.
+    ///
+    /// * real: `fsync` (for an MPI-IO file `fdatasync` through its path), then
+    ///   `posix_fadvise(POSIX_FADV_DONTNEED)` over the whole file — advisory: the
+    ///   kernel drops the clean pages no one has mapped or locked;
+    /// * twin: the node's dirty pages of the file are written back (costing
+    ///   device time, as `sync` does), then its clean pages leave the node's page
+    ///   cache (server caches keep theirs, as a client's `fadvise` cannot reach them).
+    ///
+    /// Every rank of a shared MPI-IO file calls it, as `sync` (the twin syncs
+    /// collectively; real mode needs no partner). This default only syncs:
+    /// right for a back end without a page cache (dry run, in-memory files).
+    async fn drop_cache(&self, file: &mut Self::File) -> IoResult<()> {
+        self.sync(file).await
+    }
     /// Current size of the file in bytes.
     async fn file_size(&self, file: &mut Self::File) -> IoResult<u64>;
     /// The hints in effect on the open file (real mode: read back with `MPI_File_get_info`).

@@ -48,4 +48,4 @@ pub use env::{
 pub use error::{RealError, RealResult};
 pub use file::{File, OpenMode, Request, wait_all};
 pub use info::Info;
-pub use posix::PosixFile;
+pub use posix::{PosixFile, drop_cache};

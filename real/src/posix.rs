@@ -72,8 +72,41 @@ impl PosixFile {
         self.file.sync_all().map_err(os("fsync", &self.path))
     }
 
+    /// Drops the page cache's copy of the file: `fsync(2)`, then
+    /// `posix_fadvise(POSIX_FADV_DONTNEED)` over the whole file (see [`drop_cache`]).
+    pub fn drop_cache(&self) -> RealResult<()> {
+        self.sync()?;
+        fadvise_dontneed(&self.file, &self.path)
+    }
+
     /// Size in bytes (`fstat(2)`).
     pub fn size(&self) -> RealResult<u64> {
         Ok(self.file.metadata().map_err(os("fstat", &self.path))?.len())
     }
+}
+
+/// `posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED)`: the kernel drops the file's
+/// clean cached pages (those no process has mapped or locked). Dirty pages stay:
+/// sync first.
+fn fadvise_dontneed(file: &fs::File, path: &str) -> RealResult<()> {
+    use std::os::fd::AsRawFd;
+    // SAFETY: a valid open descriptor for the call's duration; no memory is passed.
+    let rc = unsafe { libc::posix_fadvise(file.as_raw_fd(), 0, 0, libc::POSIX_FADV_DONTNEED) };
+    match rc {
+        0 => Ok(()),
+        errno => Err(os("posix_fadvise", path)(
+            std::io::Error::from_raw_os_error(errno),
+        )),
+    }
+}
+
+/// Drops the page cache's copy of the file at `path` (opened by any means, e.g.
+/// through MPI-IO, which hides its descriptor): opens it read-only,
+/// `fdatasync(2)` (written data reaches storage, so its pages become clean and
+/// can go), then `posix_fadvise(POSIX_FADV_DONTNEED)` over the whole file. The
+/// IOzone-style probe's `-I` (cold reads) uses it.
+pub fn drop_cache(path: &str) -> RealResult<()> {
+    let file = fs::File::open(path).map_err(os("open", path))?;
+    file.sync_data().map_err(os("fdatasync", path))?;
+    fadvise_dontneed(&file, path)
 }

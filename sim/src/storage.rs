@@ -743,6 +743,15 @@ pub(crate) async fn close(core: &Core, node: usize, file: usize) {
     }
 }
 
+/// `posix_fadvise(POSIX_FADV_DONTNEED)` on `file` from `node`: its clean pages
+/// leave the node's page cache (dirty and under-write-back pages stay, as in
+/// Linux; callers sync first). Server caches are out of a client's reach.
+pub(crate) fn drop_clean(s: &mut Storage, node: usize, file: usize) {
+    if let Some(nc) = s.nodes[node].as_mut() {
+        nc.cache.invalidate(file, 0, u64::MAX);
+    }
+}
+
 /// Forgets a deleted file in every cache and lock table.
 pub(crate) fn delete(s: &mut Storage, file: usize) {
     for nc in s.nodes.iter_mut().flatten() {

@@ -1461,6 +1461,16 @@ impl Rank {
         self.until(t, Wait::Io).await;
     }
 
+    /// Makes the next read of `file` from this rank's node cold: [`Rank::sync`]
+    /// (dirty pages written back, costing device time), then the file's clean
+    /// pages evicted from the node's page cache (`fsync` + `posix_fadvise(DONTNEED)`).
+    pub async fn drop_cache(&self, file: &mut File) {
+        self.sync(file).await;
+        let mut m = self.core.model.borrow_mut();
+        let node = m.platform.node_of(self.world);
+        storage::drop_clean(&mut m.storage, node, file.inode);
+    }
+
     /// Current size of `file` in bytes (one server round trip).
     pub async fn file_size(&self, file: &File) -> u64 {
         let t = {

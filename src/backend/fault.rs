@@ -126,6 +126,9 @@ impl<C: IoCtx> IoCtx for Faulty<'_, C> {
     async fn sync(&self, file: &mut C::File) -> IoResult<()> {
         self.inner.sync(file).await
     }
+    async fn drop_cache(&self, file: &mut C::File) -> IoResult<()> {
+        self.inner.drop_cache(file).await
+    }
     async fn file_size(&self, file: &mut C::File) -> IoResult<u64> {
         self.inner.file_size(file).await
     }

@@ -374,6 +374,17 @@ impl IoCtx for RealCtx {
         })
     }
 
+    /// `fsync`, then `posix_fadvise(POSIX_FADV_DONTNEED)` on the whole file. For
+    /// MPI-IO files through the path (MPI hides the descriptor, and
+    /// `MPI_File_sync` is refused on a read-only file): `fdatasync` there flushes
+    /// the file's dirty pages whoever wrote them.
+    async fn drop_cache(&self, file: &mut RealFile) -> IoResult<()> {
+        match &file.0 {
+            FileKind::Mpi(f) => Ok(piotwin_real::drop_cache(f.path())?),
+            FileKind::Posix(f) => Ok(f.drop_cache()?),
+        }
+    }
+
     /// `MPI_File_set_info`; POSIX files take no hints, which is an error here.
     async fn set_info(&self, file: &mut RealFile, hints: &Hints) -> IoResult<()> {
         match &file.0 {

@@ -322,6 +322,11 @@ impl IoCtx for SimCtx {
         self.rank.sync(&mut file.inner).await;
         Ok(())
     }
+    /// Write-back of the node's dirty pages of the file, then its clean pages evicted.
+    async fn drop_cache(&self, file: &mut SimFile) -> IoResult<()> {
+        self.rank.drop_cache(&mut file.inner).await;
+        Ok(())
+    }
     async fn file_size(&self, file: &mut SimFile) -> IoResult<u64> {
         Ok(self.rank.file_size(&file.inner).await)
     }

@@ -4,4 +4,5 @@ pub mod beff_io;
 pub mod btio;
 pub mod ftio;
 pub mod ior;
+pub mod iozone;
 pub mod pingpong;

@@ -32,7 +32,8 @@ pub struct IozoneRow {
     pub ops: u64,
     /// IOzone's figure, KiB/s.
     pub kb_s: f64,
-    /// Time of the `fsync` at the end of a write test, seconds (0 without `-e`).
+    /// Time of the `fsync` at the end of a write test, seconds (0 for reads, whose
+    /// report cell is null).
     pub fsync_s: f64,
 }
 
@@ -178,7 +179,10 @@ impl ProbeResults {
                         bytes: num(&r, "bytes")? as u64,
                         ops: num(&r, "ops")? as u64,
                         kb_s: num(&r, "kb_s")?,
-                        fsync_s: num(&r, "fsync_s")?,
+                        fsync_s: match r["fsync_s"].is_null() {
+                            true => 0.0,
+                            false => num(&r, "fsync_s")?,
+                        },
                     });
                 }
                 self.iozone.push(run);

@@ -27,6 +27,7 @@ mod calibrate;
 mod compare;
 mod ftio;
 mod ior;
+mod iozone;
 mod pingpong;
 
 use std::ffi::OsString;
@@ -157,6 +158,9 @@ enum Bench {
     /// FTIO: out-of-core 2-D FFT (N = I²·c) and its I/O fraction.
     #[command(long_about = ftio::LONG_ABOUT, after_help = ftio::AFTER_HELP)]
     Ftio(Box<ftio::FtioCliArgs>),
+    /// IOzone-style probe: kB/s per file size x record size for write, rewrite, read, re-read, random, strided.
+    #[command(long_about = iozone::LONG_ABOUT, after_help = iozone::AFTER_HELP)]
+    Iozone(Box<iozone::IozoneArgs>),
     /// b_eff_io: effective I/O bandwidth over 43 time-driven access patterns (release 2.1).
     #[command(name = "b_eff_io", long_about = beff_io::LONG_ABOUT, after_help = beff_io::AFTER_HELP)]
     BeffIo(Box<beff_io::BeffIoCliArgs>),
@@ -174,6 +178,7 @@ macro_rules! with_bench_args {
             Bench::Btio($args) => $body,
             Bench::BtioKernel($args) => $body,
             Bench::Ftio($args) => $body,
+            Bench::Iozone($args) => $body,
             Bench::BeffIo($args) => $body,
             Bench::Pingpong($args) => $body,
         }
