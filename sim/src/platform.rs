@@ -9,6 +9,28 @@
 //!  rank ─ node ─ NIC tx/rx ──┘  (aggregate bw)  │    weight 1/read_bw or 1/write_bw)
 //!        └ memory bus (intra-node messages, memcpy bandwidth)
 //! ```
+//!
+//! # CPU time on the client
+//!
+//! Small-request I/O on one node is dominated by software costs, not by the
+//! devices: each system call, each MPI-IO call (ROMIO's argument checks, view
+//! handling, offsets exchange), each page-cache copy (page allocation makes it
+//! slower than a memcpy) runs on the rank's core. They are CPU work of the rank
+//! ([`Platform::cpu_path`]): a plain delay while the node has a core per rank;
+//! on an **oversubscribed** node (more ranks than `cores`) a flow of
+//! core-seconds over the rank's own core (capacity 1: a rank never runs on two
+//! cores) and the node's CPU (capacity `cores`), so the runnable ranks share the
+//! cores by processor sharing (rate × cores / runnable ranks; Kleinrock,
+//! *Queueing Systems* vol. 2, 1976, ch. 4) — the max–min fair share of
+//! [`crate::flow`]. A page-cache copy is a flow over the memory bus and, where
+//! the per-core page-cache rate can bind (it is below the memory bus, or the
+//! node is oversubscribed), the rank's core and the node's CPU at weight
+//! 1/rate, so the copies of a node scale with its cores, not with one memcpy.
+//!
+//! Oversubscription also delays communication: MPICH's progress engine
+//! busy-polls, so a message to a rank that is descheduled is answered only at
+//! its next time slice; every message step to a rank of an oversubscribed node
+//! costs `nodes.oversubscribed_wakeup` more.
 
 use std::collections::BTreeMap;
 
@@ -44,8 +66,18 @@ pub(crate) struct Node {
     nic_latency: f64,
     nic_bw: f64,
     rates: ComputeRates,
-    /// Ranks per core on this node, at least 1 (oversubscription slows compute).
-    oversubscription: f64,
+    /// More ranks than cores on this node: CPU work shares the cores.
+    oversubscribed: bool,
+    /// The node's cores as one resource (capacity `cores` core-seconds per
+    /// second); only on an oversubscribed node.
+    cpu: Option<ResourceId>,
+    cores: usize,
+    /// CPU seconds per system call.
+    syscall: f64,
+    /// Extra latency of a message to a rank on this node when it is oversubscribed, in s.
+    wakeup: f64,
+    /// Per-core page-cache copy rates (write, read) in B/s.
+    cache_bw: [f64; 2],
     switch: usize,
 }
 
@@ -70,6 +102,9 @@ pub(crate) struct Platform {
     /// Routes between switches, `routes[a][b]`: shortest by latency (petgraph A*).
     routes: Vec<Vec<Route>>,
     pub(crate) servers: Vec<ServerNet>,
+    /// Per world rank: its own core (capacity one core-second per second), where
+    /// CPU work or page-cache copies of its node share resources (see [`Platform::add_cpus`]).
+    rank_cpu: Vec<Option<ResourceId>>,
 }
 
 /// Switch indices by name, and `routes[a][b]` between switches.
@@ -177,7 +212,15 @@ impl Platform {
                     nic_latency: g.nic_latency,
                     nic_bw: g.nic_bw,
                     rates: g.compute.clone(),
-                    oversubscription: 1.0,
+                    oversubscribed: false,
+                    cpu: None,
+                    cores: g.cores,
+                    syscall: g.syscall,
+                    wakeup: g.oversubscribed_wakeup,
+                    cache_bw: g
+                        .cache
+                        .as_ref()
+                        .map_or([g.compute.memcpy; 2], |c| [c.write_bw, c.read_bw]),
                     switch: switches[&g.switch],
                 });
                 cores.push(g.cores);
@@ -199,7 +242,7 @@ impl Platform {
             on_node[n as usize] += 1;
         }
         for (n, node) in nodes.iter_mut().enumerate() {
-            node.oversubscription = (on_node[n] as f64 / cores[n] as f64).max(1.0);
+            node.oversubscribed = on_node[n] > cores[n];
         }
         let servers = (0..scn.server.count)
             .map(|i| ServerNet {
@@ -214,7 +257,71 @@ impl Platform {
             net_bw: scn.network.bandwidth,
             routes,
             servers,
+            rank_cpu: Vec::new(),
         })
+    }
+
+    /// Adds the CPU resources CPU sharing needs, after every other resource (so
+    /// the ids of the others, and the results without sharing, stay as they
+    /// were): each oversubscribed node's CPU, and the own core of each rank on a
+    /// node that is oversubscribed or whose page-cache copy rates are below its
+    /// memory bus.
+    pub(crate) fn add_cpus<T>(&mut self, flows: &mut FlowNet<T>) {
+        for (i, n) in self.nodes.iter_mut().enumerate() {
+            if n.oversubscribed {
+                n.cpu = Some(flows.add_resource(format!("node{i}.cpu"), n.cores as f64));
+            }
+        }
+        self.rank_cpu = (0..self.rank_node.len())
+            .map(|r| {
+                let n = &self.nodes[self.node_of(r)];
+                (n.oversubscribed || n.cache_bw.iter().any(|&b| b < n.rates.memcpy))
+                    .then(|| flows.add_resource(format!("rank{r}.core"), 1.0))
+            })
+            .collect();
+    }
+
+    /// Where world rank `rank` runs `s` core-seconds of CPU work: `None` when it
+    /// has a core of its own (the work takes `s`), else the path of a flow of
+    /// `s` core-seconds over its core and its node's CPU (processor sharing).
+    pub(crate) fn cpu_path(&self, rank: usize) -> Option<Vec<(ResourceId, f64)>> {
+        let n = &self.nodes[self.node_of(rank)];
+        let cpu = n.cpu?;
+        let own = self.rank_cpu[rank].expect("a core resource on an oversubscribed node");
+        Some(vec![(own, 1.0), (cpu, 1.0)])
+    }
+
+    /// Path of a copy by world rank `rank` into (write) or out of (read) its
+    /// node's page cache: the memory bus, plus the rank's core and the node's
+    /// CPU at weight 1/rate (the per-core page-cache rate) where they can bind.
+    pub(crate) fn cache_copy_path(&self, rank: usize, access: Access) -> Vec<(ResourceId, f64)> {
+        let n = &self.nodes[self.node_of(rank)];
+        let bw = n.cache_bw[match access {
+            Access::Write => 0,
+            Access::Read => 1,
+        }];
+        let mut path = vec![(n.mem, 1.0)];
+        if let Some(own) = self.rank_cpu.get(rank).copied().flatten() {
+            if n.oversubscribed || bw < n.rates.memcpy {
+                path.push((own, 1.0 / bw));
+            }
+            if let Some(cpu) = n.cpu {
+                path.push((cpu, 1.0 / bw));
+            }
+        }
+        path
+    }
+
+    /// CPU seconds of one system call on `node`.
+    pub(crate) fn syscall(&self, node: usize) -> f64 {
+        self.nodes[node].syscall
+    }
+
+    /// Extra latency of a message step to a rank on `node` (its wake-up when
+    /// the node is oversubscribed), in s.
+    fn wakeup(&self, node: usize) -> f64 {
+        let n = &self.nodes[node];
+        if n.oversubscribed { n.wakeup } else { 0.0 }
     }
 
     /// Node index of world rank `rank`.
@@ -257,10 +364,11 @@ impl Platform {
 
     /// A point-to-point message from world rank `src` to `dst`: (latency, path).
     /// Within a node it crosses the memory bus; otherwise both NICs and the switch.
+    /// A receiver on an oversubscribed node adds its wake-up to the latency.
     pub(crate) fn p2p(&self, src: usize, dst: usize) -> (f64, Vec<(ResourceId, f64)>) {
         let (a, b) = (self.node_of(src), self.node_of(dst));
         let na = &self.nodes[a];
-        if a == b {
+        let (lat, path) = if a == b {
             (na.nic_latency, vec![(na.mem, 1.0)])
         } else {
             let nb = &self.nodes[b];
@@ -269,11 +377,17 @@ impl Platform {
             path.extend(r.resources.iter().map(|&x| (x, 1.0)));
             path.push((nb.rx, 1.0));
             (na.nic_latency + r.latency + nb.nic_latency, path)
+        };
+        if self.nodes[b].oversubscribed {
+            (lat + self.wakeup(b), path)
+        } else {
+            (lat, path)
         }
     }
 
     /// (latency, bandwidth) of one message step among `members` (world ranks) for
-    /// collective cost models: the slowest pair's figures.
+    /// collective cost models: the slowest pair's figures (a step to a rank on an
+    /// oversubscribed node includes its wake-up).
     pub(crate) fn message_params(&self, members: &[usize]) -> (f64, f64) {
         let first = self.node_of(members[0]);
         let one_node = members.iter().all(|&r| self.node_of(r) == first);
@@ -298,11 +412,21 @@ impl Platform {
                 bw = bw.min(n.nic_bw).min(self.net_bw);
             }
         }
-        (lat, bw)
+        let wake = members
+            .iter()
+            .map(|&r| self.node_of(r))
+            .filter(|&ni| self.nodes[ni].oversubscribed)
+            .map(|ni| self.wakeup(ni))
+            .fold(None, |a: Option<f64>, w| Some(a.map_or(w, |a| a.max(w))));
+        match wake {
+            Some(w) => (lat + w, bw),
+            None => (lat, bw),
+        }
     }
 
-    /// Seconds world rank `rank` needs for `amount` of `kind` work: amount over the
-    /// node's per-core rate, times the node's oversubscription (ranks per core, ≥ 1).
+    /// Core-seconds of `amount` of `kind` work of world rank `rank`: amount over
+    /// the node's per-core rate (on an oversubscribed node the work then shares
+    /// the cores, see [`Platform::cpu_path`]).
     pub(crate) fn compute_time(&self, rank: usize, kind: Compute, amount: f64) -> f64 {
         let n = &self.nodes[self.node_of(rank)];
         let rate = match kind {
@@ -311,6 +435,6 @@ impl Platform {
             Compute::BtStep => n.rates.bt,
             Compute::Flops => n.rates.flops,
         };
-        amount.max(0.0) / rate * n.oversubscription
+        amount.max(0.0) / rate
     }
 }
