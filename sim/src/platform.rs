@@ -18,14 +18,19 @@
 //! slower than a memcpy) runs on the rank's core. They are CPU work of the rank
 //! ([`Platform::cpu_path`]): a plain delay while the node has a core per rank;
 //! on an **oversubscribed** node (more ranks than `cores`) a flow of
-//! core-seconds over the rank's own core (capacity 1: a rank never runs on two
-//! cores) and the node's CPU (capacity `cores`), so the runnable ranks share the
-//! cores by processor sharing (rate × cores / runnable ranks; Kleinrock,
-//! *Queueing Systems* vol. 2, 1976, ch. 4) — the max–min fair share of
-//! [`crate::flow`]. A page-cache copy is a flow over the memory bus and, where
-//! the per-core page-cache rate can bind (it is below the memory bus, or the
-//! node is oversubscribed), the rank's core and the node's CPU at weight
-//! 1/rate, so the copies of a node scale with its cores, not with one memcpy.
+//! core-seconds over the rank's core, a resource of one core-second per second.
+//! Ranks are bound to the node's cores round robin (rank `i` of the node on
+//! core `i mod cores`, as `mpiexec -bind-to core` places them) and the runnable
+//! ranks of a core share it equally: processor sharing (Kleinrock, *Queueing
+//! Systems* vol. 2, 1976, ch. 4), the max–min fair share of [`crate::flow`].
+//! With every rank runnable that is the rate × cores / ranks of processor
+//! sharing over the node; the binding keeps it to one flow class per core
+//! rather than per rank at thousands of ranks. (Not modelled: the kernel
+//! migrating ranks between cores when only some are runnable.) A page-cache
+//! copy is a flow over the memory bus and, where the per-core page-cache rate
+//! is below the memory bus (else the bus binds first), over the rank's core at
+//! weight 1/rate, so the copies of a node scale with its cores, not with one
+//! memcpy, and share the cores when oversubscribed.
 //!
 //! Oversubscription also delays communication: MPICH's progress engine
 //! busy-polls, so a message to a rank that is descheduled is answered only at
@@ -68,9 +73,6 @@ pub(crate) struct Node {
     rates: ComputeRates,
     /// More ranks than cores on this node: CPU work shares the cores.
     oversubscribed: bool,
-    /// The node's cores as one resource (capacity `cores` core-seconds per
-    /// second); only on an oversubscribed node.
-    cpu: Option<ResourceId>,
     cores: usize,
     /// CPU seconds per system call.
     syscall: f64,
@@ -102,8 +104,9 @@ pub(crate) struct Platform {
     /// Routes between switches, `routes[a][b]`: shortest by latency (petgraph A*).
     routes: Vec<Vec<Route>>,
     pub(crate) servers: Vec<ServerNet>,
-    /// Per world rank: its own core (capacity one core-second per second), where
-    /// CPU work or page-cache copies of its node share resources (see [`Platform::add_cpus`]).
+    /// Per world rank: the core it is bound to (capacity one core-second per
+    /// second), where CPU work or page-cache copies of its node share the
+    /// cores (see [`Platform::add_cpus`]); empty when no node needs them.
     rank_cpu: Vec<Option<ResourceId>>,
 }
 
@@ -213,7 +216,6 @@ impl Platform {
                     nic_bw: g.nic_bw,
                     rates: g.compute.clone(),
                     oversubscribed: false,
-                    cpu: None,
                     cores: g.cores,
                     syscall: g.syscall,
                     wakeup: g.oversubscribed_wakeup,
@@ -261,39 +263,52 @@ impl Platform {
         })
     }
 
-    /// Adds the CPU resources CPU sharing needs, after every other resource (so
-    /// the ids of the others, and the results without sharing, stay as they
-    /// were): each oversubscribed node's CPU, and the own core of each rank on a
-    /// node that is oversubscribed or whose page-cache copy rates are below its
-    /// memory bus.
+    /// Adds the core resources CPU sharing needs, after every other resource
+    /// (so the ids of the others, and the results without sharing, stay as
+    /// they were): the cores of each node that is oversubscribed or whose
+    /// page-cache copy rates are below its memory bus, with its ranks bound to
+    /// them round robin.
     pub(crate) fn add_cpus<T>(&mut self, flows: &mut FlowNet<T>) {
-        for (i, n) in self.nodes.iter_mut().enumerate() {
-            if n.oversubscribed {
-                n.cpu = Some(flows.add_resource(format!("node{i}.cpu"), n.cores as f64));
-            }
+        let needs = |n: &Node| n.oversubscribed || n.cache_bw.iter().any(|&b| b < n.rates.memcpy);
+        if !self.nodes.iter().any(needs) {
+            return;
         }
+        let cores: Vec<Vec<ResourceId>> = self
+            .nodes
+            .iter()
+            .enumerate()
+            .map(|(i, n)| match needs(n) {
+                true => (0..n.cores)
+                    .map(|c| flows.add_resource(format!("node{i}.core{c}"), 1.0))
+                    .collect(),
+                false => Vec::new(),
+            })
+            .collect();
+        let mut placed = vec![0usize; self.nodes.len()];
         self.rank_cpu = (0..self.rank_node.len())
             .map(|r| {
-                let n = &self.nodes[self.node_of(r)];
-                (n.oversubscribed || n.cache_bw.iter().any(|&b| b < n.rates.memcpy))
-                    .then(|| flows.add_resource(format!("rank{r}.core"), 1.0))
+                let ni = self.node_of(r);
+                let k = placed[ni];
+                placed[ni] += 1;
+                cores[ni].get(k % self.nodes[ni].cores).copied()
             })
             .collect();
     }
 
-    /// Where world rank `rank` runs `s` core-seconds of CPU work: `None` when it
-    /// has a core of its own (the work takes `s`), else the path of a flow of
-    /// `s` core-seconds over its core and its node's CPU (processor sharing).
+    /// Where world rank `rank` runs `s` core-seconds of CPU work: `None` when
+    /// its node has a core per rank (the work takes `s`), else the path of a
+    /// flow of `s` core-seconds over the core it is bound to (processor sharing).
     pub(crate) fn cpu_path(&self, rank: usize) -> Option<Vec<(ResourceId, f64)>> {
-        let n = &self.nodes[self.node_of(rank)];
-        let cpu = n.cpu?;
-        let own = self.rank_cpu[rank].expect("a core resource on an oversubscribed node");
-        Some(vec![(own, 1.0), (cpu, 1.0)])
+        if !self.nodes[self.node_of(rank)].oversubscribed {
+            return None;
+        }
+        let core = self.rank_cpu[rank].expect("cores on an oversubscribed node");
+        Some(vec![(core, 1.0)])
     }
 
     /// Path of a copy by world rank `rank` into (write) or out of (read) its
-    /// node's page cache: the memory bus, plus the rank's core and the node's
-    /// CPU at weight 1/rate (the per-core page-cache rate) where they can bind.
+    /// node's page cache: the memory bus, plus the rank's core at weight 1/rate
+    /// (the per-core page-cache rate) where that rate is below the bus's.
     pub(crate) fn cache_copy_path(&self, rank: usize, access: Access) -> Vec<(ResourceId, f64)> {
         let n = &self.nodes[self.node_of(rank)];
         let bw = n.cache_bw[match access {
@@ -301,13 +316,10 @@ impl Platform {
             Access::Read => 1,
         }];
         let mut path = vec![(n.mem, 1.0)];
-        if let Some(own) = self.rank_cpu.get(rank).copied().flatten() {
-            if n.oversubscribed || bw < n.rates.memcpy {
-                path.push((own, 1.0 / bw));
-            }
-            if let Some(cpu) = n.cpu {
-                path.push((cpu, 1.0 / bw));
-            }
+        if bw < n.rates.memcpy {
+            let core =
+                self.rank_cpu[rank].expect("cores where the page cache is slower than memcpy");
+            path.push((core, 1.0 / bw));
         }
         path
     }
