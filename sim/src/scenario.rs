@@ -42,7 +42,21 @@
 //! sync = "1ms"
 //! [mpiio]
 //! shared_pointer = "100us"
+//! independent_call = "5us"    # optional CPU costs per call (default 0)
+//! [calibration."mpiio.independent_call"]
+//! value = "5us"
+//! low = "4.8us"
+//! high = "5.2us"
+//! probe = "ior mpiio independent, 1 KiB-1 MiB transfers, 1-2 ranks"
+//! quality = "r2=0.998 n=24"
 //! ```
+//!
+//! Optional keys that are off by default model the client's CPU (see
+//! `scenarios/README.md`): `[[nodes]] syscall`, `oversubscribed_wakeup`,
+//! `[nodes.cache] write_bw`, `read_bw`, `[mpiio] independent_call`,
+//! `collective_call`, `open`, `close`. The `[calibration]` table records what
+//! `piotwin calibrate` fitted ([`Calibrated`]); its key paths are checked
+//! against the schema.
 
 use std::collections::BTreeMap;
 use std::fmt;
