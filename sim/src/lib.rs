@@ -64,6 +64,9 @@
 //! * max–min fair sharing by progressive filling: Bertsekas & Gallager, *Data
 //!   Networks* (1992) §6.5; weighted as in SimGrid (Velho et al., ACM TOMACS 2013);
 //! * collective costs: Thakur, Rabenseifner & Gropp, IJHPCA 19(1), 2005;
+//! * client CPU (per-call software costs, page-cache copies, oversubscribed
+//!   cores shared by processor sharing: Kleinrock, *Queueing Systems* vol. 2,
+//!   1976, ch. 4), see the platform module;
 //! * MPI-IO semantics (views, shared file pointers, collective access): the
 //!   MPI 3.1 standard ch. 13; ROMIO's two-phase collective buffering and data
 //!   sieving ([`romio`]; Thakur, Gropp & Lusk, *Data Sieving and Collective I/O

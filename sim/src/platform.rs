@@ -9,6 +9,33 @@
 //!  rank ─ node ─ NIC tx/rx ──┘  (aggregate bw)  │    weight 1/read_bw or 1/write_bw)
 //!        └ memory bus (intra-node messages, memcpy bandwidth)
 //! ```
+//!
+//! # CPU time on the client
+//!
+//! Small-request I/O on one node is dominated by software costs, not by the
+//! devices: each system call, each MPI-IO call (ROMIO's argument checks, view
+//! handling, offsets exchange), each page-cache copy (page allocation makes it
+//! slower than a memcpy) runs on the rank's core. They are CPU work of the rank
+//! ([`Platform::cpu_path`]): a plain delay while the node has a core per rank;
+//! on an **oversubscribed** node (more ranks than `cores`) a flow of
+//! core-seconds over the rank's core, a resource of one core-second per second.
+//! Ranks are bound to the node's cores round robin (rank `i` of the node on
+//! core `i mod cores`, as `mpiexec -bind-to core` places them) and the runnable
+//! ranks of a core share it equally: processor sharing (Kleinrock, *Queueing
+//! Systems* vol. 2, 1976, ch. 4), the max–min fair share of [`crate::flow`].
+//! With every rank runnable that is the rate × cores / ranks of processor
+//! sharing over the node; the binding keeps it to one flow class per core
+//! rather than per rank at thousands of ranks. (Not modelled: the kernel
+//! migrating ranks between cores when only some are runnable.) A page-cache
+//! copy is a flow over the memory bus and, where the per-core page-cache rate
+//! is below the memory bus (else the bus binds first), over the rank's core at
+//! weight 1/rate, so the copies of a node scale with its cores, not with one
+//! memcpy, and share the cores when oversubscribed.
+//!
+//! Oversubscription also delays communication: MPICH's progress engine
+//! busy-polls, so a message to a rank that is descheduled is answered only at
+//! its next time slice; every message step to a rank of an oversubscribed node
+//! costs `nodes.oversubscribed_wakeup` more.
 
 use std::collections::BTreeMap;
 
@@ -44,8 +71,15 @@ pub(crate) struct Node {
     nic_latency: f64,
     nic_bw: f64,
     rates: ComputeRates,
-    /// Ranks per core on this node, at least 1 (oversubscription slows compute).
-    oversubscription: f64,
+    /// More ranks than cores on this node: CPU work shares the cores.
+    oversubscribed: bool,
+    cores: usize,
+    /// CPU seconds per system call.
+    syscall: f64,
+    /// Extra latency of a message to a rank on this node when it is oversubscribed, in s.
+    wakeup: f64,
+    /// Per-core page-cache copy rates (write, read) in B/s.
+    cache_bw: [f64; 2],
     switch: usize,
 }
 
@@ -70,6 +104,10 @@ pub(crate) struct Platform {
     /// Routes between switches, `routes[a][b]`: shortest by latency (petgraph A*).
     routes: Vec<Vec<Route>>,
     pub(crate) servers: Vec<ServerNet>,
+    /// Per world rank: the core it is bound to (capacity one core-second per
+    /// second), where CPU work or page-cache copies of its node share the
+    /// cores (see [`Platform::add_cpus`]); empty when no node needs them.
+    rank_cpu: Vec<Option<ResourceId>>,
 }
 
 /// Switch indices by name, and `routes[a][b]` between switches.
@@ -177,7 +215,14 @@ impl Platform {
                     nic_latency: g.nic_latency,
                     nic_bw: g.nic_bw,
                     rates: g.compute.clone(),
-                    oversubscription: 1.0,
+                    oversubscribed: false,
+                    cores: g.cores,
+                    syscall: g.syscall,
+                    wakeup: g.oversubscribed_wakeup,
+                    cache_bw: g
+                        .cache
+                        .as_ref()
+                        .map_or([g.compute.memcpy; 2], |c| [c.write_bw, c.read_bw]),
                     switch: switches[&g.switch],
                 });
                 cores.push(g.cores);
@@ -199,7 +244,7 @@ impl Platform {
             on_node[n as usize] += 1;
         }
         for (n, node) in nodes.iter_mut().enumerate() {
-            node.oversubscription = (on_node[n] as f64 / cores[n] as f64).max(1.0);
+            node.oversubscribed = on_node[n] > cores[n];
         }
         let servers = (0..scn.server.count)
             .map(|i| ServerNet {
@@ -214,7 +259,81 @@ impl Platform {
             net_bw: scn.network.bandwidth,
             routes,
             servers,
+            rank_cpu: Vec::new(),
         })
+    }
+
+    /// Adds the core resources CPU sharing needs, after every other resource
+    /// (so the ids of the others, and the results without sharing, stay as
+    /// they were): the cores of each node that is oversubscribed or whose
+    /// page-cache copy rates are below its memory bus, with its ranks bound to
+    /// them round robin.
+    pub(crate) fn add_cpus<T>(&mut self, flows: &mut FlowNet<T>) {
+        let needs = |n: &Node| n.oversubscribed || n.cache_bw.iter().any(|&b| b < n.rates.memcpy);
+        if !self.nodes.iter().any(needs) {
+            return;
+        }
+        let cores: Vec<Vec<ResourceId>> = self
+            .nodes
+            .iter()
+            .enumerate()
+            .map(|(i, n)| match needs(n) {
+                true => (0..n.cores)
+                    .map(|c| flows.add_resource(format!("node{i}.core{c}"), 1.0))
+                    .collect(),
+                false => Vec::new(),
+            })
+            .collect();
+        let mut placed = vec![0usize; self.nodes.len()];
+        self.rank_cpu = (0..self.rank_node.len())
+            .map(|r| {
+                let ni = self.node_of(r);
+                let k = placed[ni];
+                placed[ni] += 1;
+                cores[ni].get(k % self.nodes[ni].cores).copied()
+            })
+            .collect();
+    }
+
+    /// Where world rank `rank` runs `s` core-seconds of CPU work: `None` when
+    /// its node has a core per rank (the work takes `s`), else the path of a
+    /// flow of `s` core-seconds over the core it is bound to (processor sharing).
+    pub(crate) fn cpu_path(&self, rank: usize) -> Option<Vec<(ResourceId, f64)>> {
+        if !self.nodes[self.node_of(rank)].oversubscribed {
+            return None;
+        }
+        let core = self.rank_cpu[rank].expect("cores on an oversubscribed node");
+        Some(vec![(core, 1.0)])
+    }
+
+    /// Path of a copy by world rank `rank` into (write) or out of (read) its
+    /// node's page cache: the memory bus, plus the rank's core at weight 1/rate
+    /// (the per-core page-cache rate) where that rate is below the bus's.
+    pub(crate) fn cache_copy_path(&self, rank: usize, access: Access) -> Vec<(ResourceId, f64)> {
+        let n = &self.nodes[self.node_of(rank)];
+        let bw = n.cache_bw[match access {
+            Access::Write => 0,
+            Access::Read => 1,
+        }];
+        let mut path = vec![(n.mem, 1.0)];
+        if bw < n.rates.memcpy {
+            let core =
+                self.rank_cpu[rank].expect("cores where the page cache is slower than memcpy");
+            path.push((core, 1.0 / bw));
+        }
+        path
+    }
+
+    /// CPU seconds of one system call on `node`.
+    pub(crate) fn syscall(&self, node: usize) -> f64 {
+        self.nodes[node].syscall
+    }
+
+    /// Extra latency of a message step to a rank on `node` (its wake-up when
+    /// the node is oversubscribed), in s.
+    fn wakeup(&self, node: usize) -> f64 {
+        let n = &self.nodes[node];
+        if n.oversubscribed { n.wakeup } else { 0.0 }
     }
 
     /// Node index of world rank `rank`.
@@ -257,10 +376,11 @@ impl Platform {
 
     /// A point-to-point message from world rank `src` to `dst`: (latency, path).
     /// Within a node it crosses the memory bus; otherwise both NICs and the switch.
+    /// A receiver on an oversubscribed node adds its wake-up to the latency.
     pub(crate) fn p2p(&self, src: usize, dst: usize) -> (f64, Vec<(ResourceId, f64)>) {
         let (a, b) = (self.node_of(src), self.node_of(dst));
         let na = &self.nodes[a];
-        if a == b {
+        let (lat, path) = if a == b {
             (na.nic_latency, vec![(na.mem, 1.0)])
         } else {
             let nb = &self.nodes[b];
@@ -269,11 +389,17 @@ impl Platform {
             path.extend(r.resources.iter().map(|&x| (x, 1.0)));
             path.push((nb.rx, 1.0));
             (na.nic_latency + r.latency + nb.nic_latency, path)
+        };
+        if self.nodes[b].oversubscribed {
+            (lat + self.wakeup(b), path)
+        } else {
+            (lat, path)
         }
     }
 
     /// (latency, bandwidth) of one message step among `members` (world ranks) for
-    /// collective cost models: the slowest pair's figures.
+    /// collective cost models: the slowest pair's figures (a step to a rank on an
+    /// oversubscribed node includes its wake-up).
     pub(crate) fn message_params(&self, members: &[usize]) -> (f64, f64) {
         let first = self.node_of(members[0]);
         let one_node = members.iter().all(|&r| self.node_of(r) == first);
@@ -298,11 +424,21 @@ impl Platform {
                 bw = bw.min(n.nic_bw).min(self.net_bw);
             }
         }
-        (lat, bw)
+        let wake = members
+            .iter()
+            .map(|&r| self.node_of(r))
+            .filter(|&ni| self.nodes[ni].oversubscribed)
+            .map(|ni| self.wakeup(ni))
+            .fold(None, |a: Option<f64>, w| Some(a.map_or(w, |a| a.max(w))));
+        match wake {
+            Some(w) => (lat + w, bw),
+            None => (lat, bw),
+        }
     }
 
-    /// Seconds world rank `rank` needs for `amount` of `kind` work: amount over the
-    /// node's per-core rate, times the node's oversubscription (ranks per core, ≥ 1).
+    /// Core-seconds of `amount` of `kind` work of world rank `rank`: amount over
+    /// the node's per-core rate (on an oversubscribed node the work then shares
+    /// the cores, see [`Platform::cpu_path`]).
     pub(crate) fn compute_time(&self, rank: usize, kind: Compute, amount: f64) -> f64 {
         let n = &self.nodes[self.node_of(rank)];
         let rate = match kind {
@@ -311,6 +447,6 @@ impl Platform {
             Compute::BtStep => n.rates.bt,
             Compute::Flops => n.rates.flops,
         };
-        amount.max(0.0) / rate * n.oversubscription
+        amount.max(0.0) / rate
     }
 }

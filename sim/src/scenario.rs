@@ -42,7 +42,21 @@
 //! sync = "1ms"
 //! [mpiio]
 //! shared_pointer = "100us"
+//! independent_call = "5us"    # optional CPU costs per call (default 0)
+//! [calibration."mpiio.independent_call"]
+//! value = "5us"
+//! low = "4.8us"
+//! high = "5.2us"
+//! probe = "ior mpiio independent, 1 KiB-1 MiB transfers, 1-2 ranks"
+//! quality = "r2=0.998 n=24"
 //! ```
+//!
+//! Optional keys that are off by default model the client's CPU (see
+//! `scenarios/README.md`): `[[nodes]] syscall`, `oversubscribed_wakeup`,
+//! `[nodes.cache] write_bw`, `read_bw`, `[mpiio] independent_call`,
+//! `collective_call`, `open`, `close`. The `[calibration]` table records what
+//! `piotwin calibrate` fitted ([`Calibrated`]); its key paths are checked
+//! against the schema.
 
 use std::collections::BTreeMap;
 use std::fmt;
@@ -108,6 +122,16 @@ pub struct NodeGroup {
     pub compute: ComputeRates,
     /// The client page cache, if the file system's clients cache (absent = none).
     pub cache: Option<ClientCache>,
+    /// CPU time of one POSIX read or write system call on a core, in seconds
+    /// (kernel entry and exit, VFS and file-system bookkeeping): charged per
+    /// file-system request a rank issues, whether a POSIX call or one ROMIO
+    /// makes for it. 0 = free (the default).
+    pub syscall: f64,
+    /// Extra latency, in seconds, of a message or synchronisation step that
+    /// reaches a rank on an oversubscribed node (more ranks than `cores`):
+    /// MPICH busy-polls, so a descheduled receiver answers only at its next
+    /// time slice. 0 = none (the default).
+    pub oversubscribed_wakeup: f64,
 }
 
 /// Per-core compute rates, one per kernel kind.
@@ -133,6 +157,13 @@ pub struct ClientCache {
     pub dirty_ratio: f64,
     /// Fraction of `capacity` dirty at which background write-back starts (Linux default 0.1).
     pub dirty_background_ratio: f64,
+    /// Per-core rate of copying written data into the page cache, in bytes/s
+    /// (page allocation, zeroing and accounting make it slower than a memcpy);
+    /// defaults to `compute.memcpy`.
+    pub write_bw: f64,
+    /// Per-core rate of copying cached data out of the page cache, in bytes/s;
+    /// defaults to `compute.memcpy`.
+    pub read_bw: f64,
 }
 
 /// The interconnect: switches (each with a backplane bandwidth) joined by links;
@@ -309,6 +340,76 @@ pub struct MpiIo {
     /// Time to read and update the shared file pointer once (ROMIO keeps it in a
     /// hidden file under a lock), in seconds.
     pub shared_pointer: f64,
+    /// CPU time of each independent data call (`MPI_File_{read,write}[_at]`,
+    /// their nonblocking forms) in the MPI-IO library above its system calls
+    /// (ROMIO's argument checks, view handling, ADIO dispatch), in seconds. 0 = free.
+    pub independent_call: f64,
+    /// CPU time of each collective data call (`*_all`, ordered calls) beyond
+    /// the modelled messages (computing and exchanging offsets, file-domain and
+    /// request bookkeeping), in seconds. 0 = free.
+    pub collective_call: f64,
+    /// CPU time of `MPI_File_open` on each rank beyond the metadata operation
+    /// (communicator duplicate, hints, ADIO set-up), in seconds. 0 = free.
+    pub open: f64,
+    /// CPU time of `MPI_File_close` on each rank beyond the metadata operation, in seconds. 0 = free.
+    pub close: f64,
+}
+
+/// The kind of value a scenario key holds, and so the unit a
+/// [`Calibrated`] value of it is written in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum KeyKind {
+    /// A size in bytes (`"4MiB"`).
+    Size,
+    /// A data rate in bytes/s (`"200MB/s"`).
+    Rate,
+    /// A time in seconds (`"5us"`).
+    Time,
+    /// A compute rate in flop/s (`"2Gflop/s"`).
+    Flops,
+    /// A plain number (counts, ratios): written without a unit.
+    Number,
+}
+
+/// One fitted parameter as the calibrator recorded it in `[calibration."<key path>"]`:
+/// the value, its confidence interval, the probe it came from and the fit's quality.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Calibrated {
+    /// What the key holds (the unit of `value`, `low` and `high`).
+    pub kind: KeyKind,
+    /// The fitted value in the key's base unit (s, B, B/s, flop/s or a plain number).
+    pub value: f64,
+    /// Lower confidence bound, same unit.
+    pub low: f64,
+    /// Upper confidence bound, same unit.
+    pub high: f64,
+    /// `value`, `low` and `high` as written in the file.
+    pub text: [String; 3],
+    /// The probe the value was fitted from (e.g. `"iozone seq write, 1 rank"`).
+    pub probe: String,
+    /// The fit's quality as the calibrator states it (e.g. `"r2=0.998 n=24"`).
+    pub quality: String,
+}
+
+impl Calibrated {
+    /// This entry as the TOML table the parser reads back, under `key` (a key path
+    /// such as `mpiio.independent_call` or `nodes[0].cache.write_bw`).
+    pub fn to_toml(&self, key: &str) -> String {
+        let q = |s: &str| toml::Value::String(s.to_string()).to_string();
+        let v = |s: &str| match self.kind {
+            KeyKind::Number => s.to_string(),
+            _ => q(s),
+        };
+        format!(
+            "[calibration.{}]\nvalue = {}\nlow = {}\nhigh = {}\nprobe = {}\nquality = {}\n",
+            q(key),
+            v(&self.text[0]),
+            v(&self.text[1]),
+            v(&self.text[2]),
+            q(&self.probe),
+            q(&self.quality)
+        )
+    }
 }
 
 /// A storage system. Built by [`Scenario::load`] or [`Scenario::from_str`].
@@ -336,6 +437,9 @@ pub struct Scenario {
     pub metadata: Metadata,
     /// MPI-IO middleware costs.
     pub mpiio: MpiIo,
+    /// Fitted parameters with their confidence intervals, by key path (the
+    /// `[calibration]` table `piotwin calibrate` writes); empty for datasheet scenarios.
+    pub calibration: BTreeMap<String, Calibrated>,
 }
 
 /// Reading context: the file name, the text it was parsed from (the file, then
@@ -534,6 +638,48 @@ impl<'a, 'i> Tbl<'a, 'i> {
             return Err(self.bad(k, self.req(k, "")?, "a rate must be positive"));
         }
         Ok(r)
+    }
+
+    /// A required value of `kind` (with its unit, or a plain number for
+    /// [`KeyKind::Number`]): the value in base units and the text as written.
+    fn quantity(&self, k: &str, kind: KeyKind) -> Result<(f64, String), ScenarioError> {
+        let v = self.req(k, "a value")?;
+        let x = match kind {
+            KeyKind::Size => self.size(k)? as f64,
+            KeyKind::Rate => self.rate(k)?,
+            KeyKind::Time => self.time(k)?,
+            KeyKind::Flops => self.flops(k)?,
+            KeyKind::Number => {
+                let n = match v.get_ref() {
+                    DeValue::Float(f) => f.as_str().parse::<f64>().ok(),
+                    DeValue::Integer(i) => i.as_str().parse::<f64>().ok(),
+                    _ => None,
+                };
+                match n {
+                    Some(n) if n.is_finite() && n >= 0.0 => n,
+                    _ => {
+                        return Err(self.bad(
+                            k,
+                            v,
+                            "expected a plain number ≥ 0 (this key has no unit)",
+                        ));
+                    }
+                }
+            }
+        };
+        let raw = match v.get_ref() {
+            DeValue::String(s) => s.to_string(),
+            _ => self.doc.text[v.span()].trim().to_string(),
+        };
+        Ok((x, raw))
+    }
+
+    fn rate_or(&self, k: &str, default: f64) -> Result<f64, ScenarioError> {
+        if self.opt(k).is_some() {
+            self.rate(k)
+        } else {
+            Ok(default)
+        }
     }
 
     fn time(&self, k: &str) -> Result<f64, ScenarioError> {
@@ -747,6 +893,203 @@ fn device(parent: &Tbl<'_, '_>, k: &str, nested: bool) -> Result<Device, Scenari
     })
 }
 
+/// Every scalar key of the schema that a `[calibration]` entry may name, by
+/// path with list indices removed (`nodes[0].syscall` is `nodes.syscall`), and
+/// what it holds. `server.device.member.*` is a RAID's member device.
+const CALIBRATABLE: &[(&str, KeyKind)] = {
+    use KeyKind::*;
+    &[
+        ("seed", Number),
+        ("nodes.count", Number),
+        ("nodes.cores", Number),
+        ("nodes.memory", Size),
+        ("nodes.nic_bw", Rate),
+        ("nodes.nic_latency", Time),
+        ("nodes.syscall", Time),
+        ("nodes.oversubscribed_wakeup", Time),
+        ("nodes.compute.memcpy", Rate),
+        ("nodes.compute.fft", Flops),
+        ("nodes.compute.bt", Flops),
+        ("nodes.compute.flops", Flops),
+        ("nodes.cache.capacity", Size),
+        ("nodes.cache.dirty_ratio", Number),
+        ("nodes.cache.dirty_background_ratio", Number),
+        ("nodes.cache.write_bw", Rate),
+        ("nodes.cache.read_bw", Rate),
+        ("network.bandwidth", Rate),
+        ("network.latency", Time),
+        ("network.links.bandwidth", Rate),
+        ("network.links.latency", Time),
+        ("server.count", Number),
+        ("server.nic_bw", Rate),
+        ("server.request_cpu", Time),
+        ("server.cache.capacity", Size),
+        ("server.cache.bandwidth", Rate),
+        ("server.cache.dirty_ratio", Number),
+        ("server.device.read_bw", Rate),
+        ("server.device.write_bw", Rate),
+        ("server.device.read_latency", Time),
+        ("server.device.write_latency", Time),
+        ("server.device.latency_jitter", Number),
+        ("server.device.channels", Number),
+        ("server.device.capacity", Size),
+        ("server.device.rpm", Number),
+        ("server.device.seek_track", Time),
+        ("server.device.seek_full", Time),
+        ("server.device.transfer_rate", Rate),
+        ("server.device.transfer_rate_inner", Rate),
+        ("server.device.disks", Number),
+        ("server.device.stripe_unit", Size),
+        ("server.device.member.read_bw", Rate),
+        ("server.device.member.write_bw", Rate),
+        ("server.device.member.read_latency", Time),
+        ("server.device.member.write_latency", Time),
+        ("server.device.member.latency_jitter", Number),
+        ("server.device.member.channels", Number),
+        ("server.device.member.capacity", Size),
+        ("server.device.member.rpm", Number),
+        ("server.device.member.seek_track", Time),
+        ("server.device.member.seek_full", Time),
+        ("server.device.member.transfer_rate", Rate),
+        ("server.device.member.transfer_rate_inner", Rate),
+        ("filesystem.stripe_size", Size),
+        ("filesystem.stripe_count", Number),
+        ("filesystem.lock_granularity", Size),
+        ("filesystem.lock_revoke", Time),
+        ("metadata.open", Time),
+        ("metadata.create", Time),
+        ("metadata.close", Time),
+        ("metadata.delete", Time),
+        ("metadata.sync", Time),
+        ("mpiio.shared_pointer", Time),
+        ("mpiio.independent_call", Time),
+        ("mpiio.collective_call", Time),
+        ("mpiio.open", Time),
+        ("mpiio.close", Time),
+    ]
+};
+
+/// What a `[calibration]` key path names: its kind, or why it names nothing.
+/// Lists are indexed as `--set` writes them (`nodes[0]`, `network.links[1]`),
+/// within the `nodes` groups and `links` the scenario has.
+fn calibrated_key(path: &str, nodes: usize, links: usize) -> Result<KeyKind, String> {
+    let mut plain = Vec::new();
+    for seg in path.split('.') {
+        let (name, index) = match seg.split_once('[') {
+            Some((n, rest)) => match rest.strip_suffix(']').and_then(|x| x.parse::<usize>().ok()) {
+                Some(i) => (n, Some(i)),
+                None => {
+                    return Err(format!(
+                        "`{seg}`: an index is written name[N], e.g. nodes[0]"
+                    ));
+                }
+            },
+            None => (seg, None),
+        };
+        let listed = match (plain.as_slice(), name) {
+            ([], "nodes") => Some(("nodes", nodes)),
+            (["network"], "links") => Some(("network.links", links)),
+            _ => None,
+        };
+        match (listed, index) {
+            (Some((list, n)), Some(i)) if i >= n => {
+                return Err(format!(
+                    "`{list}` has {n} entr{} (index 0..{n})",
+                    if n == 1 { "y" } else { "ies" }
+                ));
+            }
+            (Some((list, _)), None) => {
+                return Err(format!(
+                    "`{list}` is a list of tables: name one, e.g. {list}[0]"
+                ));
+            }
+            (None, Some(_)) => return Err(format!("`{name}` is not a list and takes no index")),
+            _ => {}
+        }
+        plain.push(name);
+    }
+    let plain = plain.join(".");
+    CALIBRATABLE
+        .iter()
+        .find(|(k, _)| *k == plain)
+        .map(|&(_, kind)| kind)
+        .ok_or_else(|| {
+            "not a scenario key with a number; expected a key path as --set writes it, \
+             e.g. \"mpiio.independent_call\", \"nodes[0].cache.write_bw\", \"server.device.write_bw\""
+                .to_string()
+        })
+}
+
+/// Reads `[calibration."<key path>"]` tables: `value`, `low`, `high` in the
+/// key's unit (plain numbers for unitless keys), `probe`, optional `quality`.
+fn calibration(
+    top: &Tbl<'_, '_>,
+    nodes: usize,
+    links: usize,
+) -> Result<BTreeMap<String, Calibrated>, ScenarioError> {
+    let v = top.req("calibration", "a table")?;
+    let DeValue::Table(t) = v.get_ref() else {
+        return Err(top.bad(
+            "calibration",
+            v,
+            "expected tables [calibration.\"<key path>\"] of fitted values",
+        ));
+    };
+    let mut out = BTreeMap::new();
+    for (k, _) in t.iter() {
+        let path = k.get_ref().to_string();
+        let kind = calibrated_key(&path, nodes, links).map_err(|m| {
+            top.doc
+                .err(&k.span(), &format!("calibration.\"{path}\""), false, m)
+        })?;
+        let tv = t.get(path.as_str()).expect("iterated");
+        let DeValue::Table(et) = tv.get_ref() else {
+            return Err(top.doc.err(
+                &tv.span(),
+                &format!("calibration.\"{path}\""),
+                true,
+                "expected a table with value, low, high, probe and quality",
+            ));
+        };
+        let e = Tbl::new(
+            top.doc,
+            format!("calibration.\"{path}\""),
+            tv.span(),
+            et,
+            &["value", "low", "high", "probe", "quality"],
+        )?;
+        let mut nums = [0.0; 3];
+        let mut text: [String; 3] = Default::default();
+        for (i, f) in ["value", "low", "high"].into_iter().enumerate() {
+            let (x, raw) = e.quantity(f, kind)?;
+            nums[i] = x;
+            text[i] = raw;
+        }
+        let [value, low, high] = nums;
+        if !(low <= value && value <= high) {
+            let which = if low > value { "low" } else { "high" };
+            return Err(e.bad(
+                which,
+                e.req(which, "")?,
+                "the interval must hold the value: low ≤ value ≤ high",
+            ));
+        }
+        out.insert(
+            path,
+            Calibrated {
+                kind,
+                value,
+                low,
+                high,
+                text,
+                probe: e.string("probe", "the probe the value came from")?,
+                quality: e.string_or("quality", "the fit's quality, e.g. \"r2=0.998 n=24\"", "")?,
+            },
+        );
+    }
+    Ok(out)
+}
+
 impl Scenario {
     /// Reads and checks a scenario file.
     pub fn load(path: &Path) -> Result<Scenario, ScenarioError> {
@@ -827,6 +1170,7 @@ impl Scenario {
                 "filesystem",
                 "metadata",
                 "mpiio",
+                "calibration",
             ],
         )?;
 
@@ -866,15 +1210,24 @@ impl Scenario {
                 "switch",
                 "compute",
                 "cache",
+                "syscall",
+                "oversubscribed_wakeup",
             ],
         )?;
         let mut nodes = Vec::new();
         for n in &groups {
             let c = n.sub("compute", &["memcpy", "fft", "bt", "flops"])?;
             let memory = n.size("memory")?;
+            let memcpy = c.rate("memcpy")?;
             let cache = match n.sub_opt(
                 "cache",
-                &["capacity", "dirty_ratio", "dirty_background_ratio"],
+                &[
+                    "capacity",
+                    "dirty_ratio",
+                    "dirty_background_ratio",
+                    "write_bw",
+                    "read_bw",
+                ],
             )? {
                 Some(t) => {
                     let dirty = t.fraction("dirty_ratio")?.unwrap_or(0.2);
@@ -890,6 +1243,8 @@ impl Scenario {
                         capacity: t.size_or("capacity", memory)?,
                         dirty_ratio: dirty,
                         dirty_background_ratio: bg,
+                        write_bw: t.rate_or("write_bw", memcpy)?,
+                        read_bw: t.rate_or("read_bw", memcpy)?,
                     })
                 }
                 None => None,
@@ -903,12 +1258,14 @@ impl Scenario {
                 nic_latency: n.time("nic_latency")?,
                 switch: n.string_or("switch", "a switch name", "core")?,
                 compute: ComputeRates {
-                    memcpy: c.rate("memcpy")?,
+                    memcpy,
                     fft: c.flops("fft")?,
                     bt: c.flops("bt")?,
                     flops: c.flops("flops")?,
                 },
                 cache,
+                syscall: n.time_or("syscall", 0.0)?,
+                oversubscribed_wakeup: n.time_or("oversubscribed_wakeup", 0.0)?,
             });
         }
         if nodes.is_empty() {
@@ -1025,7 +1382,20 @@ impl Scenario {
         }
 
         let md = top.sub("metadata", &["open", "create", "close", "delete", "sync"])?;
-        let mpiio = top.sub("mpiio", &["shared_pointer"])?;
+        let mpiio = top.sub(
+            "mpiio",
+            &[
+                "shared_pointer",
+                "independent_call",
+                "collective_call",
+                "open",
+                "close",
+            ],
+        )?;
+        let calibration = match top.opt("calibration") {
+            Some(_) => calibration(&top, nodes.len(), links.len())?,
+            None => BTreeMap::new(),
+        };
         Ok(Scenario {
             file: doc.file.to_string(),
             name: top.string("name", "a scenario name")?,
@@ -1052,7 +1422,12 @@ impl Scenario {
             },
             mpiio: MpiIo {
                 shared_pointer: mpiio.time("shared_pointer")?,
+                independent_call: mpiio.time_or("independent_call", 0.0)?,
+                collective_call: mpiio.time_or("collective_call", 0.0)?,
+                open: mpiio.time_or("open", 0.0)?,
+                close: mpiio.time_or("close", 0.0)?,
             },
+            calibration,
         })
     }
 
@@ -1268,6 +1643,23 @@ impl fmt::Display for Scenario {
                     c.dirty_ratio * 100.0,
                     c.dirty_background_ratio * 100.0
                 )?;
+                if c.write_bw != g.compute.memcpy || c.read_bw != g.compute.memcpy {
+                    writeln!(
+                        f,
+                        "    page-cache copies per core: write {}, read {}",
+                        fmt_rate(c.write_bw),
+                        fmt_rate(c.read_bw)
+                    )?;
+                }
+            }
+            if g.syscall > 0.0 || g.oversubscribed_wakeup > 0.0 {
+                writeln!(
+                    f,
+                    "  CPU costs on `{}`: {} per system call, {} wake-up of a rank on an oversubscribed node",
+                    g.name,
+                    fmt_time(g.syscall),
+                    fmt_time(g.oversubscribed_wakeup)
+                )?;
             }
         }
         for l in &self.network.links {
@@ -1313,11 +1705,31 @@ impl fmt::Display for Scenario {
             fmt_time(m.delete),
             fmt_time(m.sync)
         )?;
+        let mp = &self.mpiio;
         writeln!(
             f,
-            "  mpi-io: shared file pointer update {}",
-            fmt_time(self.mpiio.shared_pointer)
+            "  mpi-io: shared file pointer update {}; CPU per call: independent {}, collective {}, open {}, close {}",
+            fmt_time(mp.shared_pointer),
+            fmt_time(mp.independent_call),
+            fmt_time(mp.collective_call),
+            fmt_time(mp.open),
+            fmt_time(mp.close)
         )?;
+        for (k, c) in &self.calibration {
+            writeln!(
+                f,
+                "  calibrated {k} = {} [{} .. {}] from `{}`{}",
+                c.text[0],
+                c.text[1],
+                c.text[2],
+                c.probe,
+                if c.quality.is_empty() {
+                    String::new()
+                } else {
+                    format!(" ({})", c.quality)
+                }
+            )?;
+        }
         for (k, v) in &self.source {
             writeln!(f, "  source[{k}]: {v}")?;
         }

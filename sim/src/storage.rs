@@ -21,11 +21,15 @@
 //!   Each object is placed on its server's device at 1/64 of the device apart
 //!   (block-group style), so distinct files are far apart on a disk.
 //! * **Client page cache** (Linux write-back): writes copy into the cache at
-//!   memcpy speed and are dirty; a flusher daemon per node writes the oldest
+//!   the node's per-core page-cache write rate (`nodes.cache.write_bw`, by
+//!   default its memcpy rate: allocating and accounting pages makes it slower
+//!   than a memcpy), over the memory bus and the rank's core, so a node's
+//!   copies scale with its cores and share them when oversubscribed (see
+//!   [`crate::platform`]), and are dirty; a flusher daemon per node writes the oldest
 //!   dirty data back while more than `dirty_background_ratio` is dirty;
 //!   writers wait while `dirty_ratio` is reached; `sync` writes the file's
 //!   dirty bytes back and waits; NFS also does that at close (close-to-open).
-//!   Reads of cached bytes cost a memcpy; missing ones come from the servers
+//!   Reads of cached bytes cost a copy at the per-core read rate (`read_bw`); missing ones come from the servers
 //!   and stay cached (LRU). A write invalidates other nodes' clean copies.
 //! * **Server cache**: write-back (writes end in server memory while under its
 //!   dirty limit; a flusher per server writes to the device) or write-through;
@@ -619,12 +623,18 @@ pub(crate) async fn flush(core: &Core, node: usize, file: usize, a: u64, b: u64)
     }
 }
 
-/// One rank's data requests `reqs` = (file, offset, len) from `node`, all of one
-/// `access`, done one after the other. This is the file-system layer's seam:
+/// World rank `rank`'s data requests `reqs` = (file, offset, len) from its
+/// `node`, all of one `access`, done one after the other. This is the file-system layer's seam:
 /// MPI-IO middleware (two-phase I/O, data sieving) calls it with the requests
 /// it decided on. Returns when every byte is where the file system puts it
 /// (a page cache, a server cache or a device).
-pub(crate) async fn io(core: &Core, node: usize, access: Access, reqs: &[(usize, u64, u64)]) {
+pub(crate) async fn io(
+    core: &Core,
+    rank: usize,
+    node: usize,
+    access: Access,
+    reqs: &[(usize, u64, u64)],
+) {
     for &(file, off, len) in reqs {
         if len == 0 {
             continue;
@@ -659,20 +669,20 @@ pub(crate) async fn io(core: &Core, node: usize, access: Access, reqs: &[(usize,
         }
         match (access, cached) {
             (Access::Write, true) => {
-                let mem = core.model.borrow().platform.nodes[node].mem;
-                transfer(core, 0.0, vec![(mem, 1.0)], len).await;
+                let path = core.model.borrow().platform.cache_copy_path(rank, access);
+                transfer(core, 0.0, path, len).await;
                 core.model
                     .borrow_mut()
                     .storage
                     .write_cached(node, file, a, b);
             }
             (Access::Read, true) => {
-                let (hits, misses, mem) = {
+                let (hits, misses, path) = {
                     let mut m = core.model.borrow_mut();
-                    let mem = m.platform.nodes[node].mem;
+                    let path = m.platform.cache_copy_path(rank, access);
                     let nc = m.storage.nodes[node].as_mut().expect("cached");
                     let (h, mi) = nc.cache.lookup(file, a, b);
-                    (h, mi, mem)
+                    (h, mi, path)
                 };
                 let hit: u64 = hits.iter().map(|r| r.1 - r.0).sum();
                 let list: Vec<(usize, u64, u64)> =
@@ -685,7 +695,7 @@ pub(crate) async fn io(core: &Core, node: usize, access: Access, reqs: &[(usize,
                         .start_remote(&m.platform, &mut e, node, access, &list)
                 };
                 if hit > 0 {
-                    transfer(core, 0.0, vec![(mem, 1.0)], hit).await;
+                    transfer(core, 0.0, path, hit).await;
                 }
                 wait_started(core, st).await;
                 let mut m = core.model.borrow_mut();

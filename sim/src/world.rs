@@ -16,7 +16,16 @@
 //! * shared file pointer: `write_shared` takes the pointer under a lock (one
 //!   update at a time, `mpiio.shared_pointer` each); `write_ordered` gives offsets
 //!   by rank order (prefix sum) after one update;
-//! * metadata (open, create, close, delete) queue at the server one at a time.
+//! * metadata (open, create, close, delete) queue at the server one at a time;
+//! * software costs on the rank's core (CPU work, shared by processor sharing on
+//!   an oversubscribed node, see [`crate::platform`]): `mpiio.independent_call`
+//!   per independent MPI-IO data call, `mpiio.collective_call` per collective
+//!   one (on top of its modelled messages), `mpiio.open`/`close` per rank of an
+//!   MPI-IO open and close, and `nodes.syscall` per file-system request (each
+//!   `pread`/`pwrite`, whether the program's POSIX call or one ROMIO issues).
+//!   They are what small requests on one node cost (IOR at 1-64 KiB is bound
+//!   by them, not by the devices); all default to 0. Being part of an
+//!   iteration's virtual time, they are in the fast-forward's Δ.
 
 use std::cell::{Cell, OnceCell, RefCell};
 use std::collections::{BTreeMap, VecDeque};
@@ -34,7 +43,7 @@ use crate::romio::FsRequest;
 use crate::romio::hints::Effective;
 use crate::romio::sieving::{self, Method};
 use crate::romio::two_phase::{self, TwoPhase};
-use crate::scenario::{FileSystem, Metadata, Scenario};
+use crate::scenario::{FileSystem, Metadata, MpiIo, Scenario};
 use crate::storage::{self, Storage};
 
 /// Whether all ranks of the file's communicator take part in a data access.
@@ -229,6 +238,8 @@ pub(crate) struct Model {
     pub(crate) storage: Storage,
     md: Metadata,
     shared_pointer_cost: f64,
+    /// MPI-IO software costs per call (CPU seconds on the calling rank).
+    mpiio: MpiIo,
     files: Vec<FileMeta>,
     by_path: BTreeMap<String, usize>,
     md_free_at: f64,
@@ -354,13 +365,15 @@ impl Twin {
             ));
         }
         let mut flows = FlowNet::new();
-        let platform = Platform::build(scenario, ranks, &mut flows).map_err(SimError::Setup)?;
+        let mut platform = Platform::build(scenario, ranks, &mut flows).map_err(SimError::Setup)?;
         let storage = Storage::build(scenario, &platform, seed, &mut flows);
+        platform.add_cpus(&mut flows);
         let mut model = Model {
             platform,
             storage,
             md: scenario.metadata.clone(),
             shared_pointer_cost: scenario.mpiio.shared_pointer,
+            mpiio: scenario.mpiio.clone(),
             files: Vec::new(),
             by_path: BTreeMap::new(),
             md_free_at: 0.0,
@@ -519,15 +532,33 @@ impl Rank {
     }
 
     /// Computes `amount` of `kind` work (bytes for memcpy, flops otherwise) at the
-    /// node's rate for that kind.
+    /// node's per-core rate for that kind (sharing the cores on an oversubscribed node).
     pub async fn compute(&self, kind: Compute, amount: f64) {
-        let t = self
-            .core
-            .model
-            .borrow()
-            .platform
-            .compute_time(self.world, kind, amount);
-        self.sleep(t).await;
+        let (t, shared) = {
+            let m = self.core.model.borrow();
+            (
+                m.platform.compute_time(self.world, kind, amount),
+                m.platform.cpu_path(self.world),
+            )
+        };
+        match shared {
+            None => self.sleep(t).await,
+            Some(path) => {
+                self.core.model.borrow_mut().waiting[self.world] = Wait::Delay;
+                cpu_shared(&self.core, path, t).await;
+                self.core.model.borrow_mut().waiting[self.world] = Wait::Running;
+            }
+        }
+    }
+
+    /// Charges `cost(mpiio costs)` seconds of CPU work to this rank (nothing when 0).
+    async fn call_cost(&self, cost: impl Fn(&MpiIo) -> f64) {
+        let t = cost(&self.core.model.borrow().mpiio);
+        if t > 0.0 {
+            self.core.model.borrow_mut().waiting[self.world] = Wait::Delay;
+            cpu(&self.core, self.world, t).await;
+            self.core.model.borrow_mut().waiting[self.world] = Wait::Running;
+        }
     }
 
     async fn collective(
@@ -715,6 +746,9 @@ impl Rank {
         hints: &Hints,
     ) -> Result<File, FileError> {
         let hints_given = hints;
+        if api == FileApi::MpiIo {
+            self.call_cost(|c| c.open).await;
+        }
         let (rank, opened) = if shared && self.size() > 1 {
             let out = self
                 .collective(
@@ -905,6 +939,9 @@ impl Rank {
         len: u64,
     ) -> Result<u64, FileError> {
         self.check(file, access, coord, pos)?;
+        if file.api == FileApi::MpiIo && coord == Coord::Independent {
+            self.call_cost(|c| c.independent_call).await;
+        }
         let esize = etype_size(&file.view);
         match (coord, pos) {
             (Coord::Independent, Pos::At(off)) => {
@@ -949,6 +986,9 @@ impl Rank {
         len: u64,
     ) -> Result<Pending, FileError> {
         self.check(file, access, coord, pos)?;
+        if file.api == FileApi::MpiIo && coord == Coord::Independent {
+            self.call_cost(|c| c.independent_call).await;
+        }
         match (coord, pos) {
             (Coord::Independent, Pos::At(off)) => {
                 let (started, bytes) = self.spawn_independent(file, access, off, len);
@@ -1026,6 +1066,7 @@ impl Rank {
     /// the exchange between ranks and aggregators (flows over the network), the
     /// aggregators' requests; a final reduction of error codes ends the call.
     async fn collective_io(&self, file: &File, access: Access, off: u64, len: u64) -> u64 {
+        self.call_cost(|c| c.collective_call).await;
         let n = file.comm.members.len();
         let call = file.cseq.get();
         file.cseq.set(call + 1);
@@ -1274,6 +1315,15 @@ fn readable(m: &Model, inode: usize, view: &View, offset: u64, len: u64) -> u64 
 /// `world`, one after the other (reads stop at the end of the file; writes grow
 /// it); recorded in the trace when it is on. Returns the bytes moved.
 async fn fs_io(core: &Core, world: usize, inode: usize, access: Access, ext: &[(u64, u64)]) -> u64 {
+    // one system call per request (reads at the end of file included), on the rank's core
+    let syscalls = {
+        let m = core.model.borrow();
+        let calls = ext.iter().filter(|e| e.1 > 0).count();
+        calls as f64 * m.platform.syscall(m.platform.node_of(world))
+    };
+    if syscalls > 0.0 {
+        cpu(core, world, syscalls).await;
+    }
     let (node, reqs) = {
         let mut m = core.model.borrow_mut();
         let size = m.files[inode].size;
@@ -1319,13 +1369,32 @@ async fn fs_io(core: &Core, world: usize, inode: usize, access: Access, ext: &[(
         m.waiting[world] = Wait::Io;
         (node, reqs)
     };
-    storage::io(core, node, access, &reqs).await;
+    storage::io(core, world, node, access, &reqs).await;
     let mut m = core.model.borrow_mut();
     m.waiting[world] = Wait::Running;
     if access == Access::Write {
         grow(&mut m, &reqs);
     }
     reqs.iter().map(|r| r.2).sum()
+}
+
+/// `seconds` of CPU work of world rank `world`: a delay where it has a core of
+/// its own, else shared with its node's other ranks ([`crate::platform::Platform::cpu_path`]).
+async fn cpu(core: &Core, world: usize, seconds: f64) {
+    let path = core.model.borrow().platform.cpu_path(world);
+    match path {
+        None => delay(core, seconds).await,
+        Some(path) => cpu_shared(core, path, seconds).await,
+    }
+}
+
+/// `seconds` core-seconds of CPU work as a flow over `path` (processor sharing).
+async fn cpu_shared(core: &Core, path: Vec<(crate::flow::ResourceId, f64)>, seconds: f64) {
+    let s = Signal::new();
+    core.engine
+        .borrow_mut()
+        .transfer(0.0, path, seconds.max(0.0), s.clone());
+    s.wait().await;
 }
 
 /// Waits `seconds` of virtual time.
@@ -1483,6 +1552,9 @@ impl Rank {
 
     /// Closes `file` (collective over the file's ranks when it was opened shared).
     pub async fn close(&self, file: File) {
+        if file.api == FileApi::MpiIo {
+            self.call_cost(|c| c.close).await;
+        }
         let node = self.core.model.borrow().platform.node_of(self.world);
         self.core.model.borrow_mut().waiting[self.world] = Wait::Io;
         storage::close(&self.core, node, file.inode).await;

@@ -186,3 +186,201 @@ fn set_overrides_with_precise_errors() {
     let e = Scenario::from_str_with(GOOD, "s.toml", &["nodes[4].count=1".into()]).unwrap_err();
     assert!(e.to_string().contains("`nodes` has 1 entry"), "{e}");
 }
+
+/// The client-CPU terms: absent = off (0 s, page-cache rates = memcpy); set
+/// with units; mistakes named like any other key.
+#[test]
+fn cpu_cost_keys_default_off_and_check_units() {
+    let s = Scenario::from_str(GOOD, "s.toml").unwrap();
+    let g = &s.nodes[0];
+    assert_eq!((g.syscall, g.oversubscribed_wakeup), (0.0, 0.0));
+    let m = &s.mpiio;
+    assert_eq!(
+        (m.independent_call, m.collective_call, m.open, m.close),
+        (0.0, 0.0, 0.0, 0.0)
+    );
+    assert!(s.calibration.is_empty());
+    let text = GOOD
+        .replace(
+            "nic_latency = \"2us\"\n",
+            "nic_latency = \"2us\"\nsyscall = \"1.5us\"\noversubscribed_wakeup = \"4ms\"\n[nodes.cache]\nwrite_bw = \"1.7GB/s\"\n",
+        )
+        .replace(
+            "shared_pointer = \"100us\"\n",
+            "shared_pointer = \"100us\"\nindependent_call = \"5us\"\ncollective_call = \"20us\"\nopen = \"300us\"\nclose = \"50us\"\n",
+        );
+    let s = Scenario::from_str(&text, "s.toml").unwrap();
+    let g = &s.nodes[0];
+    assert_eq!((g.syscall, g.oversubscribed_wakeup), (1.5e-6, 4e-3));
+    let c = g.cache.as_ref().unwrap();
+    assert_eq!(
+        (c.write_bw, c.read_bw),
+        (1.7e9, 5e9),
+        "read_bw defaults to memcpy"
+    );
+    let m = &s.mpiio;
+    assert_eq!(
+        (m.independent_call, m.collective_call, m.open, m.close),
+        (5e-6, 20e-6, 300e-6, 50e-6)
+    );
+    let shown = s.to_string();
+    assert!(
+        shown.contains("independent 5.00 us, collective 20.00 us"),
+        "{shown}"
+    );
+    assert!(
+        shown.contains("page-cache copies per core: write 1.7 GB/s"),
+        "{shown}"
+    );
+
+    assert_eq!(
+        err(&text.replace("syscall = \"1.5us\"", "syscall = 1.5")),
+        "s.toml:12: nodes[0].syscall = 1.5: missing unit; expected a time like \"5ms\" as a quoted string"
+    );
+    assert!(
+        err(&text.replace("write_bw = \"1.7GB/s\"", "write_bw = \"0GB/s\""))
+            .starts_with("s.toml:15: nodes[0].cache.write_bw = \"0GB/s\": a rate must be positive"),
+        "{}",
+        err(&text.replace("write_bw = \"1.7GB/s\"", "write_bw = \"0GB/s\""))
+    );
+    assert!(
+        err(&text.replace(
+            "independent_call = \"5us\"",
+            "independent_call = \"5 parsecs\""
+        ))
+        .contains("mpiio.independent_call = \"5 parsecs\": unknown unit `parsecs`"),
+    );
+    let e = Scenario::from_str_with(GOOD, "s.toml", &["mpiio.colective_call=1us".into()])
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.starts_with("--set mpiio.colective_call=1us: mpiio.colective_call: unknown key; allowed in [mpiio]: shared_pointer, independent_call, collective_call, open, close"),
+        "{e}"
+    );
+}
+
+const CALIBRATION: &str = r#"
+[calibration."mpiio.independent_call"]
+value = "5.2us"
+low = "4.9us"
+high = "5.5us"
+probe = "ior mpiio independent 1 KiB, 1..2 ranks"
+quality = "r2=0.998 n=24"
+
+[calibration."nodes[0].cache.write_bw"]
+value = "1.7GB/s"
+low = "1.65GB/s"
+high = "1.75GB/s"
+probe = "iozone seq write in cache"
+quality = "r2=0.99 n=12"
+
+[calibration."nodes[0].cache.dirty_ratio"]
+value = 0.2
+low = 0.19
+high = 0.21
+probe = "sync cost over dirty bytes"
+"#;
+
+/// `[calibration]` entries are checked against the schema, kept, printed by
+/// `scenario check` (Display), and written back by `Calibrated::to_toml` to
+/// text that parses to the same entries.
+#[test]
+fn calibration_table_round_trips() {
+    let text = format!("{GOOD}{CALIBRATION}");
+    let s = Scenario::from_str(&text, "s.toml").unwrap();
+    assert_eq!(s.calibration.len(), 3);
+    let c = &s.calibration["mpiio.independent_call"];
+    assert_eq!((c.value, c.low, c.high), (5.2e-6, 4.9e-6, 5.5e-6));
+    assert_eq!(c.kind, piotwin_sim::scenario::KeyKind::Time);
+    assert_eq!(c.probe, "ior mpiio independent 1 KiB, 1..2 ranks");
+    assert_eq!(c.quality, "r2=0.998 n=24");
+    let w = &s.calibration["nodes[0].cache.write_bw"];
+    assert_eq!((w.value, w.low, w.high), (1.7e9, 1.65e9, 1.75e9));
+    let d = &s.calibration["nodes[0].cache.dirty_ratio"];
+    assert_eq!((d.value, d.quality.as_str()), (0.2, ""));
+    let shown = s.to_string();
+    assert!(
+        shown.contains(
+            "calibrated mpiio.independent_call = 5.2us [4.9us .. 5.5us] from `ior mpiio independent 1 KiB, 1..2 ranks` (r2=0.998 n=24)"
+        ),
+        "{shown}"
+    );
+    let written: String = s
+        .calibration
+        .iter()
+        .map(|(k, c)| c.to_toml(k))
+        .collect::<Vec<_>>()
+        .join("\n");
+    let again = Scenario::from_str(&format!("{GOOD}\n{written}"), "w.toml").unwrap();
+    assert_eq!(again.calibration, s.calibration);
+}
+
+#[test]
+fn calibration_errors_name_file_line_and_key() {
+    let with = |extra: &str| format!("{GOOD}{extra}");
+    let entry = |key: &str, body: &str| with(&format!("[calibration.\"{key}\"]\n{body}"));
+    let ok = "value = \"5us\"\nlow = \"4us\"\nhigh = \"6us\"\nprobe = \"p\"\n";
+    // a key the schema does not have
+    let e = err(&entry("mpiio.indep_call", ok));
+    assert!(
+        e.starts_with(
+            "s.toml:35: calibration.\"mpiio.indep_call\": not a scenario key with a number"
+        ),
+        "{e}"
+    );
+    // list indices as --set writes them, within the scenario's lists
+    let e = err(&entry("nodes.syscall", ok));
+    assert!(
+        e.contains("`nodes` is a list of tables: name one, e.g. nodes[0]"),
+        "{e}"
+    );
+    let e = err(&entry("nodes[3].syscall", ok));
+    assert!(e.contains("`nodes` has 1 entry (index 0..1)"), "{e}");
+    let e = err(&entry("mpiio[0].open", ok));
+    assert!(e.contains("`mpiio` is not a list"), "{e}");
+    // the unit the key expects
+    let e = err(&entry(
+        "nodes[0].cache.write_bw",
+        "value = \"5us\"\nlow = \"4us\"\nhigh = \"6us\"\nprobe = \"p\"\n",
+    ));
+    assert!(
+        e.starts_with(
+            "s.toml:36: calibration.\"nodes[0].cache.write_bw\".value = \"5us\": unknown unit `us`; expected a rate"
+        ),
+        "{e}"
+    );
+    let e = err(&entry(
+        "nodes[0].cores",
+        "value = \"4\"\nlow = 3\nhigh = 5\nprobe = \"p\"\n",
+    ));
+    assert!(e.contains(".value = \"4\": expected a plain number"), "{e}");
+    // the shape: interval holds the value, probe required, no other fields
+    let e = err(&entry(
+        "mpiio.open",
+        "value = \"5us\"\nlow = \"6us\"\nhigh = \"7us\"\nprobe = \"p\"\n",
+    ));
+    assert!(
+        e.starts_with(
+            "s.toml:37: calibration.\"mpiio.open\".low = \"6us\": the interval must hold the value"
+        ),
+        "{e}"
+    );
+    let e = err(&entry(
+        "mpiio.open",
+        "value = \"5us\"\nlow = \"4us\"\nhigh = \"6us\"\n",
+    ));
+    assert!(
+        e.contains("calibration.\"mpiio.open\".probe: missing key in [calibration.\"mpiio.open\"]"),
+        "{e}"
+    );
+    let e = err(&entry("mpiio.open", &format!("{ok}r2 = 0.9\n")));
+    assert!(
+        e.contains("calibration.\"mpiio.open\".r2: unknown key; allowed in [calibration.\"mpiio.open\"]: value, low, high, probe, quality"),
+        "{e}"
+    );
+    let e = err(&with("[calibration]\n\"mpiio.open\" = \"5us\"\n"));
+    assert!(
+        e.contains("expected a table with value, low, high, probe and quality"),
+        "{e}"
+    );
+}

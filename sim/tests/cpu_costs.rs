@@ -1,0 +1,309 @@
+//! The client-CPU terms of the twin on hand-computed cases: per-call MPI-IO
+//! and system-call costs, page-cache copy rates, processor sharing on an
+//! oversubscribed node and its wake-up latency; every term off by default
+//! (0 / absent gives bit-identical times to leaving the key out).
+
+use std::cell::RefCell;
+use std::future::Future;
+use std::pin::Pin;
+
+use piotwin_sim::{Access, Compute, Coord, FileApi, OpenMode, Pos, Rank, Scenario, Twin};
+
+/// A node group of `cores` cores with only what a test names costing anything:
+/// zero latencies, a 1 GB/s memcpy, an SSD of 100 MB/s writes and 200 MB/s
+/// reads with 1 ms latency and 64 channels, free metadata; `--set` overrides.
+fn scenario(cores: usize, cache: bool, set: &[&str]) -> Scenario {
+    let text = format!(
+        "name = \"cpu\"\nseed = 1\n[[nodes]]\nname = \"n\"\ncount = 1\ncores = {cores}\nmemory = \"1GiB\"\n\
+         nic_bw = \"1TB/s\"\nnic_latency = \"0s\"\n{}[nodes.compute]\nmemcpy = \"1GB/s\"\nfft = \"1Gflop/s\"\n\
+         bt = \"1Gflop/s\"\nflops = \"1Gflop/s\"\n[network]\nbandwidth = \"1TB/s\"\nlatency = \"0s\"\n\
+         [server]\nnic_bw = \"1TB/s\"\n[server.device]\nread_bw = \"200MB/s\"\nwrite_bw = \"100MB/s\"\n\
+         read_latency = \"1ms\"\nwrite_latency = \"1ms\"\nchannels = 64\n[metadata]\nopen = \"0s\"\n\
+         create = \"0s\"\nclose = \"0s\"\ndelete = \"0s\"\nsync = \"0s\"\n[mpiio]\nshared_pointer = \"0s\"\n",
+        if cache { "[nodes.cache]\n" } else { "" }
+    );
+    let set: Vec<String> = set.iter().map(|s| s.to_string()).collect();
+    Scenario::from_str_with(&text, "cpu.toml", &set).unwrap()
+}
+
+type Task<'a> = Pin<Box<dyn Future<Output = ()> + 'a>>;
+
+/// Runs `body` on each of `n` ranks; returns what each returned.
+fn run<T: 'static>(scn: &Scenario, n: usize, body: impl AsyncFn(&Rank) -> T) -> Vec<T> {
+    let twin = Twin::new(scn, n, 1).unwrap();
+    let ranks: Vec<Rank> = (0..n).map(|r| twin.rank(r)).collect();
+    let out: Vec<RefCell<Option<T>>> = (0..n).map(|_| RefCell::new(None)).collect();
+    let body = &body;
+    let tasks: Vec<Task<'_>> = ranks
+        .iter()
+        .zip(&out)
+        .map(|(r, o)| Box::pin(async move { *o.borrow_mut() = Some(body(r).await) }) as Task<'_>)
+        .collect();
+    twin.run(tasks).unwrap();
+    out.into_iter().map(|o| o.into_inner().unwrap()).collect()
+}
+
+fn close(a: f64, b: f64) -> bool {
+    (a - b).abs() <= 1e-9 * b.abs().max(1e-6)
+}
+
+/// Each rank: open (shared, MPI-IO), `calls` independent writes of `len` bytes
+/// in its own block, a collective write, close; returns the virtual times
+/// after the open, the independent writes, the collective write and the close.
+async fn io_program(r: &Rank, api: FileApi, calls: u64, len: u64) -> [f64; 4] {
+    let shared = api == FileApi::MpiIo;
+    let mut f = r
+        .open("/f", OpenMode::CreateReadWrite, shared, api)
+        .await
+        .unwrap();
+    let t_open = r.now();
+    let base = r.world_rank() as u64 * (calls + 1) * len;
+    for i in 0..calls {
+        let pos = Pos::At(base + i * len);
+        r.xfer(&mut f, Access::Write, Coord::Independent, pos, len)
+            .await
+            .unwrap();
+    }
+    let t_ind = r.now();
+    if api == FileApi::MpiIo {
+        let pos = Pos::At(base + calls * len);
+        r.xfer(&mut f, Access::Write, Coord::Collective, pos, len)
+            .await
+            .unwrap();
+    }
+    let t_coll = r.now();
+    r.close(f).await;
+    [t_open, t_ind, t_coll, r.now()]
+}
+
+fn bits(v: &[[f64; 4]]) -> Vec<[u64; 4]> {
+    v.iter().map(|a| a.map(f64::to_bits)).collect()
+}
+
+/// Every new key at its "off" value gives the same bits as leaving it out:
+/// on a cached node with two ranks (independent, collective, open, close).
+#[test]
+fn terms_at_their_defaults_leave_times_bit_identical() {
+    let off = [
+        "mpiio.independent_call=0s",
+        "mpiio.collective_call=0s",
+        "mpiio.open=0s",
+        "mpiio.close=0s",
+        "nodes[0].syscall=0s",
+        "nodes[0].oversubscribed_wakeup=0s",
+        // the memcpy rate (only with a page cache: a --set would create one)
+        "nodes[0].cache.write_bw=1GB/s",
+        "nodes[0].cache.read_bw=1GB/s",
+    ];
+    for cache in [false, true] {
+        let off = &off[..if cache { 8 } else { 6 }];
+        let a = run(&scenario(2, cache, &[]), 2, async |r| {
+            io_program(r, FileApi::MpiIo, 3, 65536).await
+        });
+        let b = run(&scenario(2, cache, off), 2, async |r| {
+            io_program(r, FileApi::MpiIo, 3, 65536).await
+        });
+        assert_eq!(bits(&a), bits(&b), "cache {cache}");
+    }
+    // A wake-up cost on a node that is not oversubscribed changes nothing either.
+    let a = run(&scenario(2, false, &[]), 2, async |r| {
+        r.barrier().await;
+        r.sendrecv(1000, 1 - r.rank(), 1 - r.rank()).await;
+        r.now().to_bits()
+    });
+    let b = run(
+        &scenario(2, false, &["nodes[0].oversubscribed_wakeup=1ms"]),
+        2,
+        async |r| {
+            r.barrier().await;
+            r.sendrecv(1000, 1 - r.rank(), 1 - r.rank()).await;
+            r.now().to_bits()
+        },
+    );
+    assert_eq!(a, b);
+}
+
+/// Per-call costs add exactly their CPU time: open and close once per rank,
+/// `independent_call` per independent call, `collective_call` per collective
+/// call, `syscall` per file-system request (every call here is one request).
+#[test]
+fn per_call_costs_add_their_time() {
+    let calls = 3;
+    let base = run(&scenario(2, false, &[]), 2, async |r| {
+        io_program(r, FileApi::MpiIo, calls, 65536).await
+    });
+    let (open, ind, coll, cls, sys) = (10e-6, 5e-6, 7e-6, 3e-6, 2e-6);
+    let with = run(
+        &scenario(
+            2,
+            false,
+            &[
+                "mpiio.open=10us",
+                "mpiio.independent_call=5us",
+                "mpiio.collective_call=7us",
+                "mpiio.close=3us",
+                "nodes[0].syscall=2us",
+            ],
+        ),
+        2,
+        async |r| io_program(r, FileApi::MpiIo, calls, 65536).await,
+    );
+    let n = calls as f64;
+    for (b, w) in base.iter().zip(&with) {
+        // Phases: open; 3 × (call + syscall + write); collective write (its
+        // call cost, then one request per rank: the blocks do not interleave,
+        // so ROMIO's rule does them independently); close.
+        let d_open = w[0] - b[0];
+        let d_ind = (w[1] - w[0]) - (b[1] - b[0]);
+        let d_coll = (w[2] - w[1]) - (b[2] - b[1]);
+        let d_close = (w[3] - w[2]) - (b[3] - b[2]);
+        assert!(close(d_open, open), "open {d_open}");
+        assert!(close(d_ind, n * (ind + sys)), "independent {d_ind}");
+        assert!(close(d_coll, coll + sys), "collective {d_coll}");
+        assert!(close(d_close, cls), "close {d_close}");
+    }
+}
+
+/// POSIX calls pay the system call only, not the MPI-IO call costs.
+#[test]
+fn posix_calls_pay_the_syscall_only() {
+    let set = [
+        "mpiio.open=10us",
+        "mpiio.independent_call=5us",
+        "mpiio.close=3us",
+        "nodes[0].syscall=2us",
+    ];
+    let base = run(&scenario(1, false, &[]), 1, async |r| {
+        io_program(r, FileApi::Posix, 4, 4096).await
+    });
+    let with = run(&scenario(1, false, &set), 1, async |r| {
+        io_program(r, FileApi::Posix, 4, 4096).await
+    });
+    assert_eq!(
+        base[0][0].to_bits(),
+        with[0][0].to_bits(),
+        "no MPI-IO open cost"
+    );
+    assert!(
+        close(with[0][3] - base[0][3], 4.0 * 2e-6),
+        "{:?} {:?}",
+        base,
+        with
+    );
+}
+
+/// Page-cache copies at the per-core rate: 1 MB at 100 MB/s is 10 ms for one
+/// rank, and for each of two ranks on two cores (each has its own core);
+/// without the key both share the node's 1 GB/s memory bus (2 ms each).
+/// Cached reads at `read_bw` likewise.
+#[test]
+fn page_cache_copies_at_per_core_rates() {
+    let prog = async |r: &Rank| {
+        let mut f = r
+            .open("/c", OpenMode::CreateReadWrite, false, FileApi::Posix)
+            .await
+            .unwrap();
+        let t0 = r.now();
+        let off = Pos::At(r.world_rank() as u64 * 1_000_000);
+        r.xfer(&mut f, Access::Write, Coord::Independent, off, 1_000_000)
+            .await
+            .unwrap();
+        let t1 = r.now();
+        r.xfer(&mut f, Access::Read, Coord::Independent, off, 1_000_000)
+            .await
+            .unwrap();
+        (t1 - t0, r.now() - t1)
+    };
+    let shared = run(&scenario(2, true, &[]), 2, prog);
+    for &(w, rd) in &shared {
+        assert!(close(w, 2e-3) && close(rd, 2e-3), "{shared:?}");
+    }
+    let set = [
+        "nodes[0].cache.write_bw=100MB/s",
+        "nodes[0].cache.read_bw=250MB/s",
+    ];
+    let one = run(&scenario(2, true, &set), 1, prog);
+    assert!(close(one[0].0, 10e-3) && close(one[0].1, 4e-3), "{one:?}");
+    let two = run(&scenario(2, true, &set), 2, prog);
+    for &(w, rd) in &two {
+        assert!(close(w, 10e-3) && close(rd, 4e-3), "{two:?}");
+    }
+    // Two ranks on one core share it: 20 ms each to write, 8 ms each to read.
+    let over = run(&scenario(1, true, &set), 2, prog);
+    for &(w, rd) in &over {
+        assert!(close(w, 20e-3) && close(rd, 8e-3), "{over:?}");
+    }
+}
+
+/// Two ranks on one core share it by processor sharing: rank 1's 0.5 s of
+/// work and rank 0's 1 s run at half speed together until rank 1 is done at
+/// 1 s; rank 0 then has the core alone and ends at 1.5 s. Per-call costs share
+/// the core the same way.
+#[test]
+fn oversubscribed_ranks_share_the_cores() {
+    let t = run(&scenario(1, false, &[]), 2, async |r| {
+        let work = if r.rank() == 0 { 1e9 } else { 0.5e9 };
+        r.compute(Compute::Flops, work).await;
+        r.now()
+    });
+    assert!(close(t[0], 1.5) && close(t[1], 1.0), "{t:?}");
+    // With a core each, each takes its own time.
+    let t = run(&scenario(2, false, &[]), 2, async |r| {
+        let work = if r.rank() == 0 { 1e9 } else { 0.5e9 };
+        r.compute(Compute::Flops, work).await;
+        r.now()
+    });
+    assert!(close(t[0], 1.0) && close(t[1], 0.5), "{t:?}");
+    // Four ranks on two cores, each 100 POSIX system calls of 10 us (the
+    // writes themselves overlap on the 64-channel SSD): 1 ms of CPU each at
+    // half a core = 2 ms of calls, against 1 ms with a core each.
+    let calls = async |r: &Rank| {
+        let mut f = r
+            .open(
+                &format!("/p{}", r.rank()),
+                OpenMode::Create,
+                false,
+                FileApi::Posix,
+            )
+            .await
+            .unwrap();
+        let t0 = r.now();
+        for i in 0..100u64 {
+            r.xfer(&mut f, Access::Write, Coord::Independent, Pos::At(i), 1)
+                .await
+                .unwrap();
+        }
+        r.now() - t0
+    };
+    let set = ["nodes[0].syscall=10us"];
+    let free = run(&scenario(2, false, &[]), 4, calls);
+    let over = run(&scenario(2, false, &set), 4, calls);
+    let own = run(&scenario(4, false, &set), 4, calls);
+    for i in 0..4 {
+        assert!(close(over[i] - free[i], 2e-3), "{over:?} {free:?}");
+        assert!(close(own[i] - free[i], 1e-3), "{own:?} {free:?}");
+    }
+}
+
+/// A message step to a rank on an oversubscribed node costs the wake-up:
+/// a barrier of two ranks (one step) and a sendrecv each take 1 ms more.
+#[test]
+fn oversubscribed_wakeup_delays_messages() {
+    let prog = async |r: &Rank| {
+        let t0 = r.now();
+        r.barrier().await;
+        let t1 = r.now();
+        r.sendrecv(0, 1 - r.rank(), 1 - r.rank()).await;
+        (t1 - t0, r.now() - t1)
+    };
+    let base = run(&scenario(1, false, &[]), 2, prog);
+    let wake = run(
+        &scenario(1, false, &["nodes[0].oversubscribed_wakeup=1ms"]),
+        2,
+        prog,
+    );
+    for (b, w) in base.iter().zip(&wake) {
+        assert!(close(w.0 - b.0, 1e-3), "barrier {b:?} {w:?}");
+        assert!(close(w.1 - b.1, 1e-3), "sendrecv {b:?} {w:?}");
+    }
+}
