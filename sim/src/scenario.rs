@@ -1061,7 +1061,14 @@ fn calibration(
         let mut nums = [0.0; 3];
         let mut text: [String; 3] = Default::default();
         for (i, f) in ["value", "low", "high"].into_iter().enumerate() {
-            let (x, raw) = e.quantity(f, kind)?;
+            // A fit can leave the upper bound open (a bandwidth whose slope's
+            // interval reaches zero): written as "unbounded".
+            let open = f == "high"
+                && matches!(e.req(f, "")?.get_ref(), DeValue::String(s) if s.as_ref() == "unbounded");
+            let (x, raw) = match open {
+                true => (f64::INFINITY, "unbounded".to_string()),
+                false => e.quantity(f, kind)?,
+            };
             nums[i] = x;
             text[i] = raw;
         }

@@ -152,19 +152,25 @@ pub fn render(
         )),
     );
     let mut calib = Table::new();
+    // Counts are bare TOML integers; quantities are strings with their unit.
+    let toml_value = |unit: Unit, x: f64| match unit {
+        Unit::Count if x.is_finite() => Value::Integer(x.round() as i64),
+        u => Value::String(format_value(u, x)),
+    };
     for p in &fitted.params {
-        let v = match p.unit {
-            Unit::Count => Value::Integer(p.value.round() as i64),
-            u => Value::String(format_value(u, p.value)),
-        };
-        set_path(&mut root, &p.key, v)?;
+        set_path(&mut root, &p.key, toml_value(p.unit, p.value))?;
         let mut e = Table::new();
-        e.insert("value".into(), Value::String(format_value(p.unit, p.value)));
-        e.insert("low".into(), Value::String(format_value(p.unit, p.low)));
-        e.insert("high".into(), Value::String(format_value(p.unit, p.high)));
+        e.insert("value".into(), toml_value(p.unit, p.value));
+        e.insert("low".into(), toml_value(p.unit, p.low));
+        e.insert("high".into(), toml_value(p.unit, p.high));
         e.insert("probe".into(), Value::String(p.probe.clone()));
         e.insert("quality".into(), Value::String(p.quality.clone()));
-        calib.insert(p.key.clone(), Value::Table(e));
+        // The scenario's key path names the node group: the first one.
+        let path = match p.key.strip_prefix("nodes.") {
+            Some(rest) => format!("nodes[0].{rest}"),
+            None => p.key.clone(),
+        };
+        calib.insert(path, Value::Table(e));
         source.insert(
             p.key.clone(),
             Value::String(format!("measured: {}; {}", p.probe, p.quality)),
@@ -242,30 +248,6 @@ mod tests {
         piotwin_sim::units::parse_size(&format_value(Unit::Size, 4096.0)).unwrap();
     }
 
-    /// Removes the keys the twin's parser learns on branch h-model (mpiio call
-    /// costs, syscall, oversubscription, cache copy rates, `[calibration]`), so
-    /// the rest can be checked with today's parser. Remove at that merge.
-    pub(crate) fn strip_new_keys(text: &str) -> String {
-        let mut t: Table = text.parse().unwrap();
-        t.remove("calibration");
-        if let Some(Value::Table(m)) = t.get_mut("mpiio") {
-            for k in ["independent_call", "collective_call", "open", "close"] {
-                m.remove(k);
-            }
-        }
-        if let Some(Value::Array(groups)) = t.get_mut("nodes") {
-            for g in groups.iter_mut().filter_map(Value::as_table_mut) {
-                g.remove("syscall");
-                g.remove("oversubscribed_wakeup");
-                if let Some(Value::Table(c)) = g.get_mut("cache") {
-                    c.remove("write_bw");
-                    c.remove("read_bw");
-                }
-            }
-        }
-        toml::to_string(&t).unwrap()
-    }
-
     #[test]
     fn calibrated_scenario_parses_and_carries_the_fitted_values() {
         let results = crate::calibrate::fits::tests::synthetic();
@@ -273,7 +255,7 @@ mod tests {
         let scn = piotwin_sim::Scenario::from_str(base, "default.toml").unwrap();
         let fitted = crate::calibrate::fits::fit_all(&results, &scn);
         let text = render(base, "scenarios/default.toml", &fitted, &results).unwrap();
-        let s = piotwin_sim::Scenario::from_str(&strip_new_keys(&text), "calibrated.toml")
+        let s = piotwin_sim::Scenario::from_str(&text, "calibrated.toml")
             .unwrap_or_else(|e| panic!("{e}\n{text}"));
         let p = |k: &str| fitted.get(k).unwrap();
         let memcpy = piotwin_sim::units::parse_rate(&format_value(
@@ -293,12 +275,18 @@ mod tests {
         let t: Table = text.parse().unwrap();
         let calib = t["calibration"].as_table().unwrap();
         for prm in &fitted.params {
-            let e = calib[&prm.key].as_table().unwrap();
+            let key = prm.key.replace("nodes.", "nodes[0].");
+            let e = calib[&key].as_table().unwrap();
             for f in ["value", "low", "high", "probe", "quality"] {
                 assert!(e.contains_key(f), "{} lacks {f}", prm.key);
             }
         }
         assert_eq!(calib.len(), fitted.params.len());
+        // The parser keeps them: the round trip of the intervals.
+        assert_eq!(s.calibration.len(), fitted.params.len());
+        let m = &s.calibration["nodes[0].compute.memcpy"];
+        assert_eq!(m.value, memcpy);
+        assert!(m.low <= m.value && m.value <= m.high);
     }
 
     #[test]
