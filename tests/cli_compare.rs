@@ -273,8 +273,8 @@ fn bad_input_is_refused_before_anything_runs() {
         v
     };
     bad_input(
-        &with(&["iozone", "--scenario", &sc, "--ranks", "2"]),
-        &["unknown benchmark `iozone`", "ior", "b_eff_io"],
+        &with(&["bonnie", "--scenario", &sc, "--ranks", "2"]),
+        &["unknown benchmark `bonnie`", "ior", "b_eff_io"],
     );
     bad_input(
         &with(&["ior", "--scenario", &sc, "--ranks", "0"]),
