@@ -5,7 +5,7 @@ RANKS ?= 4
 BIN := target/release/piotwin
 DEMO_IOR := -a MPIIO -b 4m -t 256k -s 4 -i 3
 
-.PHONY: demo test bench deps build
+.PHONY: demo validate test bench deps build
 
 # Install the system packages real mode needs (MPICH and libclang for rsmpi), if missing.
 deps:
@@ -21,16 +21,45 @@ deps:
 build: deps
 	$(CARGO) build --release
 
-# The IOR probe for real ($(RANKS) MPI ranks, scratch in a fresh temporary directory)
-# and in the twin (default scenario), then the two reports side by side.
+# This host's calibrated scenario: `make demo` writes it once (quick calibration) and reuses it.
+HOST := $(shell hostname)
+CAL ?= scenarios/calibrated/$(HOST).toml
+DEMO_BEFF := -T 10 -MB 256
+
+# Quick calibration of this host (reused when $(CAL) exists; delete it to recalibrate), then
+# IOR and a short b_eff_io run for real and in the calibrated twin, side by side.
 demo: build
-	@scratch=$$(mktemp -d -t piotwin-demo.XXXXXX); \
-	echo "== real: mpiexec -n $(RANKS) piotwin run ior $(DEMO_IOR) -o $$scratch/ior.dat"; \
-	mpiexec -n $(RANKS) $(BIN) run ior $(DEMO_IOR) -o $$scratch/ior.dat --json $$scratch/real.json || exit 1; \
-	echo; echo "== twin: piotwin run ior $(DEMO_IOR) --sim scenarios/default.toml --ranks $(RANKS)"; \
-	$(BIN) run ior $(DEMO_IOR) -o $$scratch/ior.dat --sim scenarios/default.toml --ranks $(RANKS) --json $$scratch/twin.json || exit 1; \
-	echo; $(BIN) report side-by-side --measured $$scratch/real.json --predicted $$scratch/twin.json; \
-	echo; echo "reports: $$scratch/real.json $$scratch/twin.json"
+	@if [ -f $(CAL) ]; then echo "== reusing $(CAL) (delete it to recalibrate)"; \
+	else scratch=$$(mktemp -d -t piotwin-cal.XXXXXX); \
+	  echo "== piotwin calibrate --quick --dir $$scratch --out $(CAL)"; \
+	  $(BIN) calibrate --quick --dir $$scratch --out $(CAL) || exit 1; rmdir $$scratch; fi
+	@out=$$(mktemp -d -t piotwin-demo.XXXXXX); \
+	echo; echo "== piotwin compare ior --scenario $(CAL) --ranks $(RANKS) $(DEMO_IOR)"; \
+	$(BIN) compare ior --scenario $(CAL) --ranks $(RANKS) --out $$out/ior $(DEMO_IOR) -o ior.dat || exit 1; \
+	echo; echo "== piotwin compare b_eff_io --scenario $(CAL) --ranks 2 $(DEMO_BEFF)"; \
+	$(BIN) compare b_eff_io --scenario $(CAL) --ranks 2 --out $$out/b_eff_io $(DEMO_BEFF) || exit 1
+
+# Held-out accuracy of the calibrated twin (issue 5): b_eff_io at -T 60 and -T 300 on 1, 2 and
+# 4 ranks, and IOR shapes calibration never runs, each compared with a real run; then one
+# table of every headline metric's error (`piotwin report validation`). About 35 minutes;
+# VALIDATE_T / VALIDATE_N narrow it. Results go under $(VALIDATE_OUT), replaced each time.
+VALIDATE_OUT ?= target/validate
+VALIDATE_T ?= 60 300
+VALIDATE_N ?= 1 2 4
+VALIDATE_IOR := "-a MPIIO -b 64m -t 1m -s 2" "-a MPIIO -b 8m -t 128k -s 4 -c" \
+	"-a POSIX -b 32m -t 256k -F" "-a MPIIO -b 16m -t 32k -s 2 -F"
+validate: build
+	@test -f $(CAL) || { echo "no $(CAL): run make demo or piotwin calibrate first"; exit 2; }
+	@rm -rf $(VALIDATE_OUT); mkdir -p $(VALIDATE_OUT); \
+	for t in $(VALIDATE_T); do for n in $(VALIDATE_N); do \
+	  d=$(VALIDATE_OUT)/b_eff_io-T$$t-n$$n; \
+	  $(BIN) compare b_eff_io --scenario $(CAL) --ranks $$n --out $$d -T $$t -MB 1024 -MT 2048 > $$d.txt 2>&1; \
+	  echo "b_eff_io -T $$t n=$$n: exit $$?"; done; done; \
+	i=0; for shape in $(VALIDATE_IOR); do i=$$((i+1)); for n in 2 4; do \
+	  d=$(VALIDATE_OUT)/ior-$$i-n$$n; \
+	  $(BIN) compare ior --scenario $(CAL) --ranks $$n --out $$d $$shape -i 3 -o ior.dat > $$d.txt 2>&1; \
+	  echo "ior $$shape n=$$n: exit $$?"; done; done; \
+	$(BIN) report validation $(VALIDATE_OUT)
 
 # Everything CI checks: the whole workspace's tests (real-mode tests launch mpiexec),
 # and that the twin-only build needs no MPI.

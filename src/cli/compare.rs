@@ -68,7 +68,8 @@ Examples:
 /// `piotwin compare`'s own options; everything else is the benchmark's.
 #[derive(Debug, Args)]
 pub(crate) struct CompareArgs {
-    /// The benchmark, as for `piotwin run` (ior, b_eff_io, btio, btio-kernel, ftio).
+    /// The benchmark, as for `piotwin run` (ior, iozone, b_eff_io, btio, btio-kernel, ftio,
+    /// pingpong).
     #[arg(value_name = "BENCH")]
     bench: String,
     /// The twin's scenario file (TOML).

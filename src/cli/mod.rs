@@ -126,6 +126,17 @@ enum ReportCommand {
         #[arg(long, value_name = "FILE")]
         predicted: PathBuf,
     },
+    /// Summarise a held-out study: the headline metrics of every DIR/<run>/compare.json
+    /// (as `make validate` writes them), the median and largest |error|, and how many are
+    /// within --limit %. Also writes DIR/validation.json.
+    Validation {
+        /// The directory holding one `piotwin compare --out` directory per run.
+        #[arg(value_name = "DIR")]
+        dir: PathBuf,
+        /// The |error| a headline metric should stay within, percent.
+        #[arg(long, value_name = "PCT", default_value_t = 25.0)]
+        limit: f64,
+    },
 }
 
 /// Reads a JSON run report; a missing or malformed file is bad input.
@@ -571,6 +582,19 @@ pub(crate) fn run(cli: Cli) -> Result<(), CliError> {
         Command::Run { bench } => bench.run(),
         Command::Compare(args) => compare::run(&args),
         Command::Calibrate(args) => calibrate::run(&args),
+        Command::Report {
+            command: ReportCommand::Validation { dir, limit },
+        } => {
+            let entries = piotwin::report::validation::collect(&dir)
+                .map_err(|e| CliError::Usage(format!("report validation: {e}")))?;
+            print!("{}", piotwin::report::validation::render(&entries, limit));
+            let json = serde_json::to_string_pretty(&entries).expect("entries serialise");
+            let out = dir.join("validation.json");
+            piotwin::report::write_atomic(&out, json.as_bytes())
+                .map_err(|e| CliError::Runtime(format!("cannot write `{}`: {e}", out.display())))?;
+            println!("wrote {}", out.display());
+            Ok(())
+        }
         Command::Scenario {
             command: ScenarioCommand::Check { file },
         } => {

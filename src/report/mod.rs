@@ -5,6 +5,7 @@
 pub mod compare;
 pub mod html;
 pub mod plot;
+pub mod validation;
 
 use std::collections::BTreeMap;
 use std::io::Write;

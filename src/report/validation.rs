@@ -1,0 +1,171 @@
+//! The held-out study: every `compare.json` under a directory (one per
+//! `piotwin compare` run, as `make validate` writes them), reduced to the
+//! headline metrics and summarised over all runs — the figure issue 5 judges the
+//! calibrated twin by (median |error| and the largest one).
+//!
+//! It reads what compare wrote and recomputes nothing but the summary; the
+//! pairing and the error formula are `compare.rs`'s.
+
+use std::path::{Path, PathBuf};
+
+use super::compare::{MetricPair, Row, Summary};
+
+/// One headline metric of one compared run.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct Entry {
+    /// The run: its directory's name (`b_eff_io-T60-n2`).
+    pub run: String,
+    /// The metric, its values and the error.
+    #[serde(flatten)]
+    pub row: Row,
+}
+
+/// Every headline metric of every `*/compare.json` directly under `dir`, in
+/// directory-name order; a run that failed on a side is still listed (its
+/// metrics without an error count as missing).
+pub fn collect(dir: &Path) -> Result<Vec<Entry>, String> {
+    let mut runs: Vec<PathBuf> = std::fs::read_dir(dir)
+        .map_err(|e| format!("`{}`: {e}", dir.display()))?
+        .filter_map(|d| d.ok().map(|d| d.path().join("compare.json")))
+        .filter(|p| p.is_file())
+        .collect();
+    runs.sort();
+    if runs.is_empty() {
+        return Err(format!(
+            "`{}` holds no <run>/compare.json (written by `piotwin compare --out`)",
+            dir.display()
+        ));
+    }
+    let mut out = Vec::new();
+    for path in runs {
+        let text =
+            std::fs::read_to_string(&path).map_err(|e| format!("`{}`: {e}", path.display()))?;
+        let v: serde_json::Value =
+            serde_json::from_str(&text).map_err(|e| format!("`{}`: {e}", path.display()))?;
+        let run = path
+            .parent()
+            .and_then(Path::file_name)
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        let headline = v["headline"]
+            .as_array()
+            .ok_or_else(|| format!("`{}`: no `headline` list", path.display()))?;
+        for name in headline.iter().filter_map(|n| n.as_str()) {
+            let m = &v["metrics"][name];
+            out.push(Entry {
+                run: run.clone(),
+                row: Row {
+                    pair: MetricPair {
+                        name: name.to_string(),
+                        measured: m["measured"].as_f64(),
+                        predicted: m["predicted"].as_f64(),
+                        error_pct: m["error"].as_f64(),
+                    },
+                    kind: super::compare::Kind::Headline,
+                },
+            });
+        }
+    }
+    Ok(out)
+}
+
+/// The entries as a table, then the summary over all of them and the count
+/// within `limit_pct`.
+pub fn render(entries: &[Entry], limit_pct: f64) -> String {
+    let num = super::compare::format_value;
+    let mut s = format!(
+        "{:<22} {:<16} {:>12} {:>12} {:>9}\n",
+        "run", "metric", "predicted", "measured", "error %"
+    );
+    for e in entries {
+        let p = &e.row.pair;
+        let err = p
+            .error_pct
+            .map_or_else(|| "-".into(), |x| format!("{x:+.1}"));
+        s += &format!(
+            "{:<22} {:<16} {:>12} {:>12} {:>9}\n",
+            e.run,
+            p.name,
+            num(p.predicted),
+            num(p.measured),
+            err
+        );
+    }
+    let summary = Summary::of(entries.iter().map(|e| &e.row));
+    let within = entries
+        .iter()
+        .filter(|e| e.row.pair.error_pct.is_some_and(|x| x.abs() <= limit_pct))
+        .count();
+    s += &format!(
+        "headline metrics of {} runs: {}; {within} of {} within {limit_pct} %\n",
+        entries
+            .iter()
+            .map(|e| &e.run)
+            .collect::<std::collections::BTreeSet<_>>()
+            .len(),
+        summary.line(),
+        summary.count
+    );
+    s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn write_run(dir: &Path, name: &str, body: serde_json::Value) {
+        std::fs::create_dir_all(dir.join(name)).unwrap();
+        std::fs::write(dir.join(name).join("compare.json"), body.to_string()).unwrap();
+    }
+
+    #[test]
+    fn collects_headlines_of_every_run_and_summarises_them() {
+        let d = tempfile::tempdir().unwrap();
+        write_run(
+            d.path(),
+            "ior-1-n2",
+            serde_json::json!({"headline": ["write_mib_s", "read_mib_s"], "metrics": {
+                "write_mib_s": {"predicted": 110.0, "measured": 100.0, "error": 10.0},
+                "read_mib_s": {"predicted": 70.0, "measured": 100.0, "error": -30.0},
+                "write_mean_s": {"predicted": 1.0, "measured": 2.0, "error": -50.0}}}),
+        );
+        write_run(
+            d.path(),
+            "b_eff_io-T60-n1",
+            serde_json::json!({"headline": ["b_eff_io_mb_s"], "metrics": {
+                "b_eff_io_mb_s": {"predicted": 95.0, "measured": 100.0, "error": -5.0}}}),
+        );
+        std::fs::write(d.path().join("stray.txt"), "not a run").unwrap();
+        let e = collect(d.path()).unwrap();
+        let names: Vec<(&str, &str)> = e
+            .iter()
+            .map(|e| (e.run.as_str(), e.row.pair.name.as_str()))
+            .collect();
+        assert_eq!(
+            names,
+            [
+                ("b_eff_io-T60-n1", "b_eff_io_mb_s"),
+                ("ior-1-n2", "write_mib_s"),
+                ("ior-1-n2", "read_mib_s")
+            ]
+        );
+        let text = render(&e, 25.0);
+        // |errors| 5, 10, 30: median 10, max 30; two within 25 %.
+        assert!(
+            text.contains("median |error| 10.0 %, max |error| 30.0 % (read_mib_s), 3 metrics"),
+            "{text}"
+        );
+        assert!(text.contains("2 of 3 within 25 %"), "{text}");
+        assert!(text.contains("headline metrics of 2 runs"), "{text}");
+    }
+
+    #[test]
+    fn a_directory_without_runs_is_refused() {
+        let d = tempfile::tempdir().unwrap();
+        assert!(
+            collect(d.path())
+                .unwrap_err()
+                .contains("no <run>/compare.json")
+        );
+    }
+}
