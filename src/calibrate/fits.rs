@@ -186,6 +186,7 @@ fn fit_memcpy(r: &ProbeResults, f: &mut Fitted) {
         .iter()
         .map(|s| (s.bytes as f64, s.seconds))
         .collect();
+    let samples = beyond_cpu_cache(samples, r.machine.cpu_cache_bytes, |s| s.0 as u64);
     match fit_latency_bandwidth_robust(&samples, LEVEL) {
         Ok(fit) => f.linear(
             (None, Some("nodes.compute.memcpy")),
@@ -263,6 +264,19 @@ fn fit_pingpong(r: &ProbeResults, f: &mut Fitted) {
     }
 }
 
+/// The samples whose size (`size_of`) is at least twice the CPU cache, so that a
+/// bandwidth fit measures memory rather than cache; all of them where fewer than
+/// three distinct sizes are that large (a tiny probe scale).
+fn beyond_cpu_cache<T>(samples: Vec<T>, cpu_cache: u64, size_of: impl Fn(&T) -> u64) -> Vec<T> {
+    let large = |s: &T| size_of(s) >= 2 * cpu_cache;
+    let sizes: std::collections::BTreeSet<u64> =
+        samples.iter().filter(|s| large(s)).map(&size_of).collect();
+    match sizes.len() >= 3 {
+        true => samples.into_iter().filter(large).collect(),
+        false => samples,
+    }
+}
+
 /// Time per record of IOzone rows, excluding the `fsync`.
 fn per_record(rows: &[&IozoneRow]) -> Vec<(f64, f64)> {
     rows.iter()
@@ -305,12 +319,15 @@ fn fit_iozone(r: &ProbeResults, f: &mut Fitted) {
         );
         return;
     }
-    // Cached files: at most a quarter of memory, well inside the page cache.
+    // Cached files: at most a quarter of memory, well inside the page cache, and
+    // at least twice the CPU cache, so the copies run at memory speed.
     let cached = |t: &str| -> Vec<&IozoneRow> {
-        warm.iter()
+        let rows = warm
+            .iter()
             .copied()
             .filter(|x| x.test == t && x.file_bytes <= r.machine.mem_total_bytes / 4)
-            .collect()
+            .collect();
+        beyond_cpu_cache(rows, r.machine.cpu_cache_bytes, |x| x.file_bytes)
     };
     let one =
         |f: &mut Fitted, keys: (Option<&str>, Option<&str>), rows: Vec<&IozoneRow>, probe: &str| {
@@ -585,6 +602,7 @@ pub(crate) mod tests {
             host: "synth".into(),
             cores: 2,
             mem_total_bytes: 16 << 30,
+            cpu_cache_bytes: 1 << 20,
         };
         let mut r = ProbeResults::new(machine, Plan::new(Scale::Quick, 2, 4, "/s"));
         let mut n = Lcg(0x9e37_79b9_7f4a_7c15);

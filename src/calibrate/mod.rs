@@ -36,6 +36,10 @@ pub struct Machine {
     pub cores: usize,
     /// `MemTotal` of `/proc/meminfo`, bytes: the page cache may grow to (almost) all of it.
     pub mem_total_bytes: u64,
+    /// The largest CPU cache, bytes (`/sys/devices/system/cpu/cpu0/cache/index*/size`;
+    /// 32 MiB where unreadable). Bandwidth fits use only transfers of files and
+    /// buffers at least twice this size, so they measure memory, not the CPU cache.
+    pub cpu_cache_bytes: u64,
 }
 
 impl Machine {
@@ -50,12 +54,34 @@ impl Machine {
         let meminfo = std::fs::read_to_string("/proc/meminfo")
             .map_err(|e| format!("/proc/meminfo: cannot read it: {e}"))?;
         let mem_total_bytes = parse_mem_total(&meminfo)?;
+        let cpu_cache_bytes = (0..8)
+            .filter_map(|i| {
+                let p = format!("/sys/devices/system/cpu/cpu0/cache/index{i}/size");
+                parse_cache_size(&std::fs::read_to_string(p).ok()?)
+            })
+            .max()
+            .unwrap_or(32 << 20);
         Ok(Machine {
             host,
             cores,
             mem_total_bytes,
+            cpu_cache_bytes,
         })
     }
+}
+
+/// A sysfs cache size (`32768K`, `2M`), bytes.
+fn parse_cache_size(text: &str) -> Option<u64> {
+    let t = text.trim();
+    let (digits, unit) = t.split_at(t.find(|c: char| !c.is_ascii_digit()).unwrap_or(t.len()));
+    let n: u64 = digits.parse().ok()?;
+    Some(match unit {
+        "" => n,
+        "K" => n << 10,
+        "M" => n << 20,
+        "G" => n << 30,
+        _ => return None,
+    })
 }
 
 /// `MemTotal` from the text of `/proc/meminfo`, bytes (the file's `kB` is KiB).

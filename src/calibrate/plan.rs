@@ -122,8 +122,12 @@ impl Plan {
         const M: u64 = 1 << 20;
         let (memcpy_sizes, memcpy_reps) = match scale {
             Scale::Tiny => (vec![64 * K, 256 * K, M], 3),
-            Scale::Quick => (vec![M, 4 * M, 16 * M, 64 * M], 8),
-            Scale::Full => (vec![M, 2 * M, 4 * M, 8 * M, 16 * M, 32 * M, 64 * M], 20),
+            // Up to 256 MiB: beyond the CPU caches (the fit keeps sizes >= 2x the largest).
+            Scale::Quick => (vec![M, 16 * M, 64 * M, 128 * M, 256 * M], 6),
+            Scale::Full => (
+                vec![M, 4 * M, 16 * M, 64 * M, 128 * M, 256 * M, 512 * M],
+                12,
+            ),
         };
         let mut steps = Vec::new();
         // Point to point: pairs at 2 ranks; barriers at cores and at max_ranks
@@ -208,7 +212,7 @@ impl Plan {
         let (files, records, cold_files): (Vec<u64>, Vec<u64>, Vec<u64>) = match scale {
             Scale::Tiny => (vec![M, 2 * M, 4 * M], vec![4 * K, 64 * K], vec![4 * M]),
             Scale::Quick => (
-                vec![16 * M, 64 * M, 256 * M],
+                vec![16 * M, 64 * M, 256 * M, 512 * M],
                 vec![4 * K, 64 * K, M],
                 vec![256 * M],
             ),

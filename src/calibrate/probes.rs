@@ -272,6 +272,7 @@ mod tests {
             host: "h".into(),
             cores: 2,
             mem_total_bytes: 1 << 34,
+            cpu_cache_bytes: 1 << 20,
         };
         ProbeResults::new(machine, Plan::new(Scale::Tiny, 2, 4, "/s"))
     }
