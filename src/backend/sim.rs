@@ -12,10 +12,13 @@
 //! within 1e-2, the same file-system
 //! requests shifted by a constant per iteration, no cache threshold and no
 //! change of where reads are served from within the skip — see
-//! [`piotwin_sim::Rank::ff_plan`] for the conditions and the error bound), all
-//! ranks agree on a number of iterations `k` (a collective that costs no virtual
+//! [`piotwin_sim::Rank::ff_plan`] for the conditions and the error bound), ranks
+//! in step agree on a number of iterations `k` (a collective that costs no virtual
 //! time), apply the skipped requests' effect on the storage state, advance the
-//! clock by `k·Δ` and go on exactly. The loop's last iteration always runs
+//! clock by `k·Δ` and go on exactly. Ranks of an independent loop of writes
+//! offer a skip without waiting and skip a common stretch of virtual time of
+//! at least [`FF_MIN_STRETCH`] iterations of the slowest rank; independent loops
+//! of reads run exactly (see `scenarios/README.md`). The loop's last iteration always runs
 //! exactly: `Count(n)` skips at most to `n − 1`; `TimeBudget` solves the stop
 //! rule `(e + jΔ)·(r + j + 1)/(r + j) ≤ Tp` for the first `j` that stops and
 //! skips at most `j − 2`, so the stop decision is taken on simulated time. A
