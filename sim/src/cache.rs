@@ -109,6 +109,12 @@ impl Cache {
         let Some(map) = self.files.get_mut(&file) else {
             return out;
         };
+        // Extents are disjoint and ordered: the last one starting before `b`
+        // overlaps `[a, b)` iff any does (the common case of a write
+        // invalidating other nodes' copies is no overlap: nothing to allocate).
+        if !map.range(..b).next_back().is_some_and(|(_, e)| e.end > a) {
+            return out;
+        }
         let first = map.range(..a).next_back().map(|(&s, _)| s).unwrap_or(a);
         let keys: Vec<u64> = map.range(first..b).map(|(&s, _)| s).collect();
         let mut put = Vec::new();

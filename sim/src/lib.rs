@@ -88,8 +88,8 @@ pub use platform::{Access, Compute};
 pub use romio::FsRequest;
 pub use scenario::{Scenario, ScenarioError};
 pub use world::{
-    Coord, FF_EPSILON, FfObservation, FfPlan, FfPointer, File, FileApi, FileError, OpenMode,
-    Pending, Pos, Rank, Reduce, RunStats, Twin,
+    Coord, FF_EPSILON, FfObservation, FfOffer, FfPlan, FfPointer, File, FileApi, FileError,
+    OpenMode, Pending, Pos, Rank, Reduce, RunStats, Twin,
 };
 
 /// An error that stops a simulation.

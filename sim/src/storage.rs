@@ -116,20 +116,13 @@ impl Storage {
     /// is evicted past capacity, and the flusher is woken past the background
     /// threshold.
     fn write_cached(&mut self, node: usize, file: usize, a: u64, b: u64) {
-        let others: Vec<usize> = self
-            .cached_on
-            .entry(file)
-            .or_default()
-            .iter()
-            .copied()
-            .filter(|&n| n != node)
-            .collect();
-        for n in others {
+        let on = self.cached_on.entry(file).or_default();
+        for &n in on.iter().filter(|&&n| n != node) {
             if let Some(nc) = self.nodes[n].as_mut() {
                 nc.cache.invalidate(file, a, b);
             }
         }
-        self.cached_on.entry(file).or_default().insert(node);
+        on.insert(node);
         let nc = self.nodes[node].as_mut().expect("a node with a cache");
         nc.cache.insert(file, a, b, State::Dirty);
         nc.cache.evict();
@@ -798,19 +791,21 @@ impl Storage {
                 _ => return CLASS_MIXED,
             }
         }
+        // Every server has a cache or none does (one `[server.cache]` for all),
+        // and a server's cache only ever holds file offsets of its own stripes
+        // (inserts go through `map`), so the bytes of `[a, b)` held by the
+        // servers are the sum of what each cache holds of the whole range: no
+        // need to cut the range into stripes (a skip's range spans gigabytes).
         let mut server_hit = 0;
-        let mut uncached = false;
-        for (srv, pieces) in self.map(file, a, b) {
-            for (fo, _, l) in pieces {
-                match &self.servers[srv].cache {
-                    Some(c) => server_hit += c.cache.held(file, fo, fo + l),
-                    None => uncached = true,
-                }
+        for s in &self.servers {
+            match &s.cache {
+                Some(c) => server_hit += c.cache.held(file, a, b),
+                None => return CLASS_DEVICE,
             }
         }
         match server_hit {
             0 => CLASS_DEVICE,
-            h if h == len && !uncached => CLASS_SERVER_HIT,
+            h if h == len => CLASS_SERVER_HIT,
             _ => CLASS_MIXED,
         }
     }

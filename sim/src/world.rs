@@ -229,9 +229,9 @@ struct SharedPtr {
     free_at: f64,
 }
 
-/// The offers of one round of [`Rank::ff_offer`]: each rank's time (`None`
+/// The offers of one round of [`Rank::ff_offer`]: each rank's offer (`None`
 /// until it offered) and how many ranks have read the outcome.
-type Offers = (Vec<Option<f64>>, usize);
+type Offers = (Vec<Option<FfOffer>>, usize);
 
 pub(crate) struct Model {
     pub(crate) platform: Platform,
@@ -1880,6 +1880,39 @@ pub struct FfPlan {
     pointer: Option<(FfPointer, u64)>,
 }
 
+/// A rank's offer in an independent loop's skip round ([`Rank::ff_offer`]),
+/// or the round's outcome ([`Rank::ff_offered`]).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct FfOffer {
+    /// Virtual time of the offer, seconds (outcome: the latest).
+    pub at: f64,
+    /// Virtual time the rank could skip to, seconds; 0 for none (outcome: the earliest).
+    pub until: f64,
+    /// The rank's steady iteration time Δ, seconds (outcome: the longest).
+    pub delta: f64,
+}
+
+impl FfPlan {
+    /// True when the skipped iterations would read.
+    pub fn reads(&self) -> bool {
+        self.reqs.iter().any(|r| !r.write)
+    }
+
+    /// The plan `m` further iterations on, at virtual time `end`: requests
+    /// moved by `m` shifts, `m` fewer iterations to skip (the caller has run
+    /// them exactly since the plan was made, in the same steady state).
+    pub fn advanced(&self, m: u64, end: f64) -> FfPlan {
+        let mut p = self.clone();
+        p.max_skip = p.max_skip.saturating_sub(m);
+        p.end = end;
+        for r in &mut p.reqs {
+            r.off += m * p.shift;
+        }
+        // (a shared pointer is advanced from where it is at the skip)
+        p
+    }
+}
+
 /// Relative difference of the mean iteration times of a window's two halves that counts as steady.
 pub const FF_EPSILON: f64 = 1e-2;
 
@@ -2075,36 +2108,45 @@ impl Rank {
         }
     }
 
-    /// Offers, without waiting, the latest virtual time `until` (seconds; 0 for
-    /// none) this rank could skip to, in the round `key` of its communicator.
+    /// Offers, without waiting, a skip in the round `key` of its communicator.
     /// For ranks that are not in step (an independent loop): they skip the same
     /// stretch of virtual time, each as many of its own iterations as fit, so
     /// that they stop loading the storage system and resume together.
-    pub fn ff_offer(&self, key: u64, until: f64) {
+    pub fn ff_offer(&self, key: u64, offer: FfOffer) {
         let n = self.size();
         let mut m = self.core.model.borrow_mut();
         let e = m
             .ff_offers
             .entry((self.comm.id, key))
             .or_insert_with(|| (vec![None; n], 0));
-        e.0[self.rank] = Some(until);
+        e.0[self.rank] = Some(offer);
     }
 
-    /// The outcome of round `key` once every rank has offered: the earliest of
-    /// the offered times (each rank reads it once).
-    pub fn ff_offered(&self, key: u64) -> Option<f64> {
+    /// The outcome of round `key` once every rank has offered (each rank reads
+    /// it once): the earliest `until`, the latest offer time and the longest
+    /// iteration time.
+    pub fn ff_offered(&self, key: u64) -> Option<FfOffer> {
         let n = self.size();
         let mut m = self.core.model.borrow_mut();
         let id = (self.comm.id, key);
         let e = m.ff_offers.get_mut(&id)?;
-        let until =
-            e.0.iter()
-                .try_fold(f64::INFINITY, |a, o| o.map(|t| a.min(t)))?;
+        let start = FfOffer {
+            at: f64::NEG_INFINITY,
+            until: f64::INFINITY,
+            delta: 0.0,
+        };
+        let out = e.0.iter().try_fold(start, |a, o| {
+            o.map(|o| FfOffer {
+                at: a.at.max(o.at),
+                until: a.until.min(o.until),
+                delta: a.delta.max(o.delta),
+            })
+        })?;
         e.1 += 1;
         if e.1 == n {
             m.ff_offers.remove(&id);
         }
-        Some(until)
+        Some(out)
     }
 
     /// Skips `k` iterations of `plan`: applies the skipped requests' effect on

@@ -12,10 +12,13 @@
 //! within 1e-2, the same file-system
 //! requests shifted by a constant per iteration, no cache threshold and no
 //! change of where reads are served from within the skip — see
-//! [`piotwin_sim::Rank::ff_plan`] for the conditions and the error bound), all
-//! ranks agree on a number of iterations `k` (a collective that costs no virtual
+//! [`piotwin_sim::Rank::ff_plan`] for the conditions and the error bound), ranks
+//! in step agree on a number of iterations `k` (a collective that costs no virtual
 //! time), apply the skipped requests' effect on the storage state, advance the
-//! clock by `k·Δ` and go on exactly. The loop's last iteration always runs
+//! clock by `k·Δ` and go on exactly. Ranks of an independent loop of writes
+//! offer a skip without waiting and skip a common stretch of virtual time of
+//! at least [`FF_MIN_STRETCH`] iterations of the slowest rank; independent loops
+//! of reads run exactly (see `scenarios/README.md`). The loop's last iteration always runs
 //! exactly: `Count(n)` skips at most to `n − 1`; `TimeBudget` solves the stop
 //! rule `(e + jΔ)·(r + j + 1)/(r + j) ≤ Tp` for the first `j` that stops and
 //! skips at most `j − 2`, so the stop decision is taken on simulated time. A
@@ -32,7 +35,7 @@ use crate::ctx::{
     Access, Api, Coordination, Hints, IoBuf, IoCtx, IoError, IoResult, Kernel, KernelKind, Op,
     OpenMode, OpenOptions, Position, RankProgram, ReduceOp, Scope, View,
 };
-use piotwin_sim::{FfObservation, FfPointer, Scenario, SimError};
+use piotwin_sim::{FfObservation, FfOffer, FfPlan, FfPointer, Scenario, SimError};
 
 /// Iterations in each half of the fast-forward's first window (see
 /// [`piotwin_sim::Rank::ff_plan`]); doubled after each refusal up to [`FF_MAX_HALF`].
@@ -43,6 +46,11 @@ pub const FF_MAX_HALF: usize = 256;
 pub const FF_MIN_SKIP: u64 = 4;
 /// A skip is at most this many times the iterations done before it.
 pub const FF_GROWTH: u64 = 8;
+/// Fewest iterations of the slowest rank in the common stretch an independent
+/// loop skips: its ranks learn of the skip up to one iteration apart (and
+/// resume so), so the stretch is at least 1/ε iterations long for that
+/// desynchronisation to stay within ε = [`piotwin_sim::FF_EPSILON`] of it.
+pub const FF_MIN_STRETCH: u64 = 100;
 
 thread_local! {
     static FAST_FORWARD: Cell<bool> = const { Cell::new(true) };
@@ -155,6 +163,10 @@ impl SimCtx {
         start: f64,
         window: &[FfObservation],
     ) -> (u64, Option<piotwin_sim::FfPlan>) {
+        // An independent loop reads the offers' outcome some iterations after
+        // it offered, when its window may have any length: the plan takes an
+        // odd one (two halves and the start), so the oldest may be dropped.
+        let window = &window[(window.len().max(1) - 1) % 2..];
         let Some(plan) = self.rank.ff_plan(window) else {
             return (0, None);
         };
@@ -370,10 +382,12 @@ impl IoCtx for SimCtx {
         }
         let mut window = vec![self.rank.ff_observe(None)];
         let mut half = FF_HALF;
-        // offer rounds of an independent loop: (next round, round awaited)
+        // offer rounds of an independent loop: the next round, and the round
+        // awaited with this rank's plan then and the iterations done then
         let call = self.repeats.get();
         self.repeats.set(call + 1);
-        let (mut round, mut awaited) = (call << 32, None);
+        let mut round = call << 32;
+        let mut awaited: Option<(u64, Option<FfPlan>, u64)> = None;
         loop {
             self.calls.set(Calls::default());
             body(r).await?;
@@ -405,7 +419,9 @@ impl IoCtx for SimCtx {
             // on one number of iterations at decision points that depend on r and
             // agreed skips only, the same on every rank. Ranks of an independent
             // loop offer a time to skip to and go on; once all have offered, each
-            // skips its own iterations up to the earliest offered time.
+            // skips its own iterations up to the earliest offered time, provided
+            // that every rank can skip [`FF_MIN_STRETCH`] iterations of the
+            // slowest one (a rule every rank evaluates alike on the outcome).
             let in_step = calls.collective || matches!(policy, Repeat::TimeBudget { .. });
             let k;
             let plan;
@@ -420,25 +436,29 @@ impl IoCtx for SimCtx {
                 };
                 k = self.rank.ff_agree(mine).await;
                 plan = p;
-            } else if let Some(key) = awaited {
-                let Some(until) = self.rank.ff_offered(key) else {
+            } else if let Some((key, offered, r0)) = awaited.take() {
+                let Some(out) = self.rank.ff_offered(key) else {
+                    awaited = Some((key, offered, r0));
                     continue;
                 };
-                awaited = None;
-                let (mine, p) = if repeatable {
-                    self.ff_bound(policy, r, start, &window)
-                } else {
-                    (0, None)
-                };
-                k = match &p {
+                // The plan made at the offer, carried over the iterations run
+                // since (the state was steady then, and every rank skips the
+                // same stretch); the stretch must be long for every rank.
+                let now = self.wtime();
+                plan = offered
+                    .filter(|_| out.until - out.at >= (FF_MIN_STRETCH + 2) as f64 * out.delta)
+                    .map(|p| p.advanced(r - r0, now));
+                k = match &plan {
                     Some(p) => {
-                        let fit = ((until - self.wtime()) / p.delta).floor().max(0.0) as u64;
-                        let k = mine.min(fit);
+                        let fit = ((out.until - now) / p.delta).floor().max(0.0) as u64;
+                        let mut k = p.max_skip.min(fit);
+                        if let Repeat::Count(n) = policy {
+                            k = k.min(n.saturating_sub(r + 1));
+                        }
                         if k >= FF_MIN_SKIP { k } else { 0 }
                     }
                     None => 0,
                 };
-                plan = p;
             } else {
                 if window.len() < 2 * half + 1 {
                     continue;
@@ -448,12 +468,21 @@ impl IoCtx for SimCtx {
                 } else {
                     (0, None)
                 };
-                let until = match p {
-                    Some(p) if mine > 0 => self.wtime() + mine as f64 * p.delta,
-                    _ => 0.0,
+                let now = self.wtime();
+                let offer = match &p {
+                    Some(p) if mine > 0 && !p.reads() => FfOffer {
+                        at: now,
+                        until: now + mine as f64 * p.delta,
+                        delta: p.delta,
+                    },
+                    _ => FfOffer {
+                        at: now,
+                        until: 0.0,
+                        delta: 0.0,
+                    },
                 };
-                self.rank.ff_offer(round, until);
-                awaited = Some(round);
+                self.rank.ff_offer(round, offer);
+                awaited = Some((round, p.filter(|p| mine > 0 && !p.reads()), r));
                 round += 1;
                 continue;
             }
