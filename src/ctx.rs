@@ -229,6 +229,10 @@ pub enum KernelKind {
     BtStep,
     /// Anything else; `amount` in flops.
     Flops,
+    /// Generating or checking a benchmark's data pattern (IOR's per-byte pattern
+    /// filled before each write and compared after each read); `amount` in bytes.
+    /// Real runs do it inside the timed region, so the twin charges it too.
+    Pattern,
 }
 
 /// A piece of computation the benchmark does between I/O calls.
@@ -247,6 +251,13 @@ impl Kernel {
         Kernel {
             kind: KernelKind::Fft,
             amount: 5.0 * n_f * n_f.log2() * count as f64,
+        }
+    }
+    /// Filling or checking `bytes` bytes of a data pattern.
+    pub fn pattern(bytes: u64) -> Kernel {
+        Kernel {
+            kind: KernelKind::Pattern,
+            amount: bytes as f64,
         }
     }
     /// A copy of `bytes` bytes.

@@ -92,6 +92,12 @@ fn set_turns_the_terms_on() {
         ],
     );
     assert!(on < 0.5 * off, "{on} vs {off} MiB/s");
+    // IOR's data pattern (filled before every write) costs its own rate: at 1 GB/s
+    // it adds 64 KiB / 1 GB/s per transfer to an otherwise free 10 GB/s path, so
+    // the bandwidth falls to about 1 / (1/10 + 1/1) GB/s, under a tenth of `off`.
+    let patterned = run("pattern.json", &["nodes[0].compute.pattern=1GB/s"]);
+    assert!(patterned < 0.2 * off, "{patterned} vs {off} MiB/s");
+    assert!(patterned > 0.05 * off, "{patterned} vs {off} MiB/s");
     bad_input(
         &[
             "run",

@@ -62,6 +62,9 @@ pub enum Compute {
     BtStep,
     /// Any other computation; amount in flops.
     Flops,
+    /// Generating or checking a benchmark's data pattern; amount in bytes, at the
+    /// node's pattern rate (free where the scenario gives none).
+    Pattern,
 }
 
 pub(crate) struct Node {
@@ -446,6 +449,7 @@ impl Platform {
             Compute::Fft => n.rates.fft,
             Compute::BtStep => n.rates.bt,
             Compute::Flops => n.rates.flops,
+            Compute::Pattern => n.rates.pattern,
         };
         amount.max(0.0) / rate
     }

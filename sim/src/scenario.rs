@@ -145,6 +145,9 @@ pub struct ComputeRates {
     pub bt: f64,
     /// Any other kernel, in flop/s.
     pub flops: f64,
+    /// Generating or checking a benchmark's data pattern, bytes/s (`pattern`;
+    /// absent = infinite: the pattern costs nothing, as in datasheet scenarios).
+    pub pattern: f64,
 }
 
 /// A client node's page cache, modelled on Linux's write-back (`vm.dirty_ratio`,
@@ -908,6 +911,7 @@ const CALIBRATABLE: &[(&str, KeyKind)] = {
         ("nodes.syscall", Time),
         ("nodes.oversubscribed_wakeup", Time),
         ("nodes.compute.memcpy", Rate),
+        ("nodes.compute.pattern", Rate),
         ("nodes.compute.fft", Flops),
         ("nodes.compute.bt", Flops),
         ("nodes.compute.flops", Flops),
@@ -1223,7 +1227,7 @@ impl Scenario {
         )?;
         let mut nodes = Vec::new();
         for n in &groups {
-            let c = n.sub("compute", &["memcpy", "fft", "bt", "flops"])?;
+            let c = n.sub("compute", &["memcpy", "fft", "bt", "flops", "pattern"])?;
             let memory = n.size("memory")?;
             let memcpy = c.rate("memcpy")?;
             let cache = match n.sub_opt(
@@ -1269,6 +1273,7 @@ impl Scenario {
                     fft: c.flops("fft")?,
                     bt: c.flops("bt")?,
                     flops: c.flops("flops")?,
+                    pattern: c.rate_or("pattern", f64::INFINITY)?,
                 },
                 cache,
                 syscall: n.time_or("syscall", 0.0)?,
@@ -1610,6 +1615,9 @@ impl fmt::Display for Scenario {
                 g.compute.bt / 1e9,
                 g.compute.flops / 1e9
             )?;
+            if g.compute.pattern.is_finite() {
+                writeln!(f, "      data pattern {}", fmt_rate(g.compute.pattern))?;
+            }
         }
         writeln!(
             f,

@@ -541,6 +541,10 @@ impl Rank {
                 m.platform.cpu_path(self.world),
             )
         };
+        if t == 0.0 {
+            // Free work (a kind the scenario gives no rate for) takes no turn.
+            return;
+        }
         match shared {
             None => self.sleep(t).await,
             Some(path) => {

@@ -363,6 +363,7 @@ impl IoCtx for SimCtx {
             KernelKind::Fft => piotwin_sim::Compute::Fft,
             KernelKind::BtStep => piotwin_sim::Compute::BtStep,
             KernelKind::Flops => piotwin_sim::Compute::Flops,
+            KernelKind::Pattern => piotwin_sim::Compute::Pattern,
         };
         self.rank.compute(kind, kernel.amount).await;
         None

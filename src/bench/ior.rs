@@ -38,7 +38,7 @@
 use std::fmt::Write as _;
 
 use crate::ctx::{
-    Access, Api, Coordination, Hints, IoBuf, IoCtx, IoError, Op, OpenMode, OpenOptions,
+    Access, Api, Coordination, Hints, IoBuf, IoCtx, IoError, Kernel, Op, OpenMode, OpenOptions,
     RankProgram, ReduceOp, Scope,
 };
 use crate::report::{Mode, RunReport, Table};
@@ -582,10 +582,13 @@ impl Ior {
         }
         for q in 0..p.transfers_per_rank() {
             let off = p.offset(role, ranks, q);
-            if access == Access::Write
-                && let Some(b) = buf.bytes_mut()
-            {
-                fill(b, p.seed, file_id, off);
+            if access == Access::Write {
+                ctx.compute(Kernel::pattern(p.transfer), || {
+                    if let Some(b) = buf.bytes_mut() {
+                        fill(b, p.seed, file_id, off);
+                    }
+                })
+                .await;
             }
             match ctx
                 .xfer(&mut file, Op::at(access, coord, off), &mut buf)
@@ -609,13 +612,17 @@ impl Ior {
                     break;
                 }
             }
-            if access == Access::Read
-                && let Some(b) = buf.bytes()
-            {
-                let (n, first) = verify(b, p.seed, file_id, off);
-                st.mismatches += n;
-                if st.first.is_none() {
-                    st.first = first;
+            if access == Access::Read {
+                let checked = ctx
+                    .compute(Kernel::pattern(p.transfer), || {
+                        buf.bytes().map(|b| verify(b, p.seed, file_id, off))
+                    })
+                    .await;
+                if let Some(Some((n, first))) = checked {
+                    st.mismatches += n;
+                    if st.first.is_none() {
+                        st.first = first;
+                    }
                 }
             }
         }

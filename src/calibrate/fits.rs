@@ -5,6 +5,7 @@
 //! | parameter | probe | fit |
 //! |---|---|---|
 //! | `nodes.compute.memcpy` | memcpy | time = latency + bytes / bw (Huber) |
+//! | `nodes.compute.pattern` | IOR's data pattern, filled and checked | time = latency + bytes / bw (Huber) |
 //! | `nodes.nic_latency`, `nodes.nic_bw` | pingpong, 2 ranks | exchange time = latency + bytes / bw (Huber) |
 //! | `nodes.oversubscribed_wakeup` | pingpong barriers | mean barrier at N > cores ranks − mean barrier at `cores` ranks |
 //! | `nodes.syscall`, `nodes.cache.write_bw` | IOzone write, cached files | time per record = latency + record / bw (Huber) |
@@ -181,19 +182,38 @@ pub fn fit_all(r: &ProbeResults, base: &Scenario) -> Fitted {
 }
 
 fn fit_memcpy(r: &ProbeResults, f: &mut Fitted) {
-    let samples: Vec<(f64, f64)> = r
-        .memcpy
+    fit_in_process(
+        r,
+        f,
+        &r.memcpy,
+        "nodes.compute.memcpy",
+        "memcpy: in-process copies over sizes",
+    );
+    fit_in_process(
+        r,
+        f,
+        &r.pattern,
+        "nodes.compute.pattern",
+        "pattern: IOR's data pattern filled and checked in process over sizes",
+    );
+}
+
+/// A bandwidth from timed in-process work over sizes (beyond the CPU cache).
+fn fit_in_process(
+    r: &ProbeResults,
+    f: &mut Fitted,
+    samples: &[super::memcpy::CopySample],
+    key: &str,
+    probe: &str,
+) {
+    let samples: Vec<(f64, f64)> = samples
         .iter()
         .map(|s| (s.bytes as f64, s.seconds))
         .collect();
     let samples = beyond_cpu_cache(samples, r.machine.cpu_cache_bytes, |s| s.0 as u64);
     match fit_latency_bandwidth_robust(&samples, LEVEL) {
-        Ok(fit) => f.linear(
-            (None, Some("nodes.compute.memcpy")),
-            &fit,
-            "memcpy: in-process copies over sizes",
-        ),
-        Err(e) => f.skip(&["nodes.compute.memcpy"], why(&e)),
+        Ok(fit) => f.linear((None, Some(key)), &fit, probe),
+        Err(e) => f.skip(&[key], why(&e)),
     }
 }
 
@@ -591,6 +611,7 @@ pub(crate) mod tests {
     const SYNC: f64 = 1e-3;
     const DEV_W: f64 = 1e9;
     const MEMCPY: f64 = 8e9;
+    const PATTERN: f64 = 3e9;
     const NIC_LAT: f64 = 1e-6;
     const NIC_BW: f64 = 4e9;
     const INDEP: f64 = 5e-6;
@@ -606,10 +627,17 @@ pub(crate) mod tests {
         };
         let mut r = ProbeResults::new(machine, Plan::new(Scale::Quick, 2, 4, "/s"));
         let mut n = Lcg(0x9e37_79b9_7f4a_7c15);
+        // The pattern samples draw their own noise, so the other probes' is unchanged.
+        let mut np = Lcg(0x2545_f491_4f6c_dd1d);
         for s in [1u64 << 20, 4 << 20, 16 << 20, 64 << 20] {
             for _ in 0..6 {
                 let t = s as f64 / MEMCPY + 20e-6 * n.normal();
                 r.memcpy.push(CopySample {
+                    bytes: s,
+                    seconds: t,
+                });
+                let t = s as f64 / PATTERN + 40e-6 * np.normal();
+                r.pattern.push(CopySample {
                     bytes: s,
                     seconds: t,
                 });
@@ -720,6 +748,7 @@ pub(crate) mod tests {
         let f = fit_all(&synthetic(), &base());
         assert!(f.skipped.is_empty(), "{:?}", f.skipped);
         within(&f, "nodes.compute.memcpy", MEMCPY);
+        within(&f, "nodes.compute.pattern", PATTERN);
         within(&f, "nodes.syscall", SYSCALL);
         within(&f, "nodes.cache.write_bw", CACHE_W);
         within(&f, "nodes.cache.read_bw", CACHE_R);

@@ -1,6 +1,8 @@
-//! The memcpy probe: timed in-process copies over sizes, for the twin's
+//! The in-process probes: timed copies over sizes, for the twin's
 //! `nodes.compute.memcpy` (the rate of page-cache copies and intra-node
-//! messages). It runs in the calibrating process itself: no MPI is involved.
+//! messages), and IOR's data pattern filled and checked over sizes, for
+//! `nodes.compute.pattern` (what real IOR spends on its data check inside the
+//! timed region). They run in the calibrating process itself: no MPI is involved.
 
 use std::time::Instant;
 
@@ -39,8 +41,44 @@ pub fn measure(sizes: &[u64], reps: usize) -> Vec<CopySample> {
     out
 }
 
+/// Fills `reps` times at each size a buffer with IOR's data pattern, and checks
+/// it as often: each fill and each check is one timed sample of its size.
+pub fn measure_pattern(sizes: &[u64], reps: usize) -> Vec<CopySample> {
+    use crate::bench::ior::{fill, verify};
+    let max = sizes.iter().copied().max().unwrap_or(0) as usize;
+    let mut buf = vec![0u8; max];
+    let mut out = Vec::with_capacity(2 * sizes.len() * reps);
+    for &s in sizes {
+        let b = &mut buf[..s as usize];
+        fill(b, 1, 0, 0);
+        for rep in 0..reps as u64 {
+            let t0 = Instant::now();
+            fill(std::hint::black_box(&mut *b), 1, 0, rep * s);
+            out.push(CopySample {
+                bytes: s,
+                seconds: t0.elapsed().as_secs_f64(),
+            });
+            let t0 = Instant::now();
+            let (bad, _) = verify(std::hint::black_box(&*b), 1, 0, rep * s);
+            out.push(CopySample {
+                bytes: s,
+                seconds: t0.elapsed().as_secs_f64(),
+            });
+            assert_eq!(bad, 0, "the pattern checks what it filled");
+        }
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn pattern_samples_a_fill_and_a_check_per_repetition() {
+        let v = super::measure_pattern(&[4096, 65536], 2);
+        assert_eq!(v.len(), 8);
+        assert!(v.iter().all(|s| s.seconds >= 0.0));
+    }
+
     #[test]
     fn one_sample_per_size_and_repetition() {
         let v = super::measure(&[4096, 65536], 3);

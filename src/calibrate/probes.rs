@@ -85,6 +85,9 @@ pub struct ProbeResults {
     pub plan: Plan,
     /// memcpy samples.
     pub memcpy: Vec<CopySample>,
+    /// IOR data-pattern samples (fills and checks).
+    #[serde(default)]
+    pub pattern: Vec<CopySample>,
     /// Point-to-point rows, every run.
     pub pingpong: Vec<PingRow>,
     /// IOR rows, every run.
@@ -102,6 +105,7 @@ impl ProbeResults {
             machine,
             plan,
             memcpy: Vec::new(),
+            pattern: Vec::new(),
             pingpong: Vec::new(),
             ior: Vec::new(),
             iozone: Vec::new(),

@@ -339,7 +339,15 @@ fn probe(inp: &Inputs, plan: Plan, scratch: &Path) -> ProbeResults {
     let mut results = ProbeResults::new(inp.machine.clone(), plan.clone());
     let mut progress = Progress::new(plan.steps.len() + 1);
     results.memcpy = memcpy::measure(&plan.memcpy_sizes, plan.memcpy_reps);
-    progress.step("memcpy", &format!("{} copies", results.memcpy.len()));
+    results.pattern = memcpy::measure_pattern(&plan.memcpy_sizes, plan.memcpy_reps);
+    progress.step(
+        "memcpy",
+        &format!(
+            "{} copies, {} data-pattern fills and checks",
+            results.memcpy.len(),
+            results.pattern.len()
+        ),
+    );
     for (i, step) in plan.steps.iter().enumerate() {
         let json = scratch.join(format!("step-{i}.json"));
         let what = step.describe();
