@@ -28,12 +28,14 @@
 #![warn(missing_docs, unreachable_pub)]
 
 mod fit;
+mod fresh;
 mod knee;
 
 pub use fit::{
     FitMethod, HUBER_C, LineFit, LinearFit, fit_latency_bandwidth, fit_latency_bandwidth_robust,
     fit_line, fit_line_robust, mean_estimate,
 };
+pub use fresh::{FreshFit, Growth, fit_fresh_memory};
 pub use knee::{CacheKnee, find_cache_knee};
 
 use serde::{Deserialize, Serialize};

@@ -167,6 +167,14 @@ pub struct ClientCache {
     /// Per-core rate of copying cached data out of the page cache, in bytes/s;
     /// defaults to `compute.memcpy`.
     pub read_bw: f64,
+    /// Rate at which the page cache takes memory the node has not backed yet,
+    /// bytes/s per node (`fresh_bw`; absent = infinite): a VM whose hypervisor
+    /// took back free memory faults it in again, a full host reclaims first.
+    pub fresh_bw: f64,
+    /// Memory the page cache can take without fresh memory, bytes (`warm`;
+    /// default `capacity`): freed cache pages stay backed and are reused at
+    /// the normal rate.
+    pub warm: u64,
 }
 
 /// The interconnect: switches (each with a backplane bandwidth) joined by links;
@@ -920,6 +928,8 @@ const CALIBRATABLE: &[(&str, KeyKind)] = {
         ("nodes.cache.dirty_background_ratio", Number),
         ("nodes.cache.write_bw", Rate),
         ("nodes.cache.read_bw", Rate),
+        ("nodes.cache.fresh_bw", Rate),
+        ("nodes.cache.warm", Size),
         ("network.bandwidth", Rate),
         ("network.latency", Time),
         ("network.links.bandwidth", Rate),
@@ -1238,6 +1248,8 @@ impl Scenario {
                     "dirty_background_ratio",
                     "write_bw",
                     "read_bw",
+                    "fresh_bw",
+                    "warm",
                 ],
             )? {
                 Some(t) => {
@@ -1250,8 +1262,11 @@ impl Scenario {
                             format!("must not exceed dirty_ratio ({dirty})"),
                         ));
                     }
+                    let capacity = t.size_or("capacity", memory)?;
                     Some(ClientCache {
-                        capacity: t.size_or("capacity", memory)?,
+                        capacity,
+                        fresh_bw: t.rate_or("fresh_bw", f64::INFINITY)?,
+                        warm: t.size_or("warm", capacity)?,
                         dirty_ratio: dirty,
                         dirty_background_ratio: bg,
                         write_bw: t.rate_or("write_bw", memcpy)?,
@@ -1658,6 +1673,14 @@ impl fmt::Display for Scenario {
                     c.dirty_ratio * 100.0,
                     c.dirty_background_ratio * 100.0
                 )?;
+                if c.fresh_bw.is_finite() {
+                    writeln!(
+                        f,
+                        "    fresh memory beyond {} backed: {} per node",
+                        fmt_size(c.warm),
+                        fmt_rate(c.fresh_bw)
+                    )?;
+                }
                 if c.write_bw != g.compute.memcpy || c.read_bw != g.compute.memcpy {
                     writeln!(
                         f,

@@ -80,6 +80,11 @@ struct NodeCache {
     throttled: Vec<Signal>,
     /// Write-back in flight: (file, fired when done).
     inflight: Vec<(usize, Signal)>,
+    /// Memory the cache has backed: it grows into fresh memory (at the
+    /// `fresh` resource's rate) only beyond this; starts at `warm`.
+    backed: u64,
+    /// The node's fresh-memory rate, where the scenario gives one.
+    fresh: Option<ResourceId>,
 }
 
 struct LockUnit {
@@ -115,7 +120,9 @@ impl Storage {
     /// of the range are dropped (coherence), the range becomes dirty, clean data
     /// is evicted past capacity, and the flusher is woken past the background
     /// threshold.
-    fn write_cached(&mut self, node: usize, file: usize, a: u64, b: u64) {
+    /// Caches a write of `[a, b)` dirty on `node`; returns the bytes the cache
+    /// took from fresh memory (its growth beyond what it has backed).
+    fn write_cached(&mut self, node: usize, file: usize, a: u64, b: u64) -> u64 {
         let on = self.cached_on.entry(file).or_default();
         for &n in on.iter().filter(|&&n| n != node) {
             if let Some(nc) = self.nodes[n].as_mut() {
@@ -131,6 +138,9 @@ impl Storage {
         {
             k.fire();
         }
+        let fresh = nc.cache.bytes.saturating_sub(nc.backed);
+        nc.backed = nc.backed.max(nc.cache.bytes);
+        fresh
     }
 
     pub(crate) fn build<T>(
@@ -169,11 +179,20 @@ impl Storage {
         let mut nodes = Vec::new();
         for g in &scn.nodes {
             for _ in 0..g.count {
-                nodes.push(g.cache.as_ref().map(|c| NodeCache {
-                    cache: Cache::new(c.capacity, c.dirty_ratio, c.dirty_background_ratio),
-                    kick: None,
-                    throttled: Vec::new(),
-                    inflight: Vec::new(),
+                let n = nodes.len();
+                nodes.push(g.cache.as_ref().map(|c| {
+                    NodeCache {
+                        cache: Cache::new(c.capacity, c.dirty_ratio, c.dirty_background_ratio),
+                        kick: None,
+                        throttled: Vec::new(),
+                        inflight: Vec::new(),
+                        backed: c.warm,
+                        // Only where set, so other scenarios' resource ids do not move.
+                        fresh: c
+                            .fresh_bw
+                            .is_finite()
+                            .then(|| flows.add_resource(format!("node{n}.fresh"), c.fresh_bw)),
+                    }
                 }));
             }
         }
@@ -664,10 +683,17 @@ pub(crate) async fn io(
             (Access::Write, true) => {
                 let path = core.model.borrow().platform.cache_copy_path(rank, access);
                 transfer(core, 0.0, path, len).await;
-                core.model
-                    .borrow_mut()
-                    .storage
-                    .write_cached(node, file, a, b);
+                let (fresh, res) = {
+                    let mut m = core.model.borrow_mut();
+                    let fresh = m.storage.write_cached(node, file, a, b);
+                    (
+                        fresh,
+                        m.storage.nodes[node].as_ref().and_then(|nc| nc.fresh),
+                    )
+                };
+                if let Some(res) = res.filter(|_| fresh > 0) {
+                    transfer(core, 0.0, vec![(res, 1.0)], fresh).await;
+                }
             }
             (Access::Read, true) => {
                 let (hits, misses, path) = {
@@ -820,6 +846,10 @@ impl Storage {
             let c = &nc.cache;
             out.push((c.dirty + c.writeback, [c.background, c.dirty_limit]));
             out.push((c.bytes, [c.capacity, c.capacity]));
+            if nc.fresh.is_some() {
+                // Growing past the backed memory changes the write rate.
+                out.push((c.bytes, [nc.backed, nc.backed]));
+            }
         }
         for s in &self.servers {
             if let Some(sc) = &s.cache {
@@ -880,7 +910,9 @@ impl Storage {
             return;
         }
         match access {
-            Access::Write => self.write_cached(node, file, a, b),
+            Access::Write => {
+                self.write_cached(node, file, a, b);
+            }
             Access::Read => {
                 self.cached_on.entry(file).or_default().insert(node);
                 let nc = self.nodes[node].as_mut().expect("cached");

@@ -307,3 +307,51 @@ fn oversubscribed_wakeup_delays_messages() {
         assert!(close(w.1 - b.1, 1e-3), "sendrecv {b:?} {w:?}");
     }
 }
+
+/// Fresh memory: a POSIX writer's page cache grows at the copy rate while it
+/// stays within `warm`, and pays bytes / `fresh_bw` for what it takes beyond;
+/// rewriting cached bytes takes nothing fresh.
+#[test]
+fn page_cache_growth_beyond_warm_memory_pays_the_fresh_rate() {
+    const MB: u64 = 1_000_000;
+    let times = |set: &[&str]| -> [f64; 3] {
+        let scn = scenario(1, true, set);
+        run(&scn, 1, async |r: &Rank| {
+            let mut f = r
+                .open("/f", OpenMode::CreateReadWrite, false, FileApi::Posix)
+                .await
+                .unwrap();
+            let t0 = r.now();
+            r.xfer(
+                &mut f,
+                Access::Write,
+                Coord::Independent,
+                Pos::At(0),
+                2 * MB,
+            )
+            .await
+            .unwrap();
+            let t1 = r.now();
+            r.xfer(
+                &mut f,
+                Access::Write,
+                Coord::Independent,
+                Pos::At(0),
+                2 * MB,
+            )
+            .await
+            .unwrap();
+            [t0, t1, r.now()]
+        })[0]
+    };
+    let off = times(&[]);
+    let on = times(&["nodes[0].cache.fresh_bw=100MB/s", "nodes[0].cache.warm=1MB"]);
+    // 2 MB at the 1 GB/s copy either way; 1 MB beyond warm memory at 100 MB/s: +10 ms.
+    assert!(close(off[1] - off[0], 2e-3), "{off:?}");
+    assert!(close(on[1] - on[0], 2e-3 + 10e-3), "{on:?}");
+    // The rewrite stays in memory the cache has backed.
+    assert!(close(on[2] - on[1], off[2] - off[1]), "{on:?} {off:?}");
+    // Absent keys and an infinite rate are the same model.
+    let inf = times(&["nodes[0].cache.warm=1MB"]);
+    assert_eq!(inf.map(f64::to_bits), off.map(f64::to_bits));
+}

@@ -176,6 +176,7 @@ pub fn fit_all(r: &ProbeResults, base: &Scenario) -> Fitted {
     fit_memcpy(r, &mut f);
     fit_pingpong(r, &mut f);
     fit_iozone(r, &mut f);
+    fit_fresh(r, &mut f);
     fit_cache_capacity(r, &mut f);
     fit_ior(r, base, &mut f);
     f
@@ -284,6 +285,51 @@ fn fit_pingpong(r: &ProbeResults, f: &mut Fitted) {
     }
 }
 
+/// `nodes.cache.warm` and `nodes.cache.fresh_bw` from the fresh-memory run:
+/// each write's time beyond its system calls and its copy at the fitted
+/// `write_bw`, against the bytes it grew past what the cache had held.
+fn fit_fresh(r: &ProbeResults, f: &mut Fitted) {
+    const KEYS: [&str; 2] = ["nodes.cache.warm", "nodes.cache.fresh_bw"];
+    let (Some(syscall), Some(write_bw)) = (
+        f.get("nodes.syscall").map(|p| p.value),
+        f.get("nodes.cache.write_bw").map(|p| p.value),
+    ) else {
+        f.skip(&KEYS, "needs nodes.syscall and nodes.cache.write_bw".into());
+        return;
+    };
+    let mut growth = Vec::new();
+    for run in r.iozone.iter().filter(|run| run.fresh) {
+        let mut peak = 0.0f64;
+        for row in run.rows.iter().filter(|x| x.test == "write") {
+            let size = row.file_bytes as f64;
+            let copy = row.ops as f64 * syscall + row.bytes as f64 / write_bw;
+            growth.push(piotwin_calibration::Growth {
+                size,
+                peak,
+                extra_s: ((row.seconds - row.fsync_s) - copy).max(0.0),
+            });
+            peak = peak.max(size);
+        }
+    }
+    match piotwin_calibration::fit_fresh_memory(&growth, LEVEL) {
+        Ok(fit) => {
+            let probe = "iozone: writes of growing files back to back, time beyond the copy";
+            let quality = format!("method=grid+ols r2={:.4} n={}", fit.r2, fit.n);
+            f.params.push(Param {
+                key: KEYS[0].into(),
+                unit: Unit::Size,
+                value: fit.warm,
+                low: fit.warm,
+                high: fit.warm,
+                probe: probe.into(),
+                quality: format!("{quality}; grid search over the file sizes, no interval"),
+            });
+            f.rate(KEYS[1], fit.rate, probe, quality);
+        }
+        Err(e) => f.skip(&KEYS, why(&e)),
+    }
+}
+
 /// The samples whose size (`size_of`) is at least twice the CPU cache, so that a
 /// bandwidth fit measures memory rather than cache; all of them where fewer than
 /// three distinct sizes are that large (a tiny probe scale).
@@ -323,7 +369,7 @@ fn fit_iozone(r: &ProbeResults, f: &mut Fitted) {
     let warm: Vec<&IozoneRow> = r
         .iozone
         .iter()
-        .filter(|run| !run.cold)
+        .filter(|run| !run.cold && !run.fresh)
         .flat_map(|run| &run.rows)
         .collect();
     let cold: Vec<&IozoneRow> = r
@@ -612,6 +658,8 @@ pub(crate) mod tests {
     const DEV_W: f64 = 1e9;
     const MEMCPY: f64 = 8e9;
     const PATTERN: f64 = 3e9;
+    const WARM: u64 = 1200 << 20;
+    const FRESH_BW: f64 = 0.4e9;
     const NIC_LAT: f64 = 1e-6;
     const NIC_BW: f64 = 4e9;
     const INDEP: f64 = 5e-6;
@@ -668,10 +716,12 @@ pub(crate) mod tests {
         }
         let mut warm = IozoneRun {
             cold: false,
+            fresh: false,
             rows: Vec::new(),
         };
         let mut cold = IozoneRun {
             cold: true,
+            fresh: false,
             rows: Vec::new(),
         };
         for file in [16u64 << 20, 64 << 20, 256 << 20] {
@@ -698,7 +748,34 @@ pub(crate) mod tests {
         }
         // One stalled record-time sample (a daemon woke up).
         warm.rows[0].seconds *= 4.0;
-        r.iozone = vec![warm, cold];
+        // Growing files: 1 MiB records at the cached rate, plus what each grows
+        // past max(WARM, the previous peak) at FRESH_BW.
+        let mut fresh = IozoneRun {
+            cold: false,
+            fresh: true,
+            rows: Vec::new(),
+        };
+        let mut peak = 0u64;
+        let mut nf = Lcg(0x5851_f42d_4c95_7f2d);
+        for file in [512u64 << 20, 1 << 30, 2 << 30, 4 << 30] {
+            let ops = file >> 20;
+            let grown = file.saturating_sub(peak.max(WARM)) as f64;
+            let t = ops as f64 * (SYSCALL + (1u64 << 20) as f64 / CACHE_W)
+                + grown / FRESH_BW
+                + 0.02 * nf.normal();
+            fresh.rows.push(IozoneRow {
+                test: "write".into(),
+                file_bytes: file,
+                record_bytes: 1 << 20,
+                seconds: t,
+                bytes: file,
+                ops,
+                kb_s: file as f64 / 1024.0 / t,
+                fsync_s: 0.0,
+            });
+            peak = peak.max(file);
+        }
+        r.iozone = vec![warm, cold, fresh];
         for ranks in [1usize, 2, 4] {
             for (shape, call) in [("shared-independent", INDEP), ("shared-collective", COLL)] {
                 let call = if shape == "shared-collective" && ranks == 4 {
@@ -749,6 +826,9 @@ pub(crate) mod tests {
         assert!(f.skipped.is_empty(), "{:?}", f.skipped);
         within(&f, "nodes.compute.memcpy", MEMCPY);
         within(&f, "nodes.compute.pattern", PATTERN);
+        within(&f, "nodes.cache.fresh_bw", FRESH_BW);
+        let warm = f.get("nodes.cache.warm").unwrap().value;
+        assert!((warm - WARM as f64).abs() < 128e6, "warm {warm:e}");
         within(&f, "nodes.syscall", SYSCALL);
         within(&f, "nodes.cache.write_bw", CACHE_W);
         within(&f, "nodes.cache.read_bw", CACHE_R);

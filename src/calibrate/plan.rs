@@ -235,6 +235,19 @@ impl Plan {
             args: iozone_args(&cold_files, &records, true, &file),
             shape: "cold".into(),
         });
+        // Files growing past the memory the node keeps backed (back to back, so
+        // what one file frees stays backed for the next).
+        let growing: Vec<u64> = match scale {
+            Scale::Tiny => vec![M, 2 * M, 4 * M],
+            Scale::Quick => vec![512 * M, 1 << 30, 2 << 30, 4 << 30],
+            Scale::Full => vec![512 * M, 1 << 30, 2 << 30, 4 << 30, 6 << 30],
+        };
+        steps.push(Step {
+            probe: Probe::Iozone,
+            ranks: 1,
+            args: iozone_args(&growing, &[M], false, &file),
+            shape: "fresh".into(),
+        });
         Plan {
             scale,
             memcpy_sizes,

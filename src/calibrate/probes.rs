@@ -42,6 +42,9 @@ pub struct IozoneRow {
 pub struct IozoneRun {
     /// True for cold reads (`-I`: the file dropped from the page cache first).
     pub cold: bool,
+    /// True for the fresh-memory run: files growing past the memory backed.
+    #[serde(default)]
+    pub fresh: bool,
     /// Its rows.
     pub rows: Vec<IozoneRow>,
 }
@@ -160,6 +163,7 @@ impl ProbeResults {
             Probe::Iozone => {
                 let mut run = IozoneRun {
                     cold: step.shape == "cold",
+                    fresh: step.shape == "fresh",
                     rows: Vec::new(),
                 };
                 for r in rows(
