@@ -635,6 +635,14 @@ impl<'a, 'i> Tbl<'a, 'i> {
         Ok(s)
     }
 
+    /// A size that may be 0 (`"0B"`), or `default` when absent.
+    fn size_or_zero(&self, k: &str, default: u64) -> Result<u64, ScenarioError> {
+        match self.opt(k) {
+            Some(_) => self.unit(k, "a size like \"4MiB\"", units::parse_size),
+            None => Ok(default),
+        }
+    }
+
     fn size_or(&self, k: &str, default: u64) -> Result<u64, ScenarioError> {
         if self.opt(k).is_some() {
             self.size(k)
@@ -656,7 +664,7 @@ impl<'a, 'i> Tbl<'a, 'i> {
     fn quantity(&self, k: &str, kind: KeyKind) -> Result<(f64, String), ScenarioError> {
         let v = self.req(k, "a value")?;
         let x = match kind {
-            KeyKind::Size => self.size(k)? as f64,
+            KeyKind::Size => self.unit(k, "a size like \"4MiB\"", units::parse_size)? as f64,
             KeyKind::Rate => self.rate(k)?,
             KeyKind::Time => self.time(k)?,
             KeyKind::Flops => self.flops(k)?,
@@ -1266,7 +1274,7 @@ impl Scenario {
                     Some(ClientCache {
                         capacity,
                         fresh_bw: t.rate_or("fresh_bw", f64::INFINITY)?,
-                        warm: t.size_or("warm", capacity)?,
+                        warm: t.size_or_zero("warm", capacity)?,
                         dirty_ratio: dirty,
                         dirty_background_ratio: bg,
                         write_bw: t.rate_or("write_bw", memcpy)?,
