@@ -217,6 +217,11 @@ pub struct IozoneParams {
     pub fsync_in_time: bool,
     /// `-I`: drop the file's cached pages before every read pass (cold reads).
     pub cold: bool,
+    /// `--shared-pointer` (not in IOzone): the sequential passes go through
+    /// MPI-IO's shared file pointer (`MPI_File_write_shared`/`read_shared`) of
+    /// each rank's own file, so the same offsets cost a pointer update each.
+    #[serde(default)]
+    pub shared_pointer: bool,
     /// `-w`: keep the test files at the end (otherwise deleted; each file × record
     /// size starts from a fresh file either way).
     pub keep: bool,
@@ -242,6 +247,7 @@ impl IozoneParams {
             auto_file: AUTO_FILE,
             auto_record: AUTO_RECORD,
             api: Api::Posix,
+            shared_pointer: false,
             stride: DEFAULT_STRIDE,
             fsync_in_time: false,
             cold: false,
@@ -395,6 +401,27 @@ impl IozoneParams {
                     ),
                 ));
             }
+        }
+        if self.shared_pointer && self.api != Api::MpiIo {
+            return Err(opt_err(
+                "--shared-pointer",
+                "",
+                "the shared file pointer is MPI-IO's: it needs --api MPIIO",
+            ));
+        }
+        if self.shared_pointer
+            && let Some(t) = self
+                .tests
+                .iter()
+                .find(|t| !matches!(t, Test::Write | Test::Read))
+        {
+            return Err(opt_err(
+                "--shared-pointer",
+                "",
+                format!(
+                    "the shared file pointer only moves forward: tests 0 and 1 only, not {t:?}"
+                ),
+            ));
         }
         if self.api == Api::Posix && !self.hints.is_empty() {
             return Err(opt_err(
@@ -750,7 +777,13 @@ impl Iozone {
                 {
                     pattern.stamp(b, off);
                 }
-                let op = Op::at(access, Coordination::Independent, off);
+                // The shared pointer of a file this rank opened alone moves
+                // through the same sequential offsets.
+                let op = match (p.shared_pointer, access) {
+                    (true, Access::Write) => Op::write_shared(),
+                    (true, Access::Read) => Op::read_shared(),
+                    (false, _) => Op::at(access, Coordination::Independent, off),
+                };
                 match ctx.xfer(&mut f, op, &mut buf).await {
                     Ok(m) if m as u64 == r => {
                         st.bytes += r;

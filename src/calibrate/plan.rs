@@ -248,6 +248,26 @@ impl Plan {
             args: iozone_args(&growing, &[M], false, &file),
             shape: "fresh".into(),
         });
+        // MPI-IO with explicit offsets and through the shared file pointer: the
+        // difference per call is the pointer's cost.
+        let pointer_file = match scale {
+            Scale::Tiny => vec![M],
+            Scale::Quick | Scale::Full => vec![16 * M],
+        };
+        for (shape, extra) in [
+            ("mpiio-at", None),
+            ("mpiio-shared", Some("--shared-pointer")),
+        ] {
+            let mut args = iozone_args(&pointer_file, &[K, 4 * K, 64 * K], false, &file);
+            args.extend(s(&["--api", "MPIIO"]));
+            args.extend(extra.map(String::from));
+            steps.push(Step {
+                probe: Probe::Iozone,
+                ranks: 1,
+                args,
+                shape: shape.into(),
+            });
+        }
         Plan {
             scale,
             memcpy_sizes,

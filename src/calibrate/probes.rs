@@ -45,6 +45,10 @@ pub struct IozoneRun {
     /// True for the fresh-memory run: files growing past the memory backed.
     #[serde(default)]
     pub fresh: bool,
+    /// MPI-IO runs for the shared-pointer cost: `Some(false)` explicit offsets,
+    /// `Some(true)` through the shared file pointer; `None` for POSIX runs.
+    #[serde(default)]
+    pub mpiio_shared: Option<bool>,
     /// Its rows.
     pub rows: Vec<IozoneRow>,
 }
@@ -164,6 +168,11 @@ impl ProbeResults {
                 let mut run = IozoneRun {
                     cold: step.shape == "cold",
                     fresh: step.shape == "fresh",
+                    mpiio_shared: match step.shape.as_str() {
+                        "mpiio-at" => Some(false),
+                        "mpiio-shared" => Some(true),
+                        _ => None,
+                    },
                     rows: Vec::new(),
                 };
                 for r in rows(

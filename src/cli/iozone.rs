@@ -104,6 +104,10 @@ pub(crate) struct IozoneArgs {
     /// Keep the test file(s) at the end (otherwise deleted).
     #[arg(short = 'w')]
     keep: bool,
+    /// Not in IOzone: the sequential tests (0, 1) through MPI-IO's shared file
+    /// pointer (MPI_File_write_shared/read_shared); needs --api MPIIO.
+    #[arg(long = "shared-pointer")]
+    shared_pointer: bool,
     /// Stride of the strided read (-i 5), in records.
     #[arg(short = 'j', value_name = "RECORDS", default_value_t = piotwin::bench::iozone::DEFAULT_STRIDE,
           allow_hyphen_values = true, value_parser = clap::value_parser!(u64).range(1..))]
@@ -183,6 +187,7 @@ impl IozoneArgs {
         params.stride = self.stride;
         params.fsync_in_time = self.fsync;
         params.cold = self.cold;
+        params.shared_pointer = self.shared_pointer;
         params.keep = self.keep;
         params.hints = common.hints.clone();
         params.progress = true;
