@@ -341,6 +341,10 @@ pub struct Metadata {
     pub close: f64,
     /// Delete.
     pub delete: f64,
+    /// Bytes of a deleted file dropped per second (`delete_bw`; absent =
+    /// infinite): unlinking a large file drops its cached pages and frees its
+    /// extents, a cost in its size on top of `delete`.
+    pub delete_bw: f64,
     /// `fsync`/`MPI_File_sync`: the journal commit after the dirty data reached the servers.
     pub sync: f64,
 }
@@ -982,6 +986,7 @@ const CALIBRATABLE: &[(&str, KeyKind)] = {
         ("metadata.create", Time),
         ("metadata.close", Time),
         ("metadata.delete", Time),
+        ("metadata.delete_bw", Rate),
         ("metadata.sync", Time),
         ("mpiio.shared_pointer", Time),
         ("mpiio.independent_call", Time),
@@ -1416,7 +1421,10 @@ impl Scenario {
             ));
         }
 
-        let md = top.sub("metadata", &["open", "create", "close", "delete", "sync"])?;
+        let md = top.sub(
+            "metadata",
+            &["open", "create", "close", "delete", "delete_bw", "sync"],
+        )?;
         let mpiio = top.sub(
             "mpiio",
             &[
@@ -1453,6 +1461,7 @@ impl Scenario {
                 create: md.time("create")?,
                 close: md.time("close")?,
                 delete: md.time("delete")?,
+                delete_bw: md.rate_or("delete_bw", f64::INFINITY)?,
                 sync: md.time("sync")?,
             },
             mpiio: MpiIo {
@@ -1751,6 +1760,13 @@ impl fmt::Display for Scenario {
             fmt_time(m.delete),
             fmt_time(m.sync)
         )?;
+        if m.delete_bw.is_finite() {
+            writeln!(
+                f,
+                "    a deleted file's bytes dropped at {}",
+                fmt_rate(m.delete_bw)
+            )?;
+        }
         let mp = &self.mpiio;
         writeln!(
             f,

@@ -1580,11 +1580,16 @@ impl Rank {
     pub async fn delete(&self, path: &str) {
         let t = {
             let mut m = self.core.model.borrow_mut();
+            let mut size = 0;
             if let Some(inode) = m.by_path.remove(path) {
+                size = m.files[inode].size;
                 storage::delete(&mut m.storage, inode);
             }
             let node = m.platform.node_of(self.world);
-            let cost = m.md.delete;
+            let cost = match m.md.delete_bw.is_finite() {
+                true => m.md.delete + size as f64 / m.md.delete_bw,
+                false => m.md.delete,
+            };
             m.md_op(self.now(), node, cost)
         };
         self.until(t, Wait::Io).await;

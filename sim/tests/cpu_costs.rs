@@ -355,3 +355,31 @@ fn page_cache_growth_beyond_warm_memory_pays_the_fresh_rate() {
     let inf = times(&["nodes[0].cache.warm=1MB"]);
     assert_eq!(inf.map(f64::to_bits), off.map(f64::to_bits));
 }
+
+/// Deleting a file costs `metadata.delete` plus its size over `delete_bw`.
+#[test]
+fn deleting_a_file_costs_its_size_over_delete_bw() {
+    const MB: u64 = 1_000_000;
+    let time = |set: &[&str]| -> f64 {
+        let scn = scenario(1, true, set);
+        run(&scn, 1, async |r: &Rank| {
+            let mut f = r
+                .open("/f", OpenMode::CreateReadWrite, false, FileApi::Posix)
+                .await
+                .unwrap();
+            r.xfer(&mut f, Access::Write, Coord::Independent, Pos::At(0), 3 * MB)
+                .await
+                .unwrap();
+            r.close(f).await;
+            let t = r.now();
+            r.delete("/f").await;
+            r.now() - t
+        })[0]
+    };
+    assert_eq!(time(&[]), 0.0);
+    assert!(close(time(&["metadata.delete_bw=100MB/s"]), 30e-3));
+    assert!(close(
+        time(&["metadata.delete_bw=100MB/s", "metadata.delete=1ms"]),
+        31e-3
+    ));
+}

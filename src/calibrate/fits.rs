@@ -5,6 +5,7 @@
 //! | parameter | probe | fit |
 //! |---|---|---|
 //! | `nodes.compute.memcpy` | memcpy | time = latency + bytes / bw (Huber) |
+//! | `metadata.delete`, `metadata.delete_bw` | unlink of synced cached files over sizes | time = delete + bytes / delete_bw (Huber) |
 //! | `nodes.compute.pattern` | IOR's data pattern, filled and checked | time = latency + bytes / bw (Huber) |
 //! | `nodes.nic_latency`, `nodes.nic_bw` | pingpong, 2 ranks | exchange time = latency + bytes / bw (Huber) |
 //! | `nodes.oversubscribed_wakeup` | pingpong barriers | (mean barrier at N > cores ranks − mean barrier at `cores` ranks) / ⌈log2 N⌉ steps |
@@ -191,6 +192,20 @@ fn fit_memcpy(r: &ProbeResults, f: &mut Fitted) {
         "nodes.compute.memcpy",
         "memcpy: in-process copies over sizes",
     );
+    match fit_latency_bandwidth_robust(
+        &r.delete
+            .iter()
+            .map(|s| (s.bytes as f64, s.seconds))
+            .collect::<Vec<_>>(),
+        LEVEL,
+    ) {
+        Ok(fit) => f.linear(
+            (Some("metadata.delete"), Some("metadata.delete_bw")),
+            &fit,
+            "delete: unlink of synced, cached files over sizes",
+        ),
+        Err(e) => f.skip(&["metadata.delete", "metadata.delete_bw"], why(&e)),
+    }
     fit_in_process(
         r,
         f,
@@ -701,6 +716,8 @@ pub(crate) mod tests {
     const PATTERN: f64 = 3e9;
     const WARM: u64 = 1200 << 20;
     const SHARED_PTR: f64 = 3e-6;
+    const DELETE: f64 = 40e-6;
+    const DELETE_BW: f64 = 4e9;
     const FRESH_BW: f64 = 0.4e9;
     const NIC_LAT: f64 = 1e-6;
     const NIC_BW: f64 = 4e9;
@@ -729,6 +746,11 @@ pub(crate) mod tests {
                 let t = s as f64 / PATTERN + 40e-6 * np.normal();
                 r.pattern.push(CopySample {
                     bytes: s,
+                    seconds: t,
+                });
+                let t = DELETE + 16.0 * s as f64 / DELETE_BW + 1e-3 * np.normal();
+                r.delete.push(CopySample {
+                    bytes: 16 * s,
                     seconds: t,
                 });
             }
@@ -907,6 +929,7 @@ pub(crate) mod tests {
         within(&f, "nodes.compute.pattern", PATTERN);
         within(&f, "nodes.cache.fresh_bw", FRESH_BW);
         within(&f, "mpiio.shared_pointer", SHARED_PTR);
+        within(&f, "metadata.delete_bw", DELETE_BW);
         let warm = f.get("nodes.cache.warm").unwrap().value;
         assert!((warm - WARM as f64).abs() < 128e6, "warm {warm:e}");
         within(&f, "nodes.syscall", SYSCALL);

@@ -2,7 +2,9 @@
 //! `nodes.compute.memcpy` (the rate of page-cache copies and intra-node
 //! messages), and IOR's data pattern filled and checked over sizes, for
 //! `nodes.compute.pattern` (what real IOR spends on its data check inside the
-//! timed region). They run in the calibrating process itself: no MPI is involved.
+//! timed region), and file deletion over file sizes, for `metadata.delete` and
+//! `metadata.delete_bw`. They run in the calibrating process itself: no MPI is
+//! involved.
 
 use std::time::Instant;
 
@@ -39,6 +41,39 @@ pub fn measure(sizes: &[u64], reps: usize) -> Vec<CopySample> {
         }
     }
     out
+}
+
+/// Writes a file of each size in `dir` (synced, its pages cached clean, as a
+/// benchmark leaves it), then times its deletion: `reps` samples per size.
+pub fn measure_delete(
+    dir: &std::path::Path,
+    sizes: &[u64],
+    reps: usize,
+) -> std::io::Result<Vec<CopySample>> {
+    use std::io::Write;
+    let chunk = vec![0x5au8; 1 << 20];
+    let mut out = Vec::with_capacity(sizes.len() * reps);
+    for &s in sizes {
+        for rep in 0..reps {
+            let path = dir.join(format!("delete-probe-{s}-{rep}.tmp"));
+            let mut f = std::fs::File::create(&path)?;
+            let mut left = s as usize;
+            while left > 0 {
+                let n = left.min(chunk.len());
+                f.write_all(&chunk[..n])?;
+                left -= n;
+            }
+            f.sync_all()?;
+            drop(f);
+            let t0 = Instant::now();
+            std::fs::remove_file(&path)?;
+            out.push(CopySample {
+                bytes: s,
+                seconds: t0.elapsed().as_secs_f64(),
+            });
+        }
+    }
+    Ok(out)
 }
 
 /// Fills `reps` times at each size a buffer with IOR's data pattern, and checks

@@ -84,6 +84,9 @@ pub struct Plan {
     pub scale: Scale,
     /// memcpy sizes, bytes.
     pub memcpy_sizes: Vec<u64>,
+    /// Sizes of the files whose deletion is timed.
+    #[serde(default)]
+    pub delete_sizes: Vec<u64>,
     /// memcpy copies per size.
     pub memcpy_reps: usize,
     /// The launched steps, in order.
@@ -268,9 +271,15 @@ impl Plan {
                 shape: shape.into(),
             });
         }
+        let delete_sizes = match scale {
+            Scale::Tiny => vec![M, 2 * M, 4 * M],
+            Scale::Quick => vec![64 * M, 256 * M, 1 << 30],
+            Scale::Full => vec![64 * M, 256 * M, 1 << 30, 2 << 30],
+        };
         Plan {
             scale,
             memcpy_sizes,
+            delete_sizes,
             memcpy_reps,
             steps,
         }

@@ -95,6 +95,9 @@ pub struct ProbeResults {
     /// IOR data-pattern samples (fills and checks).
     #[serde(default)]
     pub pattern: Vec<CopySample>,
+    /// File deletions (bytes of the file, seconds of the unlink).
+    #[serde(default)]
+    pub delete: Vec<CopySample>,
     /// Point-to-point rows, every run.
     pub pingpong: Vec<PingRow>,
     /// IOR rows, every run.
@@ -113,6 +116,7 @@ impl ProbeResults {
             plan,
             memcpy: Vec::new(),
             pattern: Vec::new(),
+            delete: Vec::new(),
             pingpong: Vec::new(),
             ior: Vec::new(),
             iozone: Vec::new(),

@@ -340,6 +340,13 @@ fn probe(inp: &Inputs, plan: Plan, scratch: &Path) -> ProbeResults {
     let mut progress = Progress::new(plan.steps.len() + 1);
     results.memcpy = memcpy::measure(&plan.memcpy_sizes, plan.memcpy_reps);
     results.pattern = memcpy::measure_pattern(&plan.memcpy_sizes, plan.memcpy_reps);
+    match memcpy::measure_delete(scratch, &plan.delete_sizes, 2) {
+        Ok(d) => results.delete = d,
+        Err(e) => results.failures.push(StepFailure {
+            step: "delete: timed file deletions in the scratch directory".into(),
+            message: e.to_string(),
+        }),
+    }
     progress.step(
         "memcpy",
         &format!(
