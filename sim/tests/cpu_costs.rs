@@ -367,9 +367,15 @@ fn deleting_a_file_costs_its_size_over_delete_bw() {
                 .open("/f", OpenMode::CreateReadWrite, false, FileApi::Posix)
                 .await
                 .unwrap();
-            r.xfer(&mut f, Access::Write, Coord::Independent, Pos::At(0), 3 * MB)
-                .await
-                .unwrap();
+            r.xfer(
+                &mut f,
+                Access::Write,
+                Coord::Independent,
+                Pos::At(0),
+                3 * MB,
+            )
+            .await
+            .unwrap();
             r.close(f).await;
             let t = r.now();
             r.delete("/f").await;

@@ -35,6 +35,7 @@ use serde::{Deserialize, Serialize};
 
 use super::LEVEL;
 use super::probes::{IorRow, IozoneRow, ProbeResults};
+use crate::bench::iozone::Pass;
 
 /// What a parameter's number is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -356,13 +357,13 @@ fn fit_fresh(r: &ProbeResults, f: &mut Fitted) {
     let mut growth = Vec::new();
     for run in r.iozone.iter().filter(|run| run.fresh) {
         let mut peak = 0.0f64;
-        for row in run.rows.iter().filter(|x| x.test == "write") {
+        for row in run.rows.iter().filter(|x| x.test == Pass::Write) {
             let size = row.file_bytes as f64;
             let copy = row.ops as f64 * syscall + row.bytes as f64 / write_bw;
             growth.push(piotwin_calibration::Growth {
                 size,
                 peak,
-                extra_s: ((row.seconds - row.fsync_s) - copy).max(0.0),
+                extra_s: ((row.seconds - row.fsync_s.unwrap_or(0.0)) - copy).max(0.0),
             });
             peak = peak.max(size);
         }
@@ -406,7 +407,7 @@ fn per_record(rows: &[&IozoneRow]) -> Vec<(f64, f64)> {
         .map(|r| {
             (
                 r.record_bytes as f64,
-                (r.seconds - r.fsync_s).max(0.0) / r.ops as f64,
+                (r.seconds - r.fsync_s.unwrap_or(0.0)).max(0.0) / r.ops as f64,
             )
         })
         .collect()
@@ -443,7 +444,7 @@ fn fit_iozone(r: &ProbeResults, f: &mut Fitted) {
     }
     // Cached files: at most a quarter of memory, well inside the page cache, and
     // at least twice the CPU cache, so the copies run at memory speed.
-    let cached = |t: &str| -> Vec<&IozoneRow> {
+    let cached = |t: Pass| -> Vec<&IozoneRow> {
         let rows = warm
             .iter()
             .copied()
@@ -464,13 +465,13 @@ fn fit_iozone(r: &ProbeResults, f: &mut Fitted) {
     one(
         f,
         (Some("nodes.syscall"), Some("nodes.cache.write_bw")),
-        cached("write"),
+        cached(Pass::Write),
         "iozone: write of cached files, time per record over record sizes",
     );
     one(
         f,
         (None, Some("nodes.cache.read_bw")),
-        cached("reread"),
+        cached(Pass::Reread),
         "iozone: re-read of cached files, time per record over record sizes",
     );
     one(
@@ -479,13 +480,18 @@ fn fit_iozone(r: &ProbeResults, f: &mut Fitted) {
             Some("server.device.read_latency"),
             Some("server.device.read_bw"),
         ),
-        cold.iter().copied().filter(|x| x.test == "read").collect(),
+        cold.iter()
+            .copied()
+            .filter(|x| x.test == Pass::Read)
+            .collect(),
         "iozone -I: cold read (file dropped from the page cache), time per record over record sizes",
     );
     let sync: Vec<(f64, f64)> = warm
         .iter()
-        .filter(|x| x.test == "write" && x.fsync_s > 0.0)
-        .map(|x| (x.file_bytes as f64, x.fsync_s))
+        .filter_map(|x| {
+            let fsync = x.fsync_s.filter(|&t| x.test == Pass::Write && t > 0.0)?;
+            Some((x.file_bytes as f64, fsync))
+        })
         .collect();
     match fit_latency_bandwidth_robust(&sync, LEVEL) {
         Ok(fit) => f.linear(
@@ -505,7 +511,7 @@ fn fit_cache_capacity(r: &ProbeResults, f: &mut Fitted) {
         .iter()
         .filter(|run| !run.cold)
         .flat_map(|run| &run.rows)
-        .filter(|x| x.test == "reread" && x.kb_s > 0.0)
+        .filter(|x| x.test == Pass::Reread && x.kb_s > 0.0)
         .map(|x| (x.file_bytes as f64, x.kb_s * 1024.0))
         .collect();
     let largest = bw.iter().map(|b| b.0).fold(0.0, f64::max);
@@ -793,23 +799,24 @@ pub(crate) mod tests {
         for file in [16u64 << 20, 64 << 20, 256 << 20] {
             for rec in [4096u64, 65536, 1 << 20] {
                 let ops = file / rec;
-                let row = |test: &str, per: f64, fsync: f64| IozoneRow {
-                    test: test.into(),
+                let row = |test: Pass, per: f64, fsync: f64| IozoneRow {
+                    test,
                     file_bytes: file,
                     record_bytes: rec,
                     seconds: per * ops as f64 + fsync,
                     bytes: file,
                     ops,
                     kb_s: file as f64 / 1024.0 / (per * ops as f64),
-                    fsync_s: fsync,
+                    fsync_s: (test == Pass::Write).then_some(fsync),
+                    dirty_bytes: file,
                 };
                 let fsync = SYNC + file as f64 / DEV_W + 2e-3 * n.normal();
                 let w = SYSCALL + rec as f64 / CACHE_W + 0.05e-6 * n.normal();
-                warm.rows.push(row("write", w, fsync));
+                warm.rows.push(row(Pass::Write, w, fsync));
                 let rr = SYSCALL + rec as f64 / CACHE_R + 0.05e-6 * n.normal();
-                warm.rows.push(row("reread", rr, 0.0));
+                warm.rows.push(row(Pass::Reread, rr, 0.0));
                 let c = DEV_LAT + rec as f64 / DEV_R + 2e-6 * n.normal();
-                cold.rows.push(row("read", c, 0.0));
+                cold.rows.push(row(Pass::Read, c, 0.0));
             }
         }
         // One stalled record-time sample (a daemon woke up).
@@ -831,14 +838,15 @@ pub(crate) mod tests {
                 + grown / FRESH_BW
                 + 0.02 * nf.normal();
             fresh.rows.push(IozoneRow {
-                test: "write".into(),
+                test: Pass::Write,
                 file_bytes: file,
                 record_bytes: 1 << 20,
                 seconds: t,
                 bytes: file,
                 ops,
                 kb_s: file as f64 / 1024.0 / t,
-                fsync_s: 0.0,
+                fsync_s: Some(0.0),
+                dirty_bytes: file,
             });
             peak = peak.max(file);
         }
@@ -860,16 +868,17 @@ pub(crate) mod tests {
                     + if shared { SHARED_PTR } else { 0.0 }
                     + rec as f64 / CACHE_W
                     + 0.05e-6 * np2.normal();
-                for test in ["write", "rewrite"] {
+                for test in [Pass::Write, Pass::Rewrite] {
                     run.rows.push(IozoneRow {
-                        test: test.into(),
+                        test,
                         file_bytes: file,
                         record_bytes: rec,
                         seconds: per * ops as f64,
                         bytes: file,
                         ops,
                         kb_s: file as f64 / 1024.0 / (per * ops as f64),
-                        fsync_s: 0.0,
+                        fsync_s: None,
+                        dirty_bytes: 0,
                     });
                 }
             }

@@ -15,27 +15,9 @@ use super::memcpy::CopySample;
 use super::plan::{Plan, Probe, Step};
 use crate::bench::pingpong::PingRow;
 
-/// One row of the IOzone-style probe (`piotwin run iozone --json`).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct IozoneRow {
-    /// `write`, `rewrite`, `read`, `reread`, `random-read`, `random-write`, `stride-read`.
-    pub test: String,
-    /// File size, bytes.
-    pub file_bytes: u64,
-    /// Record (request) size, bytes.
-    pub record_bytes: u64,
-    /// Time of the test, seconds (including `fsync_s` when `-e`).
-    pub seconds: f64,
-    /// Bytes moved.
-    pub bytes: u64,
-    /// Requests made.
-    pub ops: u64,
-    /// IOzone's figure, KiB/s.
-    pub kb_s: f64,
-    /// Time of the `fsync` at the end of a write test, seconds (0 for reads, whose
-    /// report cell is null).
-    pub fsync_s: f64,
-}
+/// One row of the IOzone-style probe (`piotwin run iozone --json`): the
+/// benchmark's own row type.
+pub use crate::bench::iozone::Row as IozoneRow;
 
 /// One IOzone run.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -179,33 +161,9 @@ impl ProbeResults {
                     },
                     rows: Vec::new(),
                 };
-                for r in rows(
-                    &report,
-                    &[
-                        "test",
-                        "file_bytes",
-                        "record_bytes",
-                        "seconds",
-                        "bytes",
-                        "ops",
-                        "kb_s",
-                        "fsync_s",
-                    ],
-                )? {
-                    run.rows.push(IozoneRow {
-                        test: text(&r, "test")?,
-                        file_bytes: num(&r, "file_bytes")? as u64,
-                        record_bytes: num(&r, "record_bytes")? as u64,
-                        seconds: num(&r, "seconds")?,
-                        bytes: num(&r, "bytes")? as u64,
-                        ops: num(&r, "ops")? as u64,
-                        kb_s: num(&r, "kb_s")?,
-                        fsync_s: match r["fsync_s"].is_null() {
-                            true => 0.0,
-                            false => num(&r, "fsync_s")?,
-                        },
-                    });
-                }
+                let report: crate::report::RunReport = serde_json::from_value(report)
+                    .map_err(|e| format!("not an iozone run report: {e}"))?;
+                run.rows = crate::bench::iozone::rows_from_report(&report)?;
                 self.iozone.push(run);
             }
         }
@@ -298,15 +256,43 @@ mod tests {
         ProbeResults::new(machine, Plan::new(Scale::Tiny, 2, 4, "/s"))
     }
 
-    /// The IOzone report shape the IOzone-style probe writes (a fixture until it lands).
-    pub(crate) const IOZONE_FIXTURE: &str = r#"{
-      "benchmark": "iozone", "mode": "real", "ranks": 1,
-      "tables": { "results": {
-        "columns": ["test","file_bytes","record_bytes","seconds","bytes","ops","kb_s","fsync_s"],
-        "rows": [
-          ["write", 1048576, 4096, 0.002, 1048576, 256, 512000.0, 0.001],
-          ["reread", 1048576, 4096, 0.0005, 1048576, 256, 2048000.0, 0.0]
-        ] } } }"#;
+    /// An IOzone run report as `piotwin run iozone --json` writes it: a `rows`
+    /// table in the benchmark's own columns.
+    fn iozone_report() -> String {
+        use crate::bench::iozone::ROW_COLUMNS;
+        let mut report = crate::report::RunReport {
+            benchmark: "iozone".into(),
+            mode: crate::report::Mode::Real,
+            ranks: 1,
+            params: serde_json::Value::Null,
+            environment: Default::default(),
+            hints: Default::default(),
+            metrics: Default::default(),
+            tables: Default::default(),
+            errors: Vec::new(),
+        };
+        report.tables.insert(
+            "rows".into(),
+            crate::report::Table {
+                columns: ROW_COLUMNS.iter().map(|c| c.to_string()).collect(),
+                rows: vec![
+                    serde_json::json!([
+                        "write", 1048576, 4096, 0.002, 1048576, 256, 512000.0, 0.001, 1048576
+                    ])
+                    .as_array()
+                    .unwrap()
+                    .clone(),
+                    serde_json::json!([
+                        "reread", 1048576, 4096, 0.0005, 1048576, 256, 2048000.0, null, 0
+                    ])
+                    .as_array()
+                    .unwrap()
+                    .clone(),
+                ],
+            },
+        );
+        report.to_json()
+    }
 
     #[test]
     fn reads_iozone_rows_by_column_name() {
@@ -318,11 +304,12 @@ mod tests {
             .find(|s| s.probe == Probe::Iozone && s.shape == "cold")
             .unwrap()
             .clone();
-        r.add_report(&step, IOZONE_FIXTURE).unwrap();
+        r.add_report(&step, &iozone_report()).unwrap();
         assert!(r.iozone[0].cold);
         assert_eq!(r.iozone[0].rows.len(), 2);
         assert_eq!(r.iozone[0].rows[0].record_bytes, 4096);
-        assert_eq!(r.iozone[0].rows[1].test, "reread");
+        assert_eq!(r.iozone[0].rows[1].test, crate::bench::iozone::Pass::Reread);
+        assert_eq!(r.iozone[0].rows[1].fsync_s, None);
     }
 
     #[test]
