@@ -1,13 +1,14 @@
 //! The client-CPU terms of the twin on hand-computed cases: per-call MPI-IO
 //! and system-call costs, page-cache copy rates, processor sharing on an
-//! oversubscribed node and its wake-up latency; every term off by default
-//! (0 / absent gives bit-identical times to leaving the key out).
+//! oversubscribed node and its wake-up latency, fresh memory for a growing page
+//! cache, deletion by size; every term off by default (0 / absent gives
+//! bit-identical times to leaving the key out).
 
-use std::cell::RefCell;
-use std::future::Future;
-use std::pin::Pin;
+mod common;
 
-use piotwin_sim::{Access, Compute, Coord, FileApi, OpenMode, Pos, Rank, Scenario, Twin};
+use common::run;
+
+use piotwin_sim::{Access, Compute, Coord, FileApi, OpenMode, Pos, Rank, Scenario};
 
 /// A node group of `cores` cores with only what a test names costing anything:
 /// zero latencies, a 1 GB/s memcpy, an SSD of 100 MB/s writes and 200 MB/s
@@ -24,23 +25,6 @@ fn scenario(cores: usize, cache: bool, set: &[&str]) -> Scenario {
     );
     let set: Vec<String> = set.iter().map(|s| s.to_string()).collect();
     Scenario::from_str_with(&text, "cpu.toml", &set).unwrap()
-}
-
-type Task<'a> = Pin<Box<dyn Future<Output = ()> + 'a>>;
-
-/// Runs `body` on each of `n` ranks; returns what each returned.
-fn run<T: 'static>(scn: &Scenario, n: usize, body: impl AsyncFn(&Rank) -> T) -> Vec<T> {
-    let twin = Twin::new(scn, n, 1).unwrap();
-    let ranks: Vec<Rank> = (0..n).map(|r| twin.rank(r)).collect();
-    let out: Vec<RefCell<Option<T>>> = (0..n).map(|_| RefCell::new(None)).collect();
-    let body = &body;
-    let tasks: Vec<Task<'_>> = ranks
-        .iter()
-        .zip(&out)
-        .map(|(r, o)| Box::pin(async move { *o.borrow_mut() = Some(body(r).await) }) as Task<'_>)
-        .collect();
-    twin.run(tasks).unwrap();
-    out.into_iter().map(|o| o.into_inner().unwrap()).collect()
 }
 
 fn close(a: f64, b: f64) -> bool {
@@ -308,6 +292,13 @@ fn oversubscribed_wakeup_delays_messages() {
     }
 }
 
+/// `/f`, created by this rank alone through POSIX.
+async fn open_posix(r: &Rank) -> piotwin_sim::File {
+    r.open("/f", OpenMode::CreateReadWrite, false, FileApi::Posix)
+        .await
+        .unwrap()
+}
+
 /// Fresh memory: a POSIX writer's page cache grows at the copy rate while it
 /// stays within `warm`, and pays bytes / `fresh_bw` for what it takes beyond;
 /// rewriting cached bytes takes nothing fresh.
@@ -317,10 +308,7 @@ fn page_cache_growth_beyond_warm_memory_pays_the_fresh_rate() {
     let times = |set: &[&str]| -> [f64; 3] {
         let scn = scenario(1, true, set);
         run(&scn, 1, async |r: &Rank| {
-            let mut f = r
-                .open("/f", OpenMode::CreateReadWrite, false, FileApi::Posix)
-                .await
-                .unwrap();
+            let mut f = open_posix(r).await;
             let t0 = r.now();
             r.xfer(
                 &mut f,
@@ -363,10 +351,7 @@ fn deleting_a_file_costs_its_size_over_delete_bw() {
     let time = |set: &[&str]| -> f64 {
         let scn = scenario(1, true, set);
         run(&scn, 1, async |r: &Rank| {
-            let mut f = r
-                .open("/f", OpenMode::CreateReadWrite, false, FileApi::Posix)
-                .await
-                .unwrap();
+            let mut f = open_posix(r).await;
             r.xfer(
                 &mut f,
                 Access::Write,

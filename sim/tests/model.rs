@@ -1,11 +1,11 @@
 //! The storage model pinned to hand-computable truths (each test's comment
 //! gives the system and the arithmetic, as SimGrid's max–min tests do).
 
-use std::cell::RefCell;
-use std::future::Future;
-use std::pin::Pin;
+mod common;
 
-use piotwin_sim::{Access, Coord, FileApi, OpenMode, Pos, Rank, Scenario, Twin};
+use common::run;
+
+use piotwin_sim::{Access, Coord, FileApi, OpenMode, Pos, Rank, Scenario};
 
 /// 1 GB/s memcpy, links and NICs at 1 TB/s, zero latencies and metadata costs,
 /// `servers` servers each with an SSD of 100 MB/s (read and write), 0 latency.
@@ -58,23 +58,6 @@ shared_pointer = "0s"
     );
     let set: Vec<String> = set.iter().map(|s| s.to_string()).collect();
     Scenario::from_str_with(&text, "model.toml", &set).unwrap()
-}
-
-type Task<'a> = Pin<Box<dyn Future<Output = ()> + 'a>>;
-
-/// Runs `body` on `n` ranks; returns what each recorded.
-fn run<T: Clone + 'static>(scn: &Scenario, n: usize, body: impl AsyncFn(&Rank) -> T) -> Vec<T> {
-    let twin = Twin::new(scn, n, 1).unwrap();
-    let ranks: Vec<Rank> = (0..n).map(|r| twin.rank(r)).collect();
-    let out: Vec<RefCell<Option<T>>> = (0..n).map(|_| RefCell::new(None)).collect();
-    let body = &body;
-    let tasks: Vec<Task<'_>> = ranks
-        .iter()
-        .zip(&out)
-        .map(|(r, o)| Box::pin(async move { *o.borrow_mut() = Some(body(r).await) }) as Task<'_>)
-        .collect();
-    twin.run(tasks).unwrap();
-    out.into_iter().map(|o| o.into_inner().unwrap()).collect()
 }
 
 fn close(a: f64, b: f64) -> bool {
