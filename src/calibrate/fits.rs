@@ -442,13 +442,17 @@ fn fit_iozone(r: &ProbeResults, f: &mut Fitted) {
         );
         return;
     }
-    // Cached files: at most a quarter of memory, well inside the page cache, and
-    // at least twice the CPU cache, so the copies run at memory speed.
+    // Cached files: at least twice the CPU cache, so the copies run at memory
+    // speed, and at most 512 MiB (and a quarter of memory), so they stay in
+    // memory the node keeps backed: larger files grow into fresh memory, which
+    // `fit_fresh` fits from its own run.
     let cached = |t: Pass| -> Vec<&IozoneRow> {
         let rows = warm
             .iter()
             .copied()
-            .filter(|x| x.test == t && x.file_bytes <= r.machine.mem_total_bytes / 4)
+            .filter(|x| {
+                x.test == t && x.file_bytes <= (r.machine.mem_total_bytes / 4).min(512 << 20)
+            })
             .collect();
         beyond_cpu_cache(rows, r.machine.cpu_cache_bytes, |x| x.file_bytes)
     };
