@@ -410,20 +410,24 @@ pub trait IoCtx: Sized {
         loop {
             body(r).await?;
             r += 1;
-            let go_on = match policy {
-                Repeat::Count(n) => r < n,
-                Repeat::TimeBudget { budget } => {
-                    self.barrier().await;
-                    let mine = {
-                        let elapsed = self.wtime() - start;
-                        elapsed * (r + 1) as f64 / r as f64 <= budget
-                    };
-                    self.bcast_u64(mine as u64, 0).await == 1
-                }
-            };
-            if !go_on {
+            if !go_on(self, policy, start, r).await {
                 return Ok(r);
             }
+        }
+    }
+}
+
+/// Whether [`IoCtx::repeat`] runs its body again after `done` runs that began at
+/// `start` (the context's `wtime`): [`Repeat`]'s rule, with the time-driven
+/// barrier and rank 0's broadcast decision. Every back end's `repeat` asks here.
+pub async fn go_on<C: IoCtx + ?Sized>(ctx: &C, policy: Repeat, start: f64, done: u64) -> bool {
+    match policy {
+        Repeat::Count(n) => done < n,
+        Repeat::TimeBudget { budget } => {
+            ctx.barrier().await;
+            let elapsed = ctx.wtime() - start;
+            let mine = elapsed * (done + 1) as f64 / done as f64 <= budget;
+            ctx.bcast_u64(mine as u64, 0).await == 1
         }
     }
 }

@@ -393,18 +393,7 @@ impl IoCtx for SimCtx {
             self.calls.set(Calls::default());
             body(r).await?;
             r += 1;
-            let go_on = match policy {
-                Repeat::Count(n) => r < n,
-                Repeat::TimeBudget { budget } => {
-                    self.barrier().await;
-                    let mine = {
-                        let elapsed = self.wtime() - start;
-                        elapsed * (r + 1) as f64 / r as f64 <= budget
-                    };
-                    self.bcast_u64(mine as u64, 0).await == 1
-                }
-            };
-            if !go_on {
+            if !crate::ctx::go_on(self, policy, start, r).await {
                 break;
             }
             if !self.ff {
