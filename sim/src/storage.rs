@@ -806,6 +806,27 @@ pub(crate) const CLASS_DEVICE: u8 = 2;
 pub(crate) const CLASS_MIXED: u8 = 3;
 
 impl Storage {
+    /// Where a write of `len` bytes from `node` lands: its page cache, else
+    /// the servers' write-back caches while every one has room under its dirty
+    /// limit (at the limit, writes go through to the devices as the flushers
+    /// free room), else the devices.
+    pub(crate) fn write_class(&self, node: usize, len: u64) -> u8 {
+        if self.nodes[node].is_some() {
+            return CLASS_NODE_HIT;
+        }
+        // one `[server.cache]` for all servers, as for reads
+        let room = |s: &Srv| {
+            s.cache
+                .as_ref()
+                .is_some_and(|c| c.write_back && c.cache.dirty + len <= c.cache.dirty_limit)
+        };
+        if self.servers.iter().all(room) {
+            CLASS_SERVER_HIT
+        } else {
+            CLASS_DEVICE
+        }
+    }
+
     /// Where a read of `[a, b)` of `file` from `node` would be served, looked up
     /// without changing any state: one of the `CLASS_*` values.
     pub(crate) fn read_class(&self, node: usize, file: usize, a: u64, b: u64) -> u8 {

@@ -1362,7 +1362,7 @@ async fn fs_io(core: &Core, world: usize, inode: usize, access: Access, ext: &[(
                     off,
                     len,
                     class: match access {
-                        Access::Write => 0,
+                        Access::Write => m.storage.write_class(node, len),
                         Access::Read if off + len > size => FF_CLASS_EOF,
                         Access::Read => m.storage.read_class(node, inode, off, off + len),
                     },
@@ -1848,7 +1848,7 @@ struct FfReq {
     /// Offset and length in bytes.
     off: u64,
     len: u64,
-    /// For reads, where the bytes were when it was issued (`storage::CLASS_*`).
+    /// Where the request was served when it was issued (`storage::CLASS_*`).
     class: u8,
 }
 
@@ -1902,9 +1902,15 @@ pub struct FfOffer {
 }
 
 impl FfPlan {
-    /// True when the skipped iterations would read.
-    pub fn reads(&self) -> bool {
-        self.reqs.iter().any(|r| !r.write)
+    /// True when the skipped iterations' requests would be served by the
+    /// devices (reads the caches miss, writes without a write-back cache):
+    /// their times depend on where other ranks' requests put the heads and on
+    /// the layout's boundaries (a seek when a stream crosses to the next RAID
+    /// stripe), which one rank's window of a few hundred iterations does not
+    /// capture. Requests served by node or server caches cost what the window
+    /// saw.
+    pub fn device_bound(&self) -> bool {
+        self.reqs.iter().any(|r| r.class == storage::CLASS_DEVICE)
     }
 
     /// The plan `m` further iterations on, at virtual time `end`: requests

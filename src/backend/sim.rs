@@ -15,10 +15,11 @@
 //! [`piotwin_sim::Rank::ff_plan`] for the conditions and the error bound), ranks
 //! in step agree on a number of iterations `k` (a collective that costs no virtual
 //! time), apply the skipped requests' effect on the storage state, advance the
-//! clock by `k·Δ` and go on exactly. Ranks of an independent loop of writes
+//! clock by `k·Δ` and go on exactly. Ranks of an independent loop
 //! offer a skip without waiting and skip a common stretch of virtual time of
-//! at least [`FF_MIN_STRETCH`] iterations of the slowest rank; independent loops
-//! of reads run exactly (see `scenarios/README.md`). The loop's last iteration always runs
+//! at least [`FF_MIN_STRETCH`] iterations of the slowest rank. Iterations whose
+//! requests the devices serve run exactly, in every kind of loop (see
+//! `scenarios/README.md`). The loop's last iteration always runs
 //! exactly: `Count(n)` skips at most to `n − 1`; `TimeBudget` solves the stop
 //! rule `(e + jΔ)·(r + j + 1)/(r + j) ≤ Tp` for the first `j` that stops and
 //! skips at most `j − 2`, so the stop decision is taken on simulated time. A
@@ -167,7 +168,8 @@ impl SimCtx {
         // it offered, when its window may have any length: the plan takes an
         // odd one (two halves and the start), so the oldest may be dropped.
         let window = &window[(window.len().max(1) - 1) % 2..];
-        let Some(plan) = self.rank.ff_plan(window) else {
+        // Requests served by the devices run exactly (see `FfPlan::device_bound`).
+        let Some(plan) = self.rank.ff_plan(window).filter(|p| !p.device_bound()) else {
             return (0, None);
         };
         let mut k = plan.max_skip.min(FF_GROWTH.saturating_mul(r));
@@ -460,7 +462,7 @@ impl IoCtx for SimCtx {
                 };
                 let now = self.wtime();
                 let offer = match &p {
-                    Some(p) if mine > 0 && !p.reads() => FfOffer {
+                    Some(p) if mine > 0 => FfOffer {
                         at: now,
                         until: now + mine as f64 * p.delta,
                         delta: p.delta,
@@ -472,7 +474,7 @@ impl IoCtx for SimCtx {
                     },
                 };
                 self.rank.ff_offer(round, offer);
-                awaited = Some((round, p.filter(|p| mine > 0 && !p.reads()), r));
+                awaited = Some((round, p.filter(|_| mine > 0), r));
                 round += 1;
                 continue;
             }
