@@ -814,7 +814,6 @@ impl Storage {
         if self.nodes[node].is_some() {
             return CLASS_NODE_HIT;
         }
-        // one `[server.cache]` for all servers, as for reads
         let room = |s: &Srv| {
             s.cache
                 .as_ref()

@@ -385,6 +385,17 @@ pub struct Mismatch {
     pub got: u8,
 }
 
+impl Mismatch {
+    /// "rank R reading `FILE` at offset O: expected 0xEE, got 0xGG", as the
+    /// verification errors of IOR and IOzone report their first mismatch.
+    pub fn at(&self, rank: u64, file: &str) -> String {
+        format!(
+            "rank {rank} reading `{file}` at offset {}: expected 0x{:02x}, got 0x{:02x}",
+            self.offset, self.expected, self.got
+        )
+    }
+}
+
 /// Compares `buf`, read from `offset` of file `file_id`, with the pattern
 /// [`fill`] writes; returns the number of differing bytes and the first one.
 pub fn verify(buf: &[u8], seed: u64, file_id: u64, offset: u64) -> (u64, Option<Mismatch>) {
@@ -475,14 +486,10 @@ impl std::fmt::Display for VerifyError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(
             f,
-            "repetition {}: read-back verification found {} differing bytes; first: rank {} reading `{}` at offset {}: expected 0x{:02x}, got 0x{:02x}",
+            "repetition {}: read-back verification found {} differing bytes; first: {}",
             self.iter,
             self.count,
-            self.rank,
-            self.file,
-            self.first.offset,
-            self.first.expected,
-            self.first.got
+            self.first.at(self.rank, &self.file)
         )
     }
 }

@@ -656,16 +656,12 @@ impl std::fmt::Display for VerifyError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(
             f,
-            "{} of a {} file in {} records: {} bytes differ from what was written; first: rank {} reading `{}` at offset {}: expected 0x{:02x}, got 0x{:02x}",
+            "{} of a {} file in {} records: {} bytes differ from what was written; first: {}",
             self.test.name(),
             format_size(self.file_bytes),
             format_size(self.record_bytes),
             self.count,
-            self.rank,
-            self.file,
-            self.first.offset,
-            self.first.expected,
-            self.first.got
+            self.first.at(self.rank, &self.file)
         )
     }
 }
