@@ -104,17 +104,23 @@ impl Cache {
     }
 
     /// Removes `[a, b)` of `file`; returns the removed pieces `(start, end, state)` in order.
+    /// Whether any byte of `[a, b)` of `file` is cached.
+    pub(crate) fn holds_any(&self, file: usize, a: u64, b: u64) -> bool {
+        // Extents are disjoint and ordered: the last one starting before `b`
+        // overlaps `[a, b)` iff any does.
+        self.files
+            .get(&file)
+            .is_some_and(|map| map.range(..b).next_back().is_some_and(|(_, e)| e.end > a))
+    }
+
     fn cut(&mut self, file: usize, a: u64, b: u64) -> Vec<(u64, u64, State)> {
         let mut out = Vec::new();
-        let Some(map) = self.files.get_mut(&file) else {
-            return out;
-        };
-        // Extents are disjoint and ordered: the last one starting before `b`
-        // overlaps `[a, b)` iff any does (the common case of a write
-        // invalidating other nodes' copies is no overlap: nothing to allocate).
-        if !map.range(..b).next_back().is_some_and(|(_, e)| e.end > a) {
+        // (the common case of a write invalidating other nodes' copies is no
+        // overlap: nothing to allocate)
+        if !self.holds_any(file, a, b) {
             return out;
         }
+        let map = self.files.get_mut(&file).expect("held");
         let first = map.range(..a).next_back().map(|(&s, _)| s).unwrap_or(a);
         let keys: Vec<u64> = map.range(first..b).map(|(&s, _)| s).collect();
         let mut put = Vec::new();

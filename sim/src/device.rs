@@ -237,6 +237,31 @@ impl Unit {
     }
 }
 
+/// What a sequential stream on `layout` may pay again as it moves on, for the
+/// fast-forward's bound on the head movements it does not simulate; `None`
+/// for SSDs, which have no head. Otherwise whether the stream reaches another
+/// head every stripe unit (a RAID; on one disk it continues under its own
+/// head), and the most one move to another head costs a read and a write, in
+/// busy seconds: a full seek and a full revolution per positioning; one
+/// positioning for a read, two for a write to a parity RAID (data and parity
+/// members), each then waiting a revolution for its read-modify-write.
+pub(crate) fn positioning(units: &[Unit], layout: &Layout) -> Option<(bool, [f64; 2])> {
+    let (first, level) = match layout {
+        Layout::Single(u) => (*u, None),
+        Layout::Raid { level, members, .. } => (members[0], Some(*level)),
+    };
+    let Unit::Hdd { spec, .. } = &units[first] else {
+        return None;
+    };
+    let revolution = 60.0 / spec.rpm;
+    let read = spec.seek_full + revolution;
+    Some(match level {
+        None => (false, [read, read]),
+        Some(0) => (true, [read, read]),
+        Some(_) => (true, [read, 2.0 * (read + revolution)]),
+    })
+}
+
 /// Appends `op` to `ops`, merging it into the last one when it continues it.
 fn push(ops: &mut Vec<Op>, op: Op) {
     if let Some(l) = ops.last_mut()

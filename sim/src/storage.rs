@@ -856,12 +856,31 @@ impl Storage {
         }
     }
 
+    /// For the fast-forward: the most it costs a read and a write, in s, that
+    /// a sequential stream of device requests reaches another disk head (the
+    /// next RAID stripe unit, a stripe on another server; see
+    /// [`device::positioning`]); `None` where a stream never does (SSDs; one
+    /// disk per server and each file on one server). Every server has the same device.
+    pub(crate) fn crossing(&self) -> Option<[f64; 2]> {
+        let (raid, cost) = device::positioning(&self.units, &self.servers[0].layout)?;
+        let striped = self.fs.kind == FsKind::Parallel && self.fs.stripe_count > 1;
+        (raid || striped).then_some(cost)
+    }
+
+    /// True while `node`'s page cache writes back (its flusher is above the
+    /// background threshold, or a write-back is in flight).
+    pub(crate) fn writing_back(&self, node: usize) -> bool {
+        self.nodes[node]
+            .as_ref()
+            .is_some_and(|nc| nc.cache.dirty > nc.cache.background || nc.cache.writeback > 0)
+    }
+
     /// The cache quantities whose thresholds change the storage regime, as seen
     /// from `node`: `(level, thresholds)` in bytes: the node's dirty + writeback
     /// bytes (background and dirty limits) and held bytes (capacity); each
     /// server cache's dirty bytes (its dirty limit) and held bytes (capacity).
     pub(crate) fn levels(&self, node: usize) -> Vec<(u64, [u64; 2])> {
-        let mut out = Vec::new();
+        let mut out = Vec::with_capacity(3 + 2 * self.servers.len());
         if let Some(nc) = &self.nodes[node] {
             let c = &nc.cache;
             out.push((c.dirty + c.writeback, [c.background, c.dirty_limit]));
@@ -946,6 +965,46 @@ impl Storage {
                 }
             }
         }
+    }
+
+    /// [`Storage::apply`] of `k` requests of `len` bytes at `off + j·shift`,
+    /// `j = 1..=k` (the fast-forward's skipped iterations of one request).
+    pub(crate) fn apply_strided(
+        &mut self,
+        node: usize,
+        access: Access,
+        file: usize,
+        (off, len, shift): (u64, u64, u64),
+        k: u64,
+    ) {
+        if shift == len {
+            // one contiguous stream: the skipped part is one range
+            self.apply(node, access, file, off + len, off + (k + 1) * len);
+            return;
+        }
+        // Other nodes holding none of the whole span lose nothing to these
+        // writes: leave them out of each request's invalidation.
+        let (lo, hi) = (off + shift, off + k * shift + len);
+        let mut idle = Vec::new();
+        if access == Access::Write
+            && let Some(on) = self.cached_on.get(&file)
+        {
+            idle.extend(on.iter().copied().filter(|&n| {
+                n != node
+                    && !self.nodes[n]
+                        .as_ref()
+                        .is_some_and(|nc| nc.cache.holds_any(file, lo, hi))
+            }));
+            let on = self.cached_on.get_mut(&file).expect("looked up");
+            for n in &idle {
+                on.remove(n);
+            }
+        }
+        for j in 1..=k {
+            let a = off + j * shift;
+            self.apply(node, access, file, a, a + len);
+        }
+        self.cached_on.entry(file).or_default().extend(idle);
     }
 
     /// State-only effect of a request reaching the servers (see [`Storage::apply`]).

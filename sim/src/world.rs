@@ -137,6 +137,8 @@ enum Contrib {
     F64(f64),
     U64(u64),
     Split(Option<usize>, usize),
+    /// A fast-forward agreement: (most iterations, fewest iterations) to skip.
+    Skip(u64, u64),
 }
 
 enum Kind<'k> {
@@ -229,9 +231,18 @@ struct SharedPtr {
     free_at: f64,
 }
 
-/// The offers of one round of [`Rank::ff_offer`]: each rank's offer (`None`
-/// until it offered) and how many ranks have read the outcome.
-type Offers = (Vec<Option<FfOffer>>, usize);
+/// One round of [`Rank::ff_offer`].
+#[derive(Default)]
+struct Offers {
+    /// Each rank's offer, `None` until it offered.
+    offers: Vec<Option<FfOffer>>,
+    /// How many ranks have offered.
+    offered: usize,
+    /// The outcome, once every rank has offered.
+    outcome: Option<FfOffer>,
+    /// How many ranks have read the outcome.
+    read: usize,
+}
 
 pub(crate) struct Model {
     pub(crate) platform: Platform,
@@ -1780,16 +1791,14 @@ fn complete(m: &mut Model, e: &mut Engine, comm: &Comm, kind: Kind<'_>, z: Rende
             CollOut::Unit,
         ),
         Kind::Agree => {
-            let v = z
-                .contribs
-                .iter()
-                .map(|c| match c {
-                    Contrib::U64(v) => *v,
-                    _ => 0,
-                })
-                .min()
-                .unwrap_or(0);
-            (now, CollOut::U64(v))
+            let (most, fewest) =
+                z.contribs
+                    .iter()
+                    .fold((u64::MAX, 0), |(most, fewest), c| match c {
+                        Contrib::Skip(m, f) => (most.min(*m), fewest.max(*f)),
+                        _ => (0, fewest),
+                    });
+            (now, CollOut::U64(if most >= fewest { most } else { 0 }))
         }
         Kind::SetView(ptr) => {
             m.ptrs[ptr].pos = 0;
@@ -1878,6 +1887,10 @@ pub struct FfObservation {
 pub struct FfPlan {
     /// The most iterations this rank may skip.
     pub max_skip: u64,
+    /// The fewest it may skip: device-served requests are skipped only over
+    /// a stretch long enough for the head movements it does not simulate to
+    /// stay within the error bound (see [`Rank::ff_plan`], 5.); 0 for others.
+    pub min_skip: u64,
     /// The steady iteration time Δ, seconds.
     pub delta: f64,
     /// Virtual time of the last observation, seconds.
@@ -1902,17 +1915,6 @@ pub struct FfOffer {
 }
 
 impl FfPlan {
-    /// True when the skipped iterations' requests would be served by the
-    /// devices (reads the caches miss, writes without a write-back cache):
-    /// their times depend on where other ranks' requests put the heads and on
-    /// the layout's boundaries (a seek when a stream crosses to the next RAID
-    /// stripe), which one rank's window of a few hundred iterations does not
-    /// capture. Requests served by node or server caches cost what the window
-    /// saw.
-    pub fn device_bound(&self) -> bool {
-        self.reqs.iter().any(|r| r.class == storage::CLASS_DEVICE)
-    }
-
     /// The plan `m` further iterations on, at virtual time `end`: requests
     /// moved by `m` shifts, `m` fewer iterations to skip (the caller has run
     /// them exactly since the plan was made, in the same steady state).
@@ -1930,6 +1932,11 @@ impl FfPlan {
 
 /// Relative difference of the mean iteration times of a window's two halves that counts as steady.
 pub const FF_EPSILON: f64 = 1e-2;
+
+/// How far the count of head crossings of a stream over some bytes can be
+/// from their mean: ±1 per grid of boundaries (RAID stripe units and file
+/// stripes), which need not be aligned with each other.
+const FF_CROSSING_SPREAD: f64 = 2.0;
 
 impl Rank {
     /// Starts logging this rank's file-system requests for the fast-forward.
@@ -1988,14 +1995,34 @@ impl Rank {
     ///    against the background and dirty limits, bytes held against capacity,
     ///    the same on each server cache) moves at its window's mean rate per
     ///    iteration; the skip ends before any of them reaches a threshold;
+    ///    and the node's page cache is not writing back (dirty bytes above
+    ///    its background threshold, or a write-back in flight): a skip puts
+    ///    the skipped writes' dirty bytes in the cache at once, so the
+    ///    flusher's write-back (and writers throttled at the dirty limit) would
+    ///    not interleave with them as they do call by call (skipping there put
+    ///    a 16-rank run's rep count 17 % off `--exact`);
     /// 4. **reads served alike**: the ranges the skipped reads will cover are
     ///    served from where the last ones were (node cache, server cache or
     ///    devices, all of them, none past the end of file), checked on the
-    ///    current caches without touching them.
+    ///    current caches without touching them;
+    /// 5. **head movements bounded**: requests the devices serve pay a
+    ///    positioning each time their stream reaches another disk head (a RAID
+    ///    stripe unit, a stripe on another server; [`Storage::crossing`]), every
+    ///    so many iterations, at a cost the window sees only as often as it
+    ///    crossed. A stream crosses the boundaries of each of the two grids
+    ///    within ±1 of its mean count, in the window's `2B` iterations as in
+    ///    the skip's `k`, so taking Δ (the window's rate of crossings) for the
+    ///    skip errs by at most `c·2·(1 + k/2B)` s, `c` the worst cost of one
+    ///    crossing of each of the iteration's device requests summed. The plan
+    ///    requires that to be within ε·k·Δ: `B > c/(εΔ)` and a skip of at least
+    ///    [`FfPlan::min_skip`] `= ⌈2c / (εΔ − c/B)⌉` iterations. Device
+    ///    requests of other ranks on the same disks are counted in Δ as the
+    ///    window saw them; the bound is per rank.
     ///
     /// The error left: a skip of `k` adds `k·Δ` where the exact run would add
     /// `Σ Δ_j`; with 1.–4. the mean of the Δ_j stays within ε of Δ, so the time of the
-    /// skipped stretch is within ε·k·Δ (relative ε = 1e-2). Not reproduced: the
+    /// skipped stretch is within ε·k·Δ (relative ε = 1e-2), and within 2ε·k·Δ
+    /// where the devices serve requests (5.). Not reproduced: the
     /// device head position and queue (the first exact access after a skip
     /// seeks from where the last simulated one ended: at most one full seek per
     /// device per skip), the interleaving of the flusher daemons' write-back
@@ -2072,6 +2099,10 @@ impl Rank {
         {
             let m = self.core.model.borrow();
             let node = m.platform.node_of(self.world);
+            // 3. (the node's page cache is not writing back)
+            if m.storage.writing_back(node) {
+                return None;
+            }
             for r in reqs.iter().filter(|r| !r.write) {
                 let size = m.files[r.file].size;
                 let alike = |j: u64| -> bool {
@@ -2095,8 +2126,28 @@ impl Rank {
                 k = k.min(lo);
             }
         }
+        // 5. head movements of device-served requests within the bound.
+        let mut min_skip = 0;
+        let device = reqs.iter().filter(|r| r.class == storage::CLASS_DEVICE);
+        let crossing = self.core.model.borrow().storage.crossing();
+        if let Some(cost) = crossing
+            && shift > 0
+        {
+            let c: f64 = device.map(|r| cost[usize::from(r.write)]).sum();
+            if c > 0.0 {
+                let slack = FF_EPSILON * last - c * FF_CROSSING_SPREAD / (2 * half) as f64;
+                if slack <= 0.0 {
+                    return None;
+                }
+                min_skip = (c * FF_CROSSING_SPREAD / slack).ceil() as u64;
+                if min_skip > k {
+                    return None;
+                }
+            }
+        }
         Some(FfPlan {
             max_skip: k,
+            min_skip,
             delta: last,
             end: window[w - 1].end,
             reqs,
@@ -2105,15 +2156,16 @@ impl Rank {
         })
     }
 
-    /// The fast-forward's agreement: the minimum of every rank's `skip`, on
-    /// every rank of the communicator, at no cost in virtual time.
-    pub async fn ff_agree(&self, skip: u64) -> u64 {
+    /// The fast-forward's agreement, on every rank of the communicator at no
+    /// cost in virtual time: the minimum of every rank's `skip` where that is
+    /// at least every rank's `fewest` (its plan's [`FfPlan::min_skip`]), else 0.
+    pub async fn ff_agree(&self, skip: u64, fewest: u64) -> u64 {
         let out = self
             .collective(
                 &self.comm,
                 self.rank,
                 &self.seq,
-                Contrib::U64(skip),
+                Contrib::Skip(skip, fewest),
                 Kind::Agree,
             )
             .await;
@@ -2130,11 +2182,23 @@ impl Rank {
     pub fn ff_offer(&self, key: u64, offer: FfOffer) {
         let n = self.size();
         let mut m = self.core.model.borrow_mut();
-        let e = m
-            .ff_offers
-            .entry((self.comm.id, key))
-            .or_insert_with(|| (vec![None; n], 0));
-        e.0[self.rank] = Some(offer);
+        let e = m.ff_offers.entry((self.comm.id, key)).or_default();
+        e.offers.resize(n, None);
+        if e.offers[self.rank].replace(offer).is_none() {
+            e.offered += 1;
+        }
+        if e.offered == n {
+            let start = FfOffer {
+                at: f64::NEG_INFINITY,
+                until: f64::INFINITY,
+                delta: 0.0,
+            };
+            e.outcome = Some(e.offers.iter().flatten().fold(start, |a, o| FfOffer {
+                at: a.at.max(o.at),
+                until: a.until.min(o.until),
+                delta: a.delta.max(o.delta),
+            }));
+        }
     }
 
     /// The outcome of round `key` once every rank has offered (each rank reads
@@ -2145,20 +2209,9 @@ impl Rank {
         let mut m = self.core.model.borrow_mut();
         let id = (self.comm.id, key);
         let e = m.ff_offers.get_mut(&id)?;
-        let start = FfOffer {
-            at: f64::NEG_INFINITY,
-            until: f64::INFINITY,
-            delta: 0.0,
-        };
-        let out = e.0.iter().try_fold(start, |a, o| {
-            o.map(|o| FfOffer {
-                at: a.at.max(o.at),
-                until: a.until.min(o.until),
-                delta: a.delta.max(o.delta),
-            })
-        })?;
-        e.1 += 1;
-        if e.1 == n {
+        let out = e.outcome?;
+        e.read += 1;
+        if e.read == n {
             m.ff_offers.remove(&id);
         }
         Some(out)
@@ -2175,16 +2228,8 @@ impl Rank {
             let node = m.platform.node_of(self.world);
             for r in &plan.reqs {
                 let access = if r.write { Access::Write } else { Access::Read };
-                if plan.shift == r.len {
-                    // one contiguous stream: the skipped part is one range
-                    let (a, b) = (r.off + r.len, r.off + (k + 1) * r.len);
-                    m.storage.apply(node, access, r.file, a, b);
-                } else {
-                    for j in 1..=k {
-                        let a = r.off + j * plan.shift;
-                        m.storage.apply(node, access, r.file, a, a + r.len);
-                    }
-                }
+                m.storage
+                    .apply_strided(node, access, r.file, (r.off, r.len, plan.shift), k);
                 if r.write {
                     let end = r.off + k * plan.shift + r.len;
                     let f = &mut m.files[r.file];

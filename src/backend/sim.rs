@@ -18,7 +18,9 @@
 //! clock by `k·Δ` and go on exactly. Ranks of an independent loop
 //! offer a skip without waiting and skip a common stretch of virtual time of
 //! at least [`FF_MIN_STRETCH`] iterations of the slowest rank. Iterations whose
-//! requests the devices serve run exactly, in every kind of loop (see
+//! requests the devices serve are skipped only over stretches long enough to
+//! bound the disk positionings the window did not see (the plan's
+//! `min_skip`: every rank's, agreed with the skip; see
 //! `scenarios/README.md`). The loop's last iteration always runs
 //! exactly: `Count(n)` skips at most to `n − 1`; `TimeBudget` solves the stop
 //! rule `(e + jΔ)·(r + j + 1)/(r + j) ≤ Tp` for the first `j` that stops and
@@ -28,6 +30,7 @@
 //! (the CLI's `--exact`) runs every iteration.
 
 use std::cell::{Cell, RefCell};
+use std::collections::VecDeque;
 use std::future::Future;
 use std::pin::Pin;
 
@@ -168,8 +171,7 @@ impl SimCtx {
         // it offered, when its window may have any length: the plan takes an
         // odd one (two halves and the start), so the oldest may be dropped.
         let window = &window[(window.len().max(1) - 1) % 2..];
-        // Requests served by the devices run exactly (see `FfPlan::device_bound`).
-        let Some(plan) = self.rank.ff_plan(window).filter(|p| !p.device_bound()) else {
+        let Some(plan) = self.rank.ff_plan(window) else {
             return (0, None);
         };
         let mut k = plan.max_skip.min(FF_GROWTH.saturating_mul(r));
@@ -196,8 +198,13 @@ impl SimCtx {
             }
             Repeat::TimeBudget { .. } => {}
         }
-        (if k >= FF_MIN_SKIP { k } else { 0 }, Some(plan))
+        (if k >= fewest(&plan) { k } else { 0 }, Some(plan))
     }
+}
+
+/// The fewest iterations a skip of `plan` may take.
+fn fewest(plan: &FfPlan) -> u64 {
+    plan.min_skip.max(FF_MIN_SKIP)
 }
 
 fn access(a: Access) -> piotwin_sim::Access {
@@ -383,7 +390,7 @@ impl IoCtx for SimCtx {
         if self.ff {
             self.rank.ff_start();
         }
-        let mut window = vec![self.rank.ff_observe(None)];
+        let mut window = VecDeque::from([self.rank.ff_observe(None)]);
         let mut half = FF_HALF;
         // offer rounds of an independent loop: the next round, and the round
         // awaited with this rank's plan then and the iterations done then
@@ -402,9 +409,9 @@ impl IoCtx for SimCtx {
                 continue;
             }
             let calls = self.calls.get();
-            window.push(self.rank.ff_observe(calls.pointer));
+            window.push_back(self.rank.ff_observe(calls.pointer));
             if window.len() > 2 * FF_MAX_HALF + 1 {
-                window.remove(0);
+                window.pop_front();
             }
             let repeatable = calls.count == 1 && !calls.odd;
             // Ranks in step (a barrier per iteration, or a collective access) agree
@@ -422,11 +429,11 @@ impl IoCtx for SimCtx {
                     continue;
                 }
                 let (mine, p) = if repeatable {
-                    self.ff_bound(policy, r, start, &window)
+                    self.ff_bound(policy, r, start, window.make_contiguous())
                 } else {
                     (0, None)
                 };
-                k = self.rank.ff_agree(mine).await;
+                k = self.rank.ff_agree(mine, p.as_ref().map_or(0, fewest)).await;
                 plan = p;
             } else if let Some((key, offered, r0)) = awaited.take() {
                 let Some(out) = self.rank.ff_offered(key) else {
@@ -447,7 +454,7 @@ impl IoCtx for SimCtx {
                         if let Repeat::Count(n) = policy {
                             k = k.min(n.saturating_sub(r + 1));
                         }
-                        if k >= FF_MIN_SKIP { k } else { 0 }
+                        if k >= fewest(p) { k } else { 0 }
                     }
                     None => 0,
                 };
@@ -456,7 +463,7 @@ impl IoCtx for SimCtx {
                     continue;
                 }
                 let (mine, p) = if repeatable {
-                    self.ff_bound(policy, r, start, &window)
+                    self.ff_bound(policy, r, start, window.make_contiguous())
                 } else {
                     (0, None)
                 };
@@ -483,7 +490,7 @@ impl IoCtx for SimCtx {
                     self.rank.ff_skip(&plan, k).await;
                     r += k;
                     SKIPPED.with(|s| s.set(s.get() + k));
-                    window = vec![self.rank.ff_observe(None)];
+                    window = VecDeque::from([self.rank.ff_observe(None)]);
                 }
                 _ => {
                     // refused: observe a window twice as long, keeping its newest half
