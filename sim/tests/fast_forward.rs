@@ -4,11 +4,10 @@
 //! simulate (a positioning each time it reaches the next member) to stay
 //! within ε·k·Δ; a stream from an SSD has none to bound.
 
-use std::cell::RefCell;
+mod common;
 
-use piotwin_sim::{
-    Access, Coord, FF_EPSILON, FfPlan, FileApi, OpenMode, Pos, Rank, Scenario, Twin,
-};
+use common::run;
+use piotwin_sim::{Access, Coord, FF_EPSILON, FfPlan, FileApi, OpenMode, Pos, Scenario};
 
 /// One node without a page cache, one server without a cache that spends
 /// 20 ms of CPU per request (so an iteration is long against a disk's
@@ -36,10 +35,7 @@ const SSD: &str = "[server.device]\nread_bw = \"1GB/s\"\nwrite_bw = \"1GB/s\"\n\
 /// Writes 4 MiB, then reads it back 1 KiB per iteration observing each; the
 /// plans made on windows of `2B + 1` observations for each `B` of `halves`.
 fn plans(scn: &Scenario, halves: &[usize]) -> Vec<Option<FfPlan>> {
-    let twin = Twin::new(scn, 1, 1).unwrap();
-    let rank: Rank = twin.rank(0);
-    let out = RefCell::new(Vec::new());
-    let task = Box::pin(async {
+    let mut out = run(scn, 1, async |rank| {
         let mut f = rank
             .open("/f", OpenMode::CreateReadWrite, false, FileApi::Posix)
             .await
@@ -55,6 +51,7 @@ fn plans(scn: &Scenario, halves: &[usize]) -> Vec<Option<FfPlan>> {
         .unwrap();
         rank.ff_start();
         let mut window = vec![rank.ff_observe(None)];
+        let mut plans = Vec::new();
         for j in 0..600u64 {
             rank.xfer(
                 &mut f,
@@ -66,16 +63,14 @@ fn plans(scn: &Scenario, halves: &[usize]) -> Vec<Option<FfPlan>> {
             .await
             .unwrap();
             window.push(rank.ff_observe(None));
-            for &b in halves {
-                if window.len() == 2 * b + 1 {
-                    out.borrow_mut().push(rank.ff_plan(&window));
-                }
+            if halves.iter().any(|&b| window.len() == 2 * b + 1) {
+                plans.push(rank.ff_plan(&window));
             }
         }
         rank.ff_stop();
+        plans
     });
-    twin.run(vec![task]).unwrap();
-    out.into_inner()
+    out.remove(0)
 }
 
 /// Worst cost of reaching another member for a read: a full seek and a full
