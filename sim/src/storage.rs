@@ -867,6 +867,11 @@ impl Storage {
         (raid || striped).then_some(cost)
     }
 
+    /// The extent-lock unit in bytes, if the file system locks.
+    pub(crate) fn lock_granularity(&self) -> Option<u64> {
+        self.fs.lock_granularity
+    }
+
     /// True while `node`'s page cache writes back (its flusher is above the
     /// background threshold, or a write-back is in flight).
     pub(crate) fn writing_back(&self, node: usize) -> bool {

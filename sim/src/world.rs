@@ -28,7 +28,7 @@
 //!   iteration's virtual time, they are in the fast-forward's Δ.
 
 use std::cell::{Cell, OnceCell, RefCell};
-use std::collections::{BTreeMap, VecDeque};
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::future::Future;
 use std::pin::Pin;
 use std::rc::Rc;
@@ -231,6 +231,14 @@ struct SharedPtr {
     free_at: f64,
 }
 
+/// One skip of ranks in step ([`Rank::ff_skip_in_step`]): each rank's node
+/// and plan, `None` until it came.
+type SkipRound = Vec<Option<(usize, FfPlan)>>;
+
+/// A write stream of a skip, in extent-lock units: (first unit, last unit,
+/// node, plan, request).
+type WriteSpan = (u64, u64, usize, usize, usize);
+
 /// One round of [`Rank::ff_offer`].
 #[derive(Default)]
 struct Offers {
@@ -275,9 +283,85 @@ pub(crate) struct Model {
     /// Offers of ranks that skip on their own ([`Rank::ff_offer`]), by
     /// (communicator, key): every rank's offer, and how many have read the result.
     ff_offers: BTreeMap<(u32, u64), Offers>,
+    /// Skips of ranks in step ([`Rank::ff_skip_in_step`]), by (communicator,
+    /// key): each rank's node and plan, applied together once all have come.
+    ff_skips: BTreeMap<(u32, u64), SkipRound>,
 }
 
 impl Model {
+    /// The fast-forward's state-only effect of skipping `k` iterations of
+    /// `plans` (each with its rank's node; see [`Rank::ff_skip`]). Writes that
+    /// ranks of several nodes make into the same extent-lock units are applied
+    /// iteration by iteration, ranks in order; the others stream by stream.
+    fn ff_apply(&mut self, plans: &[(usize, &FfPlan)], k: u64) {
+        let contended = self.ff_contended(plans, k);
+        for (i, &(node, plan)) in plans.iter().enumerate() {
+            for (q, r) in plan.reqs.iter().enumerate() {
+                let access = if r.write { Access::Write } else { Access::Read };
+                if !contended.contains(&(i, q)) {
+                    self.storage
+                        .apply_strided(node, access, r.file, (r.off, r.len, plan.shift), k);
+                }
+                if r.write {
+                    let end = r.off + k * plan.shift + r.len;
+                    let f = &mut self.files[r.file];
+                    f.size = f.size.max(end);
+                }
+            }
+            if let Some((p, step)) = plan.pointer
+                && p.lead
+            {
+                self.ptrs[p.ptr].pos += k * step;
+            }
+        }
+        for j in 1..=k {
+            for &(i, q) in &contended {
+                let (node, plan) = plans[i];
+                let r = plan.reqs[q];
+                let a = r.off + j * plan.shift;
+                self.storage
+                    .apply(node, Access::Write, r.file, a, a + r.len);
+            }
+        }
+    }
+
+    /// The (plan, request) pairs of `plans` writing files where the skipped
+    /// writes of ranks of different nodes share extent-lock units.
+    fn ff_contended(&self, plans: &[(usize, &FfPlan)], k: u64) -> BTreeSet<(usize, usize)> {
+        let mut out = BTreeSet::new();
+        let Some(g) = self.storage.lock_granularity() else {
+            return out;
+        };
+        // per file: every write stream
+        let mut spans: BTreeMap<usize, Vec<WriteSpan>> = BTreeMap::new();
+        for (i, &(node, plan)) in plans.iter().enumerate() {
+            for (q, r) in plan.reqs.iter().enumerate().filter(|(_, r)| r.write) {
+                let (a, b) = (r.off + plan.shift, r.off + k * plan.shift + r.len);
+                spans
+                    .entry(r.file)
+                    .or_default()
+                    .push((a / g, (b - 1) / g, node, i, q));
+            }
+        }
+        for list in spans.values_mut() {
+            list.sort_unstable();
+            // the furthest unit each node's streams reach so far
+            let mut reach: BTreeMap<usize, u64> = BTreeMap::new();
+            let shared = list.iter().any(|&(lo, hi, node, ..)| {
+                let met = reach
+                    .iter()
+                    .any(|(&other, &end)| other != node && end >= lo);
+                let e = reach.entry(node).or_insert(hi);
+                *e = (*e).max(hi);
+                met
+            });
+            if shared {
+                out.extend(list.iter().map(|&(.., i, q)| (i, q)));
+            }
+        }
+        out
+    }
+
     fn new_comm(&mut self, members: Vec<usize>) -> Rc<Comm> {
         let (lat, bw) = self.platform.message_params(&members);
         self.next_comm += 1;
@@ -400,6 +484,7 @@ impl Twin {
             trace: None,
             ff_log: vec![None; ranks],
             ff_offers: BTreeMap::new(),
+            ff_skips: BTreeMap::new(),
         };
         let world = model.new_comm((0..ranks).collect());
         let core = Rc::new(Core {
@@ -2224,24 +2309,37 @@ impl Rank {
     pub async fn ff_skip(&self, plan: &FfPlan, k: u64) {
         {
             let mut m = self.core.model.borrow_mut();
-            let m = &mut *m;
             let node = m.platform.node_of(self.world);
-            for r in &plan.reqs {
-                let access = if r.write { Access::Write } else { Access::Read };
-                m.storage
-                    .apply_strided(node, access, r.file, (r.off, r.len, plan.shift), k);
-                if r.write {
-                    let end = r.off + k * plan.shift + r.len;
-                    let f = &mut m.files[r.file];
-                    f.size = f.size.max(end);
-                }
-            }
-            if let Some((p, step)) = plan.pointer
-                && p.lead
-            {
-                m.ptrs[p.ptr].pos += k * step;
+            m.ff_apply(&[(node, plan)], k);
+        }
+        self.ff_sleep(plan, k).await;
+    }
+
+    /// [`Rank::ff_skip`] for ranks in step, which all skip the same `k` at
+    /// the same instant (round `key` of the communicator): the last to come
+    /// applies every rank's skipped requests, iteration by iteration where
+    /// ranks of several nodes write the same extent-lock units (so that the
+    /// locks and dirty bytes end as the exact run's alternation leaves them,
+    /// not as one rank's whole stretch after another's would).
+    pub async fn ff_skip_in_step(&self, key: u64, plan: &FfPlan, k: u64) {
+        {
+            let n = self.size();
+            let mut m = self.core.model.borrow_mut();
+            let node = m.platform.node_of(self.world);
+            let id = (self.comm.id, key);
+            let round = m.ff_skips.entry(id).or_insert_with(|| vec![None; n]);
+            round[self.rank] = Some((node, plan.clone()));
+            if round.iter().all(Option::is_some) {
+                let round = m.ff_skips.remove(&id).expect("entered above");
+                let plans: Vec<(usize, &FfPlan)> =
+                    round.iter().flatten().map(|(node, p)| (*node, p)).collect();
+                m.ff_apply(&plans, k);
             }
         }
+        self.ff_sleep(plan, k).await;
+    }
+
+    async fn ff_sleep(&self, plan: &FfPlan, k: u64) {
         let until = plan.end + k as f64 * plan.delta;
         if until > self.now() {
             self.until(until, Wait::Delay).await;

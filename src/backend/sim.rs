@@ -14,7 +14,8 @@
 //! change of where reads are served from within the skip — see
 //! [`piotwin_sim::Rank::ff_plan`] for the conditions and the error bound), ranks
 //! in step agree on a number of iterations `k` (a collective that costs no virtual
-//! time), apply the skipped requests' effect on the storage state, advance the
+//! time), apply the skipped requests' effect on the storage state (together:
+//! see [`piotwin_sim::Rank::ff_skip_in_step`]), advance the
 //! clock by `k·Δ` and go on exactly. Ranks of an independent loop
 //! offer a skip without waiting and skip a common stretch of virtual time of
 //! at least [`FF_MIN_STRETCH`] iterations of the slowest rank. Iterations whose
@@ -398,6 +399,8 @@ impl IoCtx for SimCtx {
         self.repeats.set(call + 1);
         let mut round = call << 32;
         let mut awaited: Option<(u64, Option<FfPlan>, u64)> = None;
+        // skips of ranks in step, numbered alike on every rank
+        let mut together = call << 32;
         loop {
             self.calls.set(Calls::default());
             body(r).await?;
@@ -487,7 +490,12 @@ impl IoCtx for SimCtx {
             }
             match plan {
                 Some(plan) if k > 0 => {
-                    self.rank.ff_skip(&plan, k).await;
+                    if in_step {
+                        self.rank.ff_skip_in_step(together, &plan, k).await;
+                        together += 1;
+                    } else {
+                        self.rank.ff_skip(&plan, k).await;
+                    }
                     r += k;
                     SKIPPED.with(|s| s.set(s.get() + k));
                     window = VecDeque::from([self.rank.ff_observe(None)]);
