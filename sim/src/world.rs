@@ -2092,7 +2092,7 @@ impl Rank {
     ///    current caches without touching them;
     /// 5. **head movements bounded**: requests the devices serve pay a
     ///    positioning each time their stream reaches another disk head (a RAID
-    ///    stripe unit, a stripe on another server; [`Storage::crossing`]), every
+    ///    stripe unit, a stripe on another server; `Storage::crossing`), every
     ///    so many iterations, at a cost the window sees only as often as it
     ///    crossed. A stream crosses the boundaries of each of the two grids
     ///    within ±1 of its mean count, in the window's `2B` iterations as in
