@@ -1,12 +1,11 @@
 //! The twin on hand-computed cases: virtual times, sharing, MPI semantics,
 //! determinism and deadlock detection.
 
-use std::cell::RefCell;
-use std::future::Future;
-use std::pin::Pin;
+mod common;
 
+use common::try_run;
 use piotwin_sim::{
-    Access, Coord, FileApi, FileError, OpenMode, Pos, Rank, Reduce, Scenario, SimError, Twin,
+    Access, Coord, FileApi, FileError, OpenMode, Pos, Rank, Reduce, Scenario, SimError,
 };
 
 /// A scenario where only what a test names costs anything: zero latencies,
@@ -70,28 +69,6 @@ fn scenario(cores: usize, nodes: usize, extra: &[(&str, &str)]) -> Scenario {
     Scenario::from_str(&text, "test.toml").unwrap()
 }
 
-type Task<'a> = Pin<Box<dyn Future<Output = ()> + 'a>>;
-
-/// Runs `body` on every rank; returns what each rank recorded.
-fn run<T: Clone + 'static>(
-    scn: &Scenario,
-    n: usize,
-    seed: u64,
-    body: impl AsyncFn(&Rank) -> T,
-) -> Result<Vec<T>, SimError> {
-    let twin = Twin::new(scn, n, seed)?;
-    let ranks: Vec<Rank> = (0..n).map(|r| twin.rank(r)).collect();
-    let out: Vec<RefCell<Option<T>>> = (0..n).map(|_| RefCell::new(None)).collect();
-    let body = &body;
-    let tasks: Vec<Task<'_>> = ranks
-        .iter()
-        .zip(&out)
-        .map(|(r, o)| Box::pin(async move { *o.borrow_mut() = Some(body(r).await) }) as Task<'_>)
-        .collect();
-    twin.run(tasks)?;
-    Ok(out.into_iter().map(|o| o.into_inner().unwrap()).collect())
-}
-
 fn close(a: f64, b: f64) -> bool {
     (a - b).abs() <= 1e-12 * b.abs().max(1.0)
 }
@@ -100,7 +77,7 @@ fn close(a: f64, b: f64) -> bool {
 #[test]
 fn one_writer_takes_latency_plus_size_over_bandwidth() {
     let scn = scenario(1, 1, &[]);
-    let t = run(&scn, 1, 1, async |r| {
+    let t = try_run(&scn, 1, 1, async |r| {
         let mut f = r
             .open("/f", OpenMode::Create, false, FileApi::Posix)
             .await
@@ -131,7 +108,7 @@ fn one_writer_takes_latency_plus_size_over_bandwidth() {
 #[test]
 fn writers_share_the_device_max_min_fairly() {
     let scn = scenario(1, 2, &[]);
-    let t = run(&scn, 2, 1, async |r| {
+    let t = try_run(&scn, 2, 1, async |r| {
         let mut f = r
             .open("/f", OpenMode::Create, true, FileApi::MpiIo)
             .await
@@ -156,7 +133,7 @@ fn writers_share_the_device_max_min_fairly() {
 #[test]
 fn short_reads_and_delete() {
     let scn = scenario(1, 1, &[]);
-    let got = run(&scn, 1, 1, async |r| {
+    let got = try_run(&scn, 1, 1, async |r| {
         let mut f = r
             .open("/f", OpenMode::CreateReadWrite, false, FileApi::Posix)
             .await
@@ -202,7 +179,7 @@ fn collectives_cost_and_results() {
         8,
         &[("nic_latency", "\"0.5us\""), ("net_latency", "\"0s\"")],
     );
-    let got = run(&scn, 8, 1, async |r| {
+    let got = try_run(&scn, 8, 1, async |r| {
         let t0 = r.now();
         r.barrier().await;
         let dt = r.now() - t0;
@@ -224,7 +201,7 @@ fn collectives_cost_and_results() {
 #[test]
 fn split_groups_and_orders() {
     let scn = scenario(4, 1, &[]);
-    let got = run(&scn, 6, 1, async |r| {
+    let got = try_run(&scn, 6, 1, async |r| {
         let color = if r.rank() == 5 {
             None
         } else {
@@ -252,7 +229,7 @@ fn split_groups_and_orders() {
 #[test]
 fn sendrecv_ring() {
     let scn = scenario(1, 4, &[("nic_latency", "\"1us\""), ("nic_bw", "\"1GB/s\"")]);
-    let got = run(&scn, 4, 1, async |r| {
+    let got = try_run(&scn, 4, 1, async |r| {
         let n = r.size();
         let t0 = r.now();
         r.sendrecv(1_000_000, (r.rank() + 1) % n, (r.rank() + n - 1) % n)
@@ -273,7 +250,7 @@ fn shared_file_pointer() {
         1,
         &[("shared_pointer", "\"10us\""), ("write_latency", "\"0s\"")],
     );
-    let got = run(&scn, 4, 1, async |r| {
+    let got = try_run(&scn, 4, 1, async |r| {
         let mut f = r
             .open("/s", OpenMode::Create, true, FileApi::MpiIo)
             .await
@@ -321,7 +298,7 @@ fn shared_file_pointer() {
 #[test]
 fn post_and_wait_all() {
     let scn = scenario(2, 1, &[]);
-    let got = run(&scn, 2, 1, async |r| {
+    let got = try_run(&scn, 2, 1, async |r| {
         let mut f = r
             .open("/p", OpenMode::Create, true, FileApi::MpiIo)
             .await
@@ -365,7 +342,7 @@ fn post_and_wait_all() {
 #[test]
 fn compute_costs_by_kind() {
     let scn = scenario(1, 1, &[]);
-    let got = run(&scn, 2, 1, async |r| {
+    let got = try_run(&scn, 2, 1, async |r| {
         let t0 = r.now();
         r.compute(piotwin_sim::Compute::BtStep, 2e9).await;
         r.now() - t0
@@ -401,9 +378,9 @@ fn deterministic_for_a_seed() {
         r.close(f).await;
         times
     };
-    let a = run(&scn, 8, 42, prog).unwrap();
-    let b = run(&scn, 8, 42, prog).unwrap();
-    let c = run(&scn, 8, 43, prog).unwrap();
+    let a = try_run(&scn, 8, 42, prog).unwrap();
+    let b = try_run(&scn, 8, 42, prog).unwrap();
+    let c = try_run(&scn, 8, 43, prog).unwrap();
     assert_eq!(a, b);
     assert_ne!(a, c);
 }
@@ -412,7 +389,7 @@ fn deterministic_for_a_seed() {
 #[test]
 fn deadlock_is_reported() {
     let scn = scenario(4, 1, &[]);
-    let e = run(&scn, 3, 1, async |r| {
+    let e = try_run(&scn, 3, 1, async |r| {
         if r.rank() != 1 {
             r.barrier().await;
         }
@@ -431,7 +408,7 @@ fn deadlock_is_reported() {
         }
         other => panic!("{other}"),
     }
-    let e = run(&scn, 2, 1, async |r| {
+    let e = try_run(&scn, 2, 1, async |r| {
         let peer = 1 - r.rank();
         if r.rank() == 0 {
             r.sendrecv(10, peer, peer).await;
