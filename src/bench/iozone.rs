@@ -1011,8 +1011,8 @@ impl Iozone {
         let mut head = format!("{:>16}{:>8}", "kB", "reclen");
         for pass in &passes {
             let (a, b) = pass.header();
-            let _ = write!(top, "{a:>10}");
-            let _ = write!(head, "{b:>10}");
+            let _ = write!(top, " {a:>9}");
+            let _ = write!(head, " {b:>9}");
         }
         let _ = writeln!(s, "{}", top.trim_end());
         let _ = writeln!(s, "{head}");
@@ -1029,7 +1029,8 @@ impl Iozone {
             for &pass in &passes {
                 match by_cell.get(&(fs, rs, pass)) {
                     Some(r) => {
-                        let _ = write!(line, "{:>10.0}", r.kb_s);
+                        // a space before each column, so that a rate too wide for it stays apart
+                        let _ = write!(line, " {:>9.0}", r.kb_s);
                     }
                     None => line.push_str(&" ".repeat(10)),
                 }
