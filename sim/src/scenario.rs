@@ -175,6 +175,11 @@ pub struct ClientCache {
     /// default `capacity`): freed cache pages stay backed and are reused at
     /// the normal rate.
     pub warm: u64,
+    /// Largest read-ahead window in bytes (`readahead`; 0 = none; default
+    /// 128 KiB, Linux's `read_ahead_kb`): a rank reading a file sequentially
+    /// that misses the cache fetches a window beyond its request, growing as
+    /// Linux's on-demand read-ahead grows it (`mm/readahead.c`).
+    pub readahead: u64,
 }
 
 /// The interconnect: switches (each with a backplane bandwidth) joined by links;
@@ -942,6 +947,7 @@ const CALIBRATABLE: &[(&str, KeyKind)] = {
         ("nodes.cache.read_bw", Rate),
         ("nodes.cache.fresh_bw", Rate),
         ("nodes.cache.warm", Size),
+        ("nodes.cache.readahead", Size),
         ("network.bandwidth", Rate),
         ("network.latency", Time),
         ("network.links.bandwidth", Rate),
@@ -1263,6 +1269,7 @@ impl Scenario {
                     "read_bw",
                     "fresh_bw",
                     "warm",
+                    "readahead",
                 ],
             )? {
                 Some(t) => {
@@ -1280,6 +1287,7 @@ impl Scenario {
                         capacity,
                         fresh_bw: t.rate_or("fresh_bw", f64::INFINITY)?,
                         warm: t.size_or_zero("warm", capacity)?,
+                        readahead: t.size_or_zero("readahead", 128 << 10)?,
                         dirty_ratio: dirty,
                         dirty_background_ratio: bg,
                         write_bw: t.rate_or("write_bw", memcpy)?,
@@ -1684,11 +1692,15 @@ impl fmt::Display for Scenario {
             if let Some(c) = &g.cache {
                 writeln!(
                     f,
-                    "  page cache of `{}`: {}, dirty_ratio {:.0}%, dirty_background_ratio {:.0}%",
+                    "  page cache of `{}`: {}, dirty_ratio {:.0}%, dirty_background_ratio {:.0}%, {}",
                     g.name,
                     fmt_size(c.capacity),
                     c.dirty_ratio * 100.0,
-                    c.dirty_background_ratio * 100.0
+                    c.dirty_background_ratio * 100.0,
+                    match c.readahead {
+                        0 => "no read-ahead".to_string(),
+                        r => format!("read-ahead up to {}", fmt_size(r)),
+                    }
                 )?;
                 if c.fresh_bw.is_finite() {
                     writeln!(

@@ -85,6 +85,40 @@ struct NodeCache {
     backed: u64,
     /// The node's fresh-memory rate, where the scenario gives one.
     fresh: Option<ResourceId>,
+    /// Largest read-ahead window, bytes (0: none).
+    readahead: u64,
+}
+
+/// A rank's sequential reading of one file, for read-ahead (Linux's
+/// `file_ra_state`): where its last read ended, and the last window fetched
+/// (0 while it does not read sequentially).
+#[derive(Debug, Clone, Copy)]
+struct Stream {
+    next: u64,
+    window: u64,
+}
+
+/// Linux's read-ahead page.
+const PAGE: u64 = 4096;
+
+/// The first read-ahead window for a request of `len` bytes, at most `max`
+/// (`get_init_ra_size` in Linux's `mm/readahead.c`): four times the request
+/// rounded up to a power of two where that is small, twice where it is
+/// moderate, else `max`.
+fn first_window(len: u64, max: u64) -> u64 {
+    let n = len.div_ceil(PAGE).next_power_of_two() * PAGE;
+    if n <= max / 32 {
+        4 * n
+    } else if n <= max / 4 {
+        2 * n
+    } else {
+        max
+    }
+}
+
+/// The window after `cur` (`get_next_ra_size`): four times a small one, else twice, at most `max`.
+fn next_window(cur: u64, max: u64) -> u64 {
+    if cur < max / 16 { 4 * cur } else { 2 * cur }.min(max)
 }
 
 struct LockUnit {
@@ -102,6 +136,8 @@ pub(crate) struct Storage {
     next_obj: Vec<u64>,
     locks: BTreeMap<usize, BTreeMap<u64, LockUnit>>,
     cached_on: BTreeMap<usize, BTreeSet<usize>>,
+    /// Read-ahead state by (world rank, file).
+    streams: BTreeMap<(usize, usize), Stream>,
     rng: Pcg64,
 }
 
@@ -192,6 +228,7 @@ impl Storage {
                             .fresh_bw
                             .is_finite()
                             .then(|| flows.add_resource(format!("node{n}.fresh"), c.fresh_bw)),
+                        readahead: c.readahead,
                     }
                 }));
             }
@@ -206,8 +243,66 @@ impl Storage {
             next_obj: vec![0; scn.server.count],
             locks: BTreeMap::new(),
             cached_on: BTreeMap::new(),
+            streams: BTreeMap::new(),
             rng: Pcg64::seed_from_u64(seed ^ 0x5EED_0F_D15C),
         }
+    }
+
+    /// Where a read of `[a, b)` of `file` (`size` bytes) by world `rank` on
+    /// `node` ends fetching: `b`, or further where the rank reads the file
+    /// sequentially (from where its last read ended, or from 0 as its first)
+    /// and misses the page cache. The window then grows as Linux's on-demand
+    /// read-ahead grows it, up to the scenario's `readahead`; it stops at the
+    /// end of the file and at extent-lock units other nodes hold (their dirty
+    /// data is theirs to write back). Synchronous: the reader waits for the
+    /// window it reaches (Linux's asynchronous read-ahead of the next window
+    /// while this one is read is not modelled). Records the read.
+    fn read_ahead(
+        &mut self,
+        rank: usize,
+        node: usize,
+        file: usize,
+        a: u64,
+        b: u64,
+        size: u64,
+    ) -> u64 {
+        let Some(nc) = &self.nodes[node] else {
+            return b;
+        };
+        let prev = self.streams.get(&(rank, file)).copied();
+        let sequential = prev.map_or(a == 0, |s| s.next == a);
+        let mut window = prev.filter(|_| sequential).map_or(0, |s| s.window);
+        let mut end = b;
+        if nc.readahead > 0 && sequential && nc.cache.held(file, a, b) < b - a {
+            window = match window {
+                0 => first_window(b - a, nc.readahead),
+                w => next_window(w, nc.readahead),
+            };
+            end = (a + window).min(size).max(b);
+            if let (Some(g), Some(units)) = (self.fs.lock_granularity, self.locks.get(&file))
+                && let Some((&u, _)) = units
+                    .range(b / g..end.div_ceil(g))
+                    .find(|(_, l)| l.holder != node)
+            {
+                end = (u * g).clamp(b, end);
+            }
+        }
+        self.streams
+            .insert((rank, file), Stream { next: b, window });
+        end
+    }
+
+    /// A skip of the fast-forward read `file` sequentially up to `next` for
+    /// world `rank` (all of it cached): its read-ahead goes on from there.
+    pub(crate) fn advance_stream(&mut self, rank: usize, file: usize, next: u64) {
+        if let Some(s) = self.streams.get_mut(&(rank, file)) {
+            s.next = next;
+        }
+    }
+
+    /// World `rank` closed `file`: its read-ahead starts afresh at the next open.
+    pub(crate) fn forget_stream(&mut self, rank: usize, file: usize) {
+        self.streams.remove(&(rank, file));
     }
 
     /// Nodes with a page cache (each gets a flusher daemon).
@@ -699,11 +794,14 @@ pub(crate) async fn io(
                 let (hits, misses, path) = {
                     let mut m = core.model.borrow_mut();
                     let path = m.platform.cache_copy_path(rank, access);
+                    let size = m.file_size(file);
+                    let end = m.storage.read_ahead(rank, node, file, a, b, size);
                     let nc = m.storage.nodes[node].as_mut().expect("cached");
-                    let (h, mi) = nc.cache.lookup(file, a, b);
+                    let (h, mi) = nc.cache.lookup(file, a, end);
                     (h, mi, path)
                 };
-                let hit: u64 = hits.iter().map(|r| r.1 - r.0).sum();
+                // the request's cached bytes are copied out; the read-ahead's stay
+                let hit: u64 = hits.iter().map(|r| r.1.min(b).saturating_sub(r.0)).sum();
                 let list: Vec<(usize, u64, u64)> =
                     misses.iter().map(|&(x, y)| (file, x, y)).collect();
                 let st = {
@@ -793,6 +891,7 @@ pub(crate) fn delete(s: &mut Storage, file: usize) {
     }
     s.locks.remove(&file);
     s.cached_on.remove(&file);
+    s.streams.retain(|&(_, f), _| f != file);
 }
 
 /// How a read of a range would be served, for the fast-forward's regime check

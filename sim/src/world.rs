@@ -289,6 +289,11 @@ pub(crate) struct Model {
 }
 
 impl Model {
+    /// The size of file `inode` in bytes.
+    pub(crate) fn file_size(&self, inode: usize) -> u64 {
+        self.files[inode].size
+    }
+
     /// The fast-forward's state-only effect of skipping `k` iterations of
     /// `plans` (each with its rank's node; see [`Rank::ff_skip`]). Writes that
     /// ranks of several nodes make into the same extent-lock units are applied
@@ -1657,6 +1662,11 @@ impl Rank {
         }
         let node = self.core.model.borrow().platform.node_of(self.world);
         self.core.model.borrow_mut().waiting[self.world] = Wait::Io;
+        self.core
+            .model
+            .borrow_mut()
+            .storage
+            .forget_stream(self.world, file.inode);
         storage::close(&self.core, node, file.inode).await;
         if file.comm.members.len() > 1 {
             self.collective(&file.comm, file.rank, &file.seq, Contrib::None, Kind::Close)
@@ -2340,6 +2350,13 @@ impl Rank {
     }
 
     async fn ff_sleep(&self, plan: &FfPlan, k: u64) {
+        {
+            let mut m = self.core.model.borrow_mut();
+            for r in plan.reqs.iter().filter(|r| !r.write) {
+                let next = r.off + k * plan.shift + r.len;
+                m.storage.advance_stream(self.world, r.file, next);
+            }
+        }
         let until = plan.end + k as f64 * plan.delta;
         if until > self.now() {
             self.until(until, Wait::Delay).await;

@@ -18,6 +18,7 @@
 //! | `mpiio.collective_call` | IOR `-c` writes at `cores` ranks | intercept of call time over `-t` (Huber) − `nodes.syscall` |
 //! | `mpiio.open`, `mpiio.close` | IOR open/close times of writes, ranks ≤ cores | mean − base `metadata.create` / `metadata.close` |
 //! | `nodes.cores`, `nodes.memory` | the machine | `available_parallelism`, `MemTotal` |
+//! | `nodes.cache.readahead` | the machine | `read_ahead_kb` of the scratch directory's block device |
 //!
 //! The intercepts of the MPI-IO call fits include the POSIX call beneath, which
 //! the twin charges as `nodes.syscall`, so that is subtracted. A time whose fit
@@ -175,6 +176,17 @@ pub fn fit_all(r: &ProbeResults, base: &Scenario) -> Fitted {
         probe: "machine: MemTotal of /proc/meminfo".into(),
         quality: "read, not fitted".into(),
     });
+    if let Some(ra) = m.readahead_bytes {
+        f.params.push(Param {
+            key: "nodes.cache.readahead".into(),
+            unit: Unit::Size,
+            value: ra as f64,
+            low: ra as f64,
+            high: ra as f64,
+            probe: "machine: read_ahead_kb of the scratch directory's block device (sysfs)".into(),
+            quality: "read, not fitted".into(),
+        });
+    }
     fit_memcpy(r, &mut f);
     fit_pingpong(r, &mut f);
     fit_iozone(r, &mut f);
@@ -741,6 +753,7 @@ pub(crate) mod tests {
             cores: 2,
             mem_total_bytes: 16 << 30,
             cpu_cache_bytes: 1 << 20,
+            readahead_bytes: Some(8 << 20),
         };
         let mut r = ProbeResults::new(machine, Plan::new(Scale::Quick, 2, 4, "/s"));
         let mut n = Lcg(0x9e37_79b9_7f4a_7c15);
@@ -943,6 +956,10 @@ pub(crate) mod tests {
         within(&f, "nodes.cache.fresh_bw", FRESH_BW);
         within(&f, "mpiio.shared_pointer", SHARED_PTR);
         within(&f, "metadata.delete_bw", DELETE_BW);
+        assert_eq!(
+            f.get("nodes.cache.readahead").unwrap().value,
+            (8u64 << 20) as f64
+        );
         let warm = f.get("nodes.cache.warm").unwrap().value;
         assert!((warm - WARM as f64).abs() < 128e6, "warm {warm:e}");
         within(&f, "nodes.syscall", SYSCALL);

@@ -40,6 +40,11 @@ pub struct Machine {
     /// 32 MiB where unreadable). Bandwidth fits use only transfers of files and
     /// buffers at least twice this size, so they measure memory, not the CPU cache.
     pub cpu_cache_bytes: u64,
+    /// The read-ahead of the block device holding the scratch directory, bytes
+    /// (`/sys/dev/block/MAJ:MIN/queue/read_ahead_kb`, the whole disk's for a
+    /// partition); `None` where unreadable (a network or virtual file system).
+    #[serde(default)]
+    pub readahead_bytes: Option<u64>,
 }
 
 impl Machine {
@@ -66,7 +71,26 @@ impl Machine {
             cores,
             mem_total_bytes,
             cpu_cache_bytes,
+            readahead_bytes: None,
         })
+    }
+
+    /// Reads the read-ahead of the block device that holds `dir` into
+    /// [`Machine::readahead_bytes`].
+    pub fn detect_readahead(&mut self, dir: &std::path::Path) {
+        use std::os::unix::fs::MetadataExt;
+        self.readahead_bytes = std::fs::metadata(dir).ok().and_then(|m| {
+            let dev = m.dev();
+            // glibc's major()/minor() of a dev_t
+            let major = ((dev >> 32) & 0xffff_f000) | ((dev >> 8) & 0xfff);
+            let minor = ((dev >> 12) & 0xffff_ff00) | (dev & 0xff);
+            let block = format!("/sys/dev/block/{major}:{minor}");
+            ["queue/read_ahead_kb", "../queue/read_ahead_kb"]
+                .iter()
+                .find_map(|q| std::fs::read_to_string(format!("{block}/{q}")).ok())
+                .and_then(|kb| kb.trim().parse::<u64>().ok())
+                .map(|kb| kb << 10)
+        });
     }
 }
 

@@ -252,6 +252,7 @@ mod tests {
             cores: 2,
             mem_total_bytes: 1 << 34,
             cpu_cache_bytes: 1 << 20,
+            readahead_bytes: Some(8 << 20),
         };
         ProbeResults::new(machine, Plan::new(Scale::Tiny, 2, 4, "/s"))
     }

@@ -117,13 +117,14 @@ fn usage<T>(m: String) -> Result<T, CliError> {
 
 impl CalibrateArgs {
     fn check(&self) -> Result<Inputs, CliError> {
-        let machine = Machine::detect().map_err(CliError::Runtime)?;
+        let mut machine = Machine::detect().map_err(CliError::Runtime)?;
         if !self.dir.is_dir() {
             return usage(format!(
                 "--dir `{}`: not an existing directory",
                 self.dir.display()
             ));
         }
+        machine.detect_readahead(&self.dir);
         check_output(&self.dir.join("probe"), "--dir")?;
         let (out, create_out_dir) = match &self.out {
             Some(o) => {
