@@ -2322,6 +2322,7 @@ impl Rank {
             let node = m.platform.node_of(self.world);
             m.ff_apply(&[(node, plan)], k);
         }
+        self.ff_advance_reads(plan, k);
         self.ff_sleep(plan, k).await;
     }
 
@@ -2346,17 +2347,20 @@ impl Rank {
                 m.ff_apply(&plans, k);
             }
         }
+        self.ff_advance_reads(plan, k);
         self.ff_sleep(plan, k).await;
     }
 
-    async fn ff_sleep(&self, plan: &FfPlan, k: u64) {
-        {
-            let mut m = self.core.model.borrow_mut();
-            for r in plan.reqs.iter().filter(|r| !r.write) {
-                let next = r.off + k * plan.shift + r.len;
-                m.storage.advance_stream(self.world, r.file, next);
-            }
+    /// This rank's read-ahead streams go on after the `k` skipped iterations of `plan`.
+    fn ff_advance_reads(&self, plan: &FfPlan, k: u64) {
+        let mut m = self.core.model.borrow_mut();
+        for r in plan.reqs.iter().filter(|r| !r.write) {
+            let next = r.off + k * plan.shift + r.len;
+            m.storage.advance_stream(self.world, r.file, next);
         }
+    }
+
+    async fn ff_sleep(&self, plan: &FfPlan, k: u64) {
         let until = plan.end + k as f64 * plan.delta;
         if until > self.now() {
             self.until(until, Wait::Delay).await;

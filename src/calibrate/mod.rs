@@ -80,10 +80,7 @@ impl Machine {
     pub fn detect_readahead(&mut self, dir: &std::path::Path) {
         use std::os::unix::fs::MetadataExt;
         self.readahead_bytes = std::fs::metadata(dir).ok().and_then(|m| {
-            let dev = m.dev();
-            // glibc's major()/minor() of a dev_t
-            let major = ((dev >> 32) & 0xffff_f000) | ((dev >> 8) & 0xfff);
-            let minor = ((dev >> 12) & 0xffff_ff00) | (dev & 0xff);
+            let (major, minor) = (libc::major(m.dev()), libc::minor(m.dev()));
             let block = format!("/sys/dev/block/{major}:{minor}");
             ["queue/read_ahead_kb", "../queue/read_ahead_kb"]
                 .iter()
