@@ -812,7 +812,7 @@ pub(crate) async fn io(
                         .start_remote(&m.platform, &mut e, node, access, &list)
                 };
                 if hit > 0 {
-                    transfer(core, 0.0, path, hit).await;
+                    crate::world::node_flow(core, rank, path, hit as f64).await;
                 }
                 wait_started(core, st).await;
                 let mut m = core.model.borrow_mut();

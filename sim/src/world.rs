@@ -37,7 +37,7 @@ use piotwin_types::{Datatype, Hints, View};
 
 use crate::SimError;
 use crate::engine::{self, Engine, Executor, Signal, Task};
-use crate::flow::FlowNet;
+use crate::flow::{FlowNet, ResourceId};
 use crate::platform::{Access, Compute, Platform};
 use crate::romio::FsRequest;
 use crate::romio::hints::Effective;
@@ -280,6 +280,12 @@ pub(crate) struct Model {
     /// Per world rank: its file-system requests since the fast-forward last
     /// looked, while it observes a repetition ([`Rank::ff_start`]).
     ff_log: Vec<Option<Vec<FfReq>>>,
+    /// Per world rank: its flows over its node's shared resources (CPU work
+    /// on a core it shares, page-cache reads over the memory bus) summed from
+    /// the start, by path: units moved; for [`Rank::ff_skip_alone`].
+    ff_work: Vec<Vec<(Path, f64)>>,
+    /// Per world rank: virtual time it spent waiting for those flows, summed.
+    ff_busy: Vec<f64>,
     /// Offers of ranks that skip on their own ([`Rank::ff_offer`]), by
     /// (communicator, key): every rank's offer, and how many have read the result.
     ff_offers: BTreeMap<(u32, u64), Offers>,
@@ -488,6 +494,8 @@ impl Twin {
             range_locks: BTreeMap::new(),
             trace: None,
             ff_log: vec![None; ranks],
+            ff_work: vec![Vec::new(); ranks],
+            ff_busy: vec![0.0; ranks],
             ff_offers: BTreeMap::new(),
             ff_skips: BTreeMap::new(),
         };
@@ -650,7 +658,7 @@ impl Rank {
             None => self.sleep(t).await,
             Some(path) => {
                 self.core.model.borrow_mut().waiting[self.world] = Wait::Delay;
-                cpu_shared(&self.core, path, t).await;
+                cpu_shared(&self.core, self.world, path, t).await;
                 self.core.model.borrow_mut().waiting[self.world] = Wait::Running;
             }
         }
@@ -1489,17 +1497,37 @@ async fn cpu(core: &Core, world: usize, seconds: f64) {
     let path = core.model.borrow().platform.cpu_path(world);
     match path {
         None => delay(core, seconds).await,
-        Some(path) => cpu_shared(core, path, seconds).await,
+        Some(path) => cpu_shared(core, world, path, seconds).await,
     }
 }
 
 /// `seconds` core-seconds of CPU work as a flow over `path` (processor sharing).
-async fn cpu_shared(core: &Core, path: Vec<(crate::flow::ResourceId, f64)>, seconds: f64) {
+async fn cpu_shared(core: &Core, world: usize, path: Path, seconds: f64) {
+    node_flow(core, world, path, seconds.max(0.0)).await;
+}
+
+/// A flow path: resources and the units each carries per unit of the flow.
+type Path = Vec<(ResourceId, f64)>;
+
+/// `units` over `path`, a flow of world rank `world` over its node's shared
+/// resources, counted for the fast-forward ([`Model::ff_work`], [`Model::ff_busy`]).
+pub(crate) async fn node_flow(core: &Core, world: usize, path: Path, units: f64) {
+    let start = {
+        let mut m = core.model.borrow_mut();
+        let work = &mut m.ff_work[world];
+        match work.iter_mut().find(|(p, _)| *p == path) {
+            Some((_, u)) => *u += units,
+            None => work.push((path.clone(), units)),
+        }
+        core.engine.borrow().now()
+    };
     let s = Signal::new();
     core.engine
         .borrow_mut()
-        .transfer(0.0, path, seconds.max(0.0), s.clone());
+        .transfer(0.0, path, units, s.clone());
     s.wait().await;
+    let now = core.engine.borrow().now();
+    core.model.borrow_mut().ff_busy[world] += now - start;
 }
 
 /// Waits `seconds` of virtual time.
@@ -1975,6 +2003,10 @@ pub struct FfObservation {
     levels: Vec<(u64, [u64; 2])>,
     /// The shared file pointer used, and its position (etypes).
     pointer: Option<(FfPointer, u64)>,
+    /// The rank's flows over shared node resources so far ([`Model::ff_work`])
+    /// and the time it waited for them ([`Model::ff_busy`]).
+    work: Vec<(Path, f64)>,
+    busy: f64,
 }
 
 /// A skip every rank may take: the result of [`Rank::ff_plan`].
@@ -1995,6 +2027,10 @@ pub struct FfPlan {
     shift: u64,
     /// The shared pointer and its advance per iteration (etypes).
     pointer: Option<(FfPointer, u64)>,
+    /// The rank's mean flows per iteration over its node's shared resources,
+    /// and the mean time per iteration it waited for them.
+    load: Vec<(Path, f64)>,
+    busy: f64,
 }
 
 /// A rank's offer in an independent loop's skip round ([`Rank::ff_offer`]),
@@ -2010,6 +2046,18 @@ pub struct FfOffer {
 }
 
 impl FfPlan {
+    /// Whether the iterations of this plan stay on the rank's node: every
+    /// request a read served by the node's page cache (and no shared file
+    /// pointer), so that skipping them alone touches no other node's state;
+    /// see [`Rank::ff_skip_alone`].
+    pub fn local(&self) -> bool {
+        self.pointer.is_none()
+            && self
+                .reqs
+                .iter()
+                .all(|r| !r.write && r.class == storage::CLASS_NODE_HIT)
+    }
+
     /// The plan `m` further iterations on, at virtual time `end`: requests
     /// moved by `m` shifts, `m` fewer iterations to skip (the caller has run
     /// them exactly since the plan was made, in the same steady state).
@@ -2032,6 +2080,59 @@ pub const FF_EPSILON: f64 = 1e-2;
 /// from their mean: ±1 per grid of boundaries (RAID stripe units and file
 /// stripes), which need not be aligned with each other.
 const FF_CROSSING_SPREAD: f64 = 2.0;
+
+/// Condition 2. of [`Rank::ff_plan`] on `window`: the per-iteration shift of
+/// the requests' offsets and the shared pointer's step where every iteration
+/// (but the first observation's) made the same requests; else `Err(i)`, `i`
+/// the index of the newest observation from which on they do (the window
+/// restarts there: the iterations before it differ from those after it
+/// whatever the window's length).
+fn repeating(window: &[FfObservation]) -> Result<(u64, Option<(FfPointer, u64)>), usize> {
+    let mut last_change = None;
+    let mut shift = None;
+    let mut step = None;
+    for (j, p) in window[1..].windows(2).enumerate() {
+        let (a, b) = (&p[0], &p[1]);
+        let mut same = a.reqs.len() == b.reqs.len();
+        let mut s = None;
+        for (x, y) in a.reqs.iter().zip(&b.reqs) {
+            same &= (x.file, x.write, x.len, x.class) == (y.file, y.write, y.len, y.class)
+                && y.off >= x.off
+                && x.class != storage::CLASS_MIXED
+                && x.class != FF_CLASS_EOF;
+            if !same {
+                break;
+            }
+            let d = y.off - x.off;
+            same &= *s.get_or_insert(d) == d;
+        }
+        let t = match (a.pointer, b.pointer) {
+            (Some((pa, xa)), Some((pb, xb))) if pa == pb => Some(Some((pa, xb.wrapping_sub(xa)))),
+            (None, None) => Some(None),
+            _ => None,
+        };
+        same &= t.is_some();
+        // a new shift or step also starts a new run
+        if same && s.is_some() && shift.is_some_and(|v| Some(v) != s) {
+            same = false;
+        }
+        if same && step.is_some() && step != t {
+            same = false;
+        }
+        if same {
+            shift = shift.or(s);
+            step = step.or(t);
+        } else {
+            last_change = Some(j + 1);
+            shift = None;
+            step = None;
+        }
+    }
+    match last_change {
+        Some(i) => Err(i),
+        None => Ok((shift.unwrap_or(0), step.flatten())),
+    }
+}
 
 impl Rank {
     /// Starts logging this rank's file-system requests for the fast-forward.
@@ -2067,6 +2168,8 @@ impl Rank {
             reqs,
             levels: m.storage.levels(node),
             pointer: pointer.map(|p| (p, m.ptrs[p.ptr].pos)),
+            work: m.ff_work[self.world].clone(),
+            busy: m.ff_busy[self.world],
         }
     }
 
@@ -2138,41 +2241,8 @@ impl Rank {
         }
         let last = (t2 - t0) / (w - 1) as f64;
         // 2. the same requests, shifted by one amount per iteration.
-        let mut shift = None;
-        for p in window[1..].windows(2) {
-            let (a, b) = (&p[0].reqs, &p[1].reqs);
-            if a.len() != b.len() {
-                return None;
-            }
-            for (x, y) in a.iter().zip(b) {
-                if (x.file, x.write, x.len, x.class) != (y.file, y.write, y.len, y.class)
-                    || y.off < x.off
-                    || x.class == storage::CLASS_MIXED
-                    || x.class == FF_CLASS_EOF
-                {
-                    return None;
-                }
-                let s = y.off - x.off;
-                if *shift.get_or_insert(s) != s {
-                    return None;
-                }
-            }
-        }
-        let shift = shift.unwrap_or(0);
-        let pointer = match window[1..]
-            .iter()
-            .map(|o| o.pointer)
-            .collect::<Option<Vec<_>>>()
-        {
-            Some(ps) => {
-                let steps: Vec<u64> = ps.windows(2).map(|p| p[1].1.wrapping_sub(p[0].1)).collect();
-                if ps.windows(2).any(|p| p[0].0 != p[1].0) || steps.iter().any(|&s| s != steps[0]) {
-                    return None;
-                }
-                Some((ps[0].0, steps[0]))
-            }
-            None if window[1..].iter().all(|o| o.pointer.is_none()) => None,
-            None => return None,
+        let Ok((shift, pointer)) = repeating(window) else {
+            return None;
         };
         // 3. no cache threshold within the skip.
         let mut k = u64::MAX;
@@ -2240,6 +2310,21 @@ impl Rank {
                 }
             }
         }
+        let (first, now) = (&window[0], &window[w - 1]);
+        let load = now
+            .work
+            .iter()
+            .map(|(path, u)| {
+                let u0 = first
+                    .work
+                    .iter()
+                    .find(|x| x.0 == *path)
+                    .map_or(0.0, |x| x.1);
+                (path.clone(), (u - u0) / (w - 1) as f64)
+            })
+            .filter(|x| x.1 > 0.0)
+            .collect();
+        let busy = (now.busy - first.busy) / (w - 1) as f64;
         Some(FfPlan {
             max_skip: k,
             min_skip,
@@ -2248,7 +2333,17 @@ impl Rank {
             reqs,
             shift,
             pointer,
+            load,
+            busy,
         })
+    }
+
+    /// Where the fast-forward's window should restart after a refusal: the
+    /// index of the newest observation after which every iteration made the
+    /// same requests, when an older one differs (a longer window would only
+    /// hold the change); `None` when they all repeat.
+    pub fn ff_restart(window: &[FfObservation]) -> Option<usize> {
+        repeating(window).err()
     }
 
     /// The fast-forward's agreement, on every rank of the communicator at no
@@ -2349,6 +2444,35 @@ impl Rank {
         }
         self.ff_advance_reads(plan, k);
         self.ff_sleep(plan, k).await;
+    }
+
+    /// [`Rank::ff_skip`] for a [local](FfPlan::local) plan, without the other
+    /// ranks: the skipped iterations' reads change no state but this rank's
+    /// read-ahead streams. Their flows over the node's shared resources (CPU
+    /// work on a core it shares, page-cache copies over the memory bus) run
+    /// as `k` iterations' worth in one flow per path, one after another as
+    /// the iterations ran them, taking their max–min fair share; then the rank
+    /// sleeps for the rest of `k·Δ` (the window's time outside those flows).
+    /// So the node's other ranks see the load the skipped iterations would
+    /// have put there, and the skip takes `k·Δ` under the window's contention
+    /// and follows contention that changes during it as the iterations would
+    /// have (work-conserving: a fixed `k·Δ` put a 2-rank run's segmented
+    /// reads 16 % off `--exact` when the other rank's read-ahead fetches
+    /// freed the memory bus).
+    pub async fn ff_skip_alone(&self, plan: &FfPlan, k: u64) {
+        self.ff_advance_reads(plan, k);
+        for (path, units) in &plan.load {
+            let done = Signal::new();
+            self.core.engine.borrow_mut().transfer(
+                0.0,
+                path.clone(),
+                k as f64 * units,
+                done.clone(),
+            );
+            self.wait(&done, Wait::Delay).await;
+        }
+        self.sleep(k as f64 * (plan.delta - plan.busy).max(0.0))
+            .await;
     }
 
     /// This rank's read-ahead streams go on after the `k` skipped iterations of `plan`.

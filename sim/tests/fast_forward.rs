@@ -7,7 +7,7 @@
 mod common;
 
 use common::run;
-use piotwin_sim::{Access, Coord, FF_EPSILON, FfPlan, FileApi, OpenMode, Pos, Scenario};
+use piotwin_sim::{Access, Compute, Coord, FF_EPSILON, FfPlan, FileApi, OpenMode, Pos, Scenario};
 
 /// One node without a page cache, one server without a cache that spends
 /// 20 ms of CPU per request (so an iteration is long against a disk's
@@ -100,4 +100,51 @@ fn ssd_reads_skip_over_any_stretch() {
     let plan = got[0].as_ref().expect("a steady SSD stream");
     assert_eq!(plan.min_skip, 0);
     assert!(plan.max_skip > 0);
+}
+
+/// Rank 0 repeats 2000 iterations of 1 ms of CPU work while rank 1 computes
+/// 1 s, both on the node's one core (processor sharing: each gets half of
+/// it while both run). Exactly: rank 1 ends at 2 s, rank 0 at 3 s. Rank 0
+/// skipping 1000 of its iterations alone must keep their load on the core
+/// (skipping it would let rank 1 end at about 1 s).
+fn shared_core_ends(skip: bool) -> Vec<f64> {
+    run(&scenario(SSD), 2, async |rank| {
+        if rank.rank() == 1 {
+            rank.compute(Compute::Flops, 1e9).await;
+            return rank.now();
+        }
+        rank.ff_start();
+        let mut window = vec![rank.ff_observe(None)];
+        let mut j = 0;
+        while j < 2000 {
+            rank.compute(Compute::Flops, 1e6).await;
+            j += 1;
+            window.push(rank.ff_observe(None));
+            if skip && window.len() == 5 && j < 1000 {
+                let plan = rank.ff_plan(&window).expect("steady compute");
+                assert!(plan.local(), "no request leaves the node");
+                rank.ff_skip_alone(&plan, 1000).await;
+                j += 1000;
+                window = vec![rank.ff_observe(None)];
+            }
+        }
+        rank.ff_stop();
+        rank.now()
+    })
+}
+
+#[test]
+fn a_lone_skip_keeps_its_load_on_a_shared_core() {
+    let exact = shared_core_ends(false);
+    assert!(
+        (exact[0] - 3.0).abs() < 1e-6 && (exact[1] - 2.0).abs() < 1e-6,
+        "{exact:?}"
+    );
+    let skipped = shared_core_ends(true);
+    for (s, e) in skipped.iter().zip(&exact) {
+        assert!(
+            (s - e).abs() <= FF_EPSILON * e,
+            "skipping: {skipped:?}, exact: {exact:?}"
+        );
+    }
 }

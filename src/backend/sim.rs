@@ -18,7 +18,14 @@
 //! see [`piotwin_sim::Rank::ff_skip_in_step`]), advance the
 //! clock by `k·Δ` and go on exactly. Ranks of an independent loop
 //! offer a skip without waiting and skip a common stretch of virtual time of
-//! at least [`FF_MIN_STRETCH`] iterations of the slowest rank. Iterations whose
+//! at least [`FF_MIN_STRETCH`] iterations of the slowest rank; one whose
+//! iterations stay on its node (reads its page cache serves: `FfPlan::local`)
+//! skips alone at once, its load on the node's shared cores and memory bus
+//! kept as paced flows ([`piotwin_sim::Rank::ff_skip_alone`]), so that ranks
+//! streaming from their caches between read-ahead fetches do not wait for
+//! all others to be between fetches too. A window refused as the requests
+//! changed restarts after the change (ranks in step: it doubles, so that
+//! their windows stay alike). Iterations whose
 //! requests the devices serve are skipped only over stretches long enough to
 //! bound the disk positionings the window did not see (the plan's
 //! `min_skip`: every rank's, agreed with the skip; see
@@ -200,6 +207,19 @@ impl SimCtx {
             Repeat::TimeBudget { .. } => {}
         }
         (if k >= fewest(&plan) { k } else { 0 }, Some(plan))
+    }
+}
+
+impl SimCtx {
+    /// Skips the `k` iterations [`SimCtx::ff_bound`] allows alone
+    /// ([`piotwin_sim::Rank::ff_skip_alone`]) where `plan` is
+    /// [local](FfPlan::local): the iterations skipped, or `None` where it is
+    /// not or may not skip.
+    async fn ff_alone(&self, k: u64, plan: Option<&FfPlan>) -> Option<u64> {
+        let plan = plan.filter(|p| k > 0 && p.local())?;
+        self.rank.ff_skip_alone(plan, k).await;
+        SKIPPED.with(|s| s.set(s.get() + k));
+        Some(k)
     }
 }
 
@@ -401,6 +421,9 @@ impl IoCtx for SimCtx {
         let mut awaited: Option<(u64, Option<FfPlan>, u64)> = None;
         // skips of ranks in step, numbered alike on every rank
         let mut together = call << 32;
+        // the next iteration at which a rank awaiting an offer round looks
+        // for a local plan (see `ff_alone`)
+        let mut alone_next = 0u64;
         loop {
             self.calls.set(Calls::default());
             body(r).await?;
@@ -441,8 +464,26 @@ impl IoCtx for SimCtx {
             } else if let Some((key, offered, r0)) = awaited.take() {
                 let Some(out) = self.rank.ff_offered(key) else {
                     awaited = Some((key, offered, r0));
+                    // awaiting: a local plan need not wait
+                    if repeatable && window.len() > 2 * half && r >= alone_next {
+                        alone_next = r + half as u64;
+                        let (mine, p) = self.ff_bound(policy, r, start, window.make_contiguous());
+                        if let Some(k) = self.ff_alone(mine, p.as_ref()).await {
+                            r += k;
+                            window = VecDeque::from([self.rank.ff_observe(None)]);
+                            awaited = Some((key, None, u64::MAX));
+                        } else if let Some(i) =
+                            piotwin_sim::Rank::ff_restart(window.make_contiguous())
+                        {
+                            window.drain(..i);
+                        }
+                    }
                     continue;
                 };
+                if r0 == u64::MAX {
+                    // this rank skipped alone since its offer
+                    continue;
+                }
                 // The plan made at the offer, carried over the iterations run
                 // since (the state was steady then, and every rank skips the
                 // same stretch); the stretch must be long for every rank.
@@ -470,6 +511,11 @@ impl IoCtx for SimCtx {
                 } else {
                     (0, None)
                 };
+                if let Some(k) = self.ff_alone(mine, p.as_ref()).await {
+                    r += k;
+                    window = VecDeque::from([self.rank.ff_observe(None)]);
+                    continue;
+                }
                 let now = self.wtime();
                 let offer = match &p {
                     Some(p) if mine > 0 => FfOffer {
@@ -500,12 +546,22 @@ impl IoCtx for SimCtx {
                     SKIPPED.with(|s| s.set(s.get() + k));
                     window = VecDeque::from([self.rank.ff_observe(None)]);
                 }
-                _ => {
+                // (ranks in step keep windows of one length: their decision
+                // points depend on it)
+                _ => match piotwin_sim::Rank::ff_restart(window.make_contiguous())
+                    .filter(|_| !in_step)
+                {
+                    // refused as the requests changed: observe from the change on
+                    Some(i) => {
+                        window.drain(..i);
+                    }
                     // refused: observe a window twice as long, keeping its newest half
-                    half = (half * 2).min(FF_MAX_HALF);
-                    let keep = window.len().min(half + 1);
-                    window.drain(..window.len() - keep);
-                }
+                    None => {
+                        half = (half * 2).min(FF_MAX_HALF);
+                        let keep = window.len().min(half + 1);
+                        window.drain(..window.len() - keep);
+                    }
+                },
             }
         }
         if self.ff {
