@@ -658,7 +658,7 @@ impl Rank {
             None => self.sleep(t).await,
             Some(path) => {
                 self.core.model.borrow_mut().waiting[self.world] = Wait::Delay;
-                cpu_shared(&self.core, self.world, path, t).await;
+                node_flow(&self.core, self.world, path, t.max(0.0)).await;
                 self.core.model.borrow_mut().waiting[self.world] = Wait::Running;
             }
         }
@@ -1497,13 +1497,8 @@ async fn cpu(core: &Core, world: usize, seconds: f64) {
     let path = core.model.borrow().platform.cpu_path(world);
     match path {
         None => delay(core, seconds).await,
-        Some(path) => cpu_shared(core, world, path, seconds).await,
+        Some(path) => node_flow(core, world, path, seconds.max(0.0)).await,
     }
-}
-
-/// `seconds` core-seconds of CPU work as a flow over `path` (processor sharing).
-async fn cpu_shared(core: &Core, world: usize, path: Path, seconds: f64) {
-    node_flow(core, world, path, seconds.max(0.0)).await;
 }
 
 /// A flow path: resources and the units each carries per unit of the flow.

@@ -315,19 +315,11 @@ fn two_writers_in_one_lock_extent_serialise() {
 /// seconds the reads took.
 async fn cold_reads(r: &Rank, backwards: bool) -> f64 {
     const LEN: u64 = 4096;
+    xfer(r, "/ra", Access::Write, 0, 256 * LEN).await;
     let mut f = r
         .open("/ra", OpenMode::CreateReadWrite, false, FileApi::Posix)
         .await
         .unwrap();
-    r.xfer(
-        &mut f,
-        Access::Write,
-        Coord::Independent,
-        Pos::At(0),
-        256 * LEN,
-    )
-    .await
-    .unwrap();
     r.drop_cache(&mut f).await;
     let t0 = r.now();
     for i in 0..256 {

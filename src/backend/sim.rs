@@ -21,7 +21,7 @@
 //! at least [`FF_MIN_STRETCH`] iterations of the slowest rank; one whose
 //! iterations stay on its node (reads its page cache serves: `FfPlan::local`)
 //! skips alone at once, its load on the node's shared cores and memory bus
-//! kept as paced flows ([`piotwin_sim::Rank::ff_skip_alone`]), so that ranks
+//! kept as flows ([`piotwin_sim::Rank::ff_skip_alone`]), so that ranks
 //! streaming from their caches between read-ahead fetches do not wait for
 //! all others to be between fetches too. A window refused as the requests
 //! changed restarts after the change (ranks in step: it doubles, so that
@@ -208,9 +208,7 @@ impl SimCtx {
         }
         (if k >= fewest(&plan) { k } else { 0 }, Some(plan))
     }
-}
 
-impl SimCtx {
     /// Skips the `k` iterations [`SimCtx::ff_bound`] allows alone
     /// ([`piotwin_sim::Rank::ff_skip_alone`]) where `plan` is
     /// [local](FfPlan::local): the iterations skipped, or `None` where it is
@@ -424,6 +422,8 @@ impl IoCtx for SimCtx {
         // the next iteration at which a rank awaiting an offer round looks
         // for a local plan (see `ff_alone`)
         let mut alone_next = 0u64;
+        // skipped alone while awaiting an offer round: its plan is stale
+        let mut alone_since_offer = false;
         loop {
             self.calls.set(Calls::default());
             body(r).await?;
@@ -471,7 +471,7 @@ impl IoCtx for SimCtx {
                         if let Some(k) = self.ff_alone(mine, p.as_ref()).await {
                             r += k;
                             window = VecDeque::from([self.rank.ff_observe(None)]);
-                            awaited = Some((key, None, u64::MAX));
+                            alone_since_offer = true;
                         } else if let Some(i) =
                             piotwin_sim::Rank::ff_restart(window.make_contiguous())
                         {
@@ -480,8 +480,7 @@ impl IoCtx for SimCtx {
                     }
                     continue;
                 };
-                if r0 == u64::MAX {
-                    // this rank skipped alone since its offer
+                if std::mem::take(&mut alone_since_offer) {
                     continue;
                 }
                 // The plan made at the offer, carried over the iterations run
