@@ -1089,26 +1089,53 @@ impl Storage {
         // Other nodes holding none of the whole span lose nothing to these
         // writes: leave them out of each request's invalidation.
         let (lo, hi) = (off + shift, off + k * shift + len);
-        let mut idle = Vec::new();
-        if access == Access::Write
-            && let Some(on) = self.cached_on.get(&file)
-        {
-            idle.extend(on.iter().copied().filter(|&n| {
-                n != node
-                    && !self.nodes[n]
-                        .as_ref()
-                        .is_some_and(|nc| nc.cache.holds_any(file, lo, hi))
-            }));
-            let on = self.cached_on.get_mut(&file).expect("looked up");
-            for n in &idle {
-                on.remove(n);
-            }
-        }
+        let idle = match access {
+            Access::Write => self.take_idle(file, lo, hi, &BTreeSet::from([node])),
+            Access::Read => Vec::new(),
+        };
         for j in 1..=k {
             let a = off + j * shift;
             self.apply(node, access, file, a, a + len);
         }
-        self.cached_on.entry(file).or_default().extend(idle);
+        self.restore_idle(file, idle);
+    }
+
+    /// Takes the nodes that cached `file` but hold none of `[lo, hi)`, other
+    /// than `writers`, out of the file's invalidation list for a batch of
+    /// writes there (they would find nothing to drop); [`Storage::restore_idle`]
+    /// puts them back.
+    pub(crate) fn take_idle(
+        &mut self,
+        file: usize,
+        lo: u64,
+        hi: u64,
+        writers: &BTreeSet<usize>,
+    ) -> Vec<usize> {
+        let Some(on) = self.cached_on.get(&file) else {
+            return Vec::new();
+        };
+        let idle: Vec<usize> = on
+            .iter()
+            .copied()
+            .filter(|n| {
+                !writers.contains(n)
+                    && !self.nodes[*n]
+                        .as_ref()
+                        .is_some_and(|nc| nc.cache.holds_any(file, lo, hi))
+            })
+            .collect();
+        let on = self.cached_on.get_mut(&file).expect("looked up");
+        for n in &idle {
+            on.remove(n);
+        }
+        idle
+    }
+
+    /// Puts back the nodes [`Storage::take_idle`] took out.
+    pub(crate) fn restore_idle(&mut self, file: usize, idle: Vec<usize>) {
+        if !idle.is_empty() {
+            self.cached_on.entry(file).or_default().extend(idle);
+        }
     }
 
     /// State-only effect of a request reaching the servers (see [`Storage::apply`]).

@@ -325,6 +325,24 @@ impl Model {
                 self.ptrs[p.ptr].pos += k * step;
             }
         }
+        // Nodes that write none of a file's contended stretch and hold none
+        // of it lose nothing to its writes: leave them out of each write's
+        // invalidation (k writes times every node that ever cached the file).
+        let mut stretch: BTreeMap<usize, (u64, u64, BTreeSet<usize>)> = BTreeMap::new();
+        for &(i, q) in &contended {
+            let (node, plan) = plans[i];
+            let r = plan.reqs[q];
+            let e = stretch
+                .entry(r.file)
+                .or_insert((u64::MAX, 0, BTreeSet::new()));
+            e.0 = e.0.min(r.off + plan.shift);
+            e.1 = e.1.max(r.off + k * plan.shift + r.len);
+            e.2.insert(node);
+        }
+        let idle: Vec<(usize, Vec<usize>)> = stretch
+            .iter()
+            .map(|(&f, (lo, hi, writers))| (f, self.storage.take_idle(f, *lo, *hi, writers)))
+            .collect();
         for j in 1..=k {
             for &(i, q) in &contended {
                 let (node, plan) = plans[i];
@@ -333,6 +351,9 @@ impl Model {
                 self.storage
                     .apply(node, Access::Write, r.file, a, a + r.len);
             }
+        }
+        for (f, nodes) in idle {
+            self.storage.restore_idle(f, nodes);
         }
     }
 
