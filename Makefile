@@ -71,12 +71,14 @@ test: deps
 
 # Engine speed: events/s on micro-benchmarks (engine_bench at $(BENCH_RANKS) ranks), then the
 # twin IOR at 64, 1024 and 4096 ranks: wall and CPU (user + sys) seconds, growth of the CPU
-# time from the previous size against N log N. Built into its own target dir (twin-only, no
+# time from the previous size against N log N; then a 128-rank twin b_eff_io with the
+# fast-forward and `--exact`, and the ratio of their wall times. Built into its own target dir (twin-only, no
 # MPI) so it never replaces the MPI-enabled release binary in target/release.
 BENCH_DIR := target/bench
 BENCH_RANKS ?= 1024 4096
 BENCH_IOR := -a MPIIO -b 16m -t 1m -e
 BENCH_SCN := scenarios/lustre-hdd.toml
+BENCH_BEFF := --ranks 128 -N 128 -T 600 -MB 2048
 bench:
 	CARGO_TARGET_DIR=$(BENCH_DIR) $(CARGO) build --release -p piotwin-sim --example engine_bench
 	CARGO_TARGET_DIR=$(BENCH_DIR) $(CARGO) build --release --no-default-features --bin piotwin
@@ -92,3 +94,9 @@ bench:
 	    printf "%6d  %8.3f  %8.3f  %7.1fx  %8.1fx\n", n, w, c, c / (p > 0.001 ? p : 0.001), (n * log(n)) / (pn * log(pn)) }'; \
 	  prev=$$c; prevn=$$n; \
 	done
+	@set -o pipefail; echo; echo "twin b_eff_io ($(BENCH_BEFF), $(BENCH_SCN)): fast-forward against --exact"; \
+	d=$$(mktemp -d); TIMEFORMAT="%R"; \
+	ff=$$( { time $(BENCH_DIR)/release/piotwin run b_eff_io $(BENCH_BEFF) --sim $(BENCH_SCN) -f $$d/ff >/dev/null 2>&1; } 2>&1 | tail -1 ) || exit 1; \
+	ex=$$( { time $(BENCH_DIR)/release/piotwin run b_eff_io $(BENCH_BEFF) --sim $(BENCH_SCN) --exact -f $$d/ex >/dev/null 2>&1; } 2>&1 | tail -1 ) || exit 1; \
+	rm -rf $$d; \
+	awk -v f=$$ff -v e=$$ex 'BEGIN { printf "fast-forward %7.1f s   --exact %7.1f s   %5.1fx\n", f, e, e / f }'
