@@ -72,8 +72,9 @@ test: deps
 # Engine speed: events/s on micro-benchmarks (engine_bench at $(BENCH_RANKS) ranks), then the
 # twin IOR at 64, 1024 and 4096 ranks: wall and CPU (user + sys) seconds, growth of the CPU
 # time from the previous size against N log N; then a 128-rank twin b_eff_io with the
-# fast-forward and `--exact`, and the ratio of their wall times. Built into its own target dir (twin-only, no
-# MPI) so it never replaces the MPI-enabled release binary in target/release.
+# fast-forward and with `--exact`, and the ratio of their wall times. Built into its own
+# target dir (twin-only, no MPI) so it never replaces the MPI-enabled release binary in
+# target/release.
 BENCH_DIR := target/bench
 BENCH_RANKS ?= 1024 4096
 BENCH_IOR := -a MPIIO -b 16m -t 1m -e
