@@ -67,6 +67,9 @@ pub(crate) struct Cache {
     pub(crate) dirty: u64,
     /// Bytes being written back.
     pub(crate) writeback: u64,
+    /// Bytes put in so far (reads filling it, writes): the fast-forward's
+    /// measure of how fast its data is pushed towards eviction.
+    pub(crate) inserted: u64,
 }
 
 impl Cache {
@@ -78,6 +81,7 @@ impl Cache {
             files: BTreeMap::new(),
             lru: Default::default(),
             stamp: 0,
+            inserted: 0,
             bytes: 0,
             dirty: 0,
             writeback: 0,
@@ -158,6 +162,7 @@ impl Cache {
             return;
         }
         self.cut(file, a, b);
+        self.inserted += b - a;
         self.stamp += 1;
         let stamp = self.stamp;
         let map = self.files.entry(file).or_default();
@@ -186,6 +191,33 @@ impl Cache {
         map.insert(start, Ext { end, stamp, state });
         self.lru[state.index()].insert((stamp, file, start));
         self.count(state, end - start, true);
+    }
+
+    /// Bytes that can come in before any of `[a, b)` of `file` is evicted,
+    /// counted up to `enough`: the free room, and the clean bytes used less
+    /// recently than the range's least recently used extent (0 when none of
+    /// the range is cached).
+    pub(crate) fn room_before_evicting(&self, file: usize, a: u64, b: u64, enough: u64) -> u64 {
+        let Some(map) = self.files.get(&file) else {
+            return 0;
+        };
+        let first = map.range(..a).next_back().map(|(&s, _)| s).unwrap_or(a);
+        let Some(oldest) = map
+            .range(first..b)
+            .filter(|(_, e)| e.end > a)
+            .map(|(_, e)| e.stamp)
+            .min()
+        else {
+            return 0;
+        };
+        let mut room = self.capacity.saturating_sub(self.bytes);
+        for &(stamp, f, s) in &self.lru[State::Clean.index()] {
+            if stamp >= oldest || room >= enough {
+                break;
+            }
+            room += self.files[&f][&s].end - s;
+        }
+        room
     }
 
     /// Evicts least recently used clean extents until the cache fits its capacity.
@@ -370,6 +402,31 @@ mod tests {
         assert_eq!(c.bytes, 100);
         let (h, _) = c.lookup(1, 0, 60);
         assert_eq!(h, vec![(30, 60)]);
+    }
+
+    /// The bytes that can come in before a range is evicted: the free room
+    /// plus the clean bytes older than the range's oldest extent (dirty ones
+    /// and newer ones do not count), stopping once `enough` is reached.
+    #[test]
+    fn room_before_evicting_a_range() {
+        let mut c = Cache::new(100, 0.9, 0.5);
+        c.insert(1, 0, 20, State::Clean); // oldest
+        c.insert(2, 0, 10, State::Dirty);
+        c.insert(3, 0, 30, State::Clean); // the range asked about
+        c.insert(4, 0, 15, State::Clean); // newer than it
+        assert_eq!(c.bytes, 75);
+        // free 25 + file 1's 20 (file 2 is dirty, file 4 newer)
+        assert_eq!(c.room_before_evicting(3, 5, 25, u64::MAX), 45);
+        // stops counting once past `enough`
+        assert_eq!(c.room_before_evicting(3, 5, 25, 10), 25);
+        // nothing of the range cached: no room
+        assert_eq!(c.room_before_evicting(3, 40, 50, u64::MAX), 0);
+        // file 1's range itself is the oldest: only the free room
+        assert_eq!(c.room_before_evicting(1, 0, 20, u64::MAX), 25);
+        // insert 45 more and the range's first bytes are the next to go
+        c.insert(5, 0, 46, State::Clean);
+        c.evict();
+        assert_eq!(c.lookup(3, 0, 30).0, vec![(1, 30)]);
     }
 
     #[test]

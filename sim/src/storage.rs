@@ -971,6 +971,25 @@ impl Storage {
         self.fs.lock_granularity
     }
 
+    /// Bytes put in `node`'s page cache so far (0 without one).
+    pub(crate) fn inserted(&self, node: usize) -> u64 {
+        self.nodes[node].as_ref().map_or(0, |nc| nc.cache.inserted)
+    }
+
+    /// [`Cache::room_before_evicting`] of `node`'s page cache (0 without one).
+    pub(crate) fn room_before_evicting(
+        &self,
+        node: usize,
+        file: usize,
+        a: u64,
+        b: u64,
+        enough: u64,
+    ) -> u64 {
+        self.nodes[node]
+            .as_ref()
+            .map_or(0, |nc| nc.cache.room_before_evicting(file, a, b, enough))
+    }
+
     /// True while `node`'s page cache writes back (its flusher is above the
     /// background threshold, or a write-back is in flight).
     pub(crate) fn writing_back(&self, node: usize) -> bool {

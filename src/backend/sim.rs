@@ -215,6 +215,10 @@ impl SimCtx {
     /// not or may not skip.
     async fn ff_alone(&self, k: u64, plan: Option<&FfPlan>) -> Option<u64> {
         let plan = plan.filter(|p| k > 0 && p.local())?;
+        let k = self.rank.ff_alone_bound(plan, k);
+        if k < fewest(plan) {
+            return None;
+        }
         self.rank.ff_skip_alone(plan, k).await;
         SKIPPED.with(|s| s.set(s.get() + k));
         Some(k)
