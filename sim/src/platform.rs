@@ -344,6 +344,11 @@ impl Platform {
         self.rank_node[rank] as usize
     }
 
+    /// The bandwidth of `node`'s network interface, bytes per second.
+    pub(crate) fn nic_bw(&self, node: usize) -> f64 {
+        self.nodes[node].nic_bw
+    }
+
     /// Number of nodes.
     pub(crate) fn node_count(&self) -> usize {
         self.nodes.len()

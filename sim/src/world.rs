@@ -2503,20 +2503,22 @@ impl Rank {
 
     /// The most iterations of the [local](FfPlan::local) `plan` (at most `k`)
     /// this rank may skip alone: its skipped reads, checked on the cache as it
-    /// is, must stay cached while the node's other ranks go on filling it at
-    /// the window's rate ([`FF_EVICTION_MARGIN`] times over). On nodes whose
-    /// cache is full their fetches evict the data ahead of a reader in the
-    /// exact run, which then fetches it again. (16 ranks on 1 GiB nodes,
-    /// `-T 600`: b_eff_io 4.4 % above `--exact` without the bound, 3.1 %
-    /// with it, 0.6 % without lone skips; their type 2 reads at n = 8 are
-    /// still up to 58 % fast, for a reason not yet found.)
+    /// is, must stay cached while the node's other ranks go on filling it
+    /// ([`FF_EVICTION_MARGIN`] times over) at the window's rate or at the
+    /// node's network bandwidth, whichever is higher: a window of cache hits
+    /// may span microseconds and see no fetch at all. On nodes whose cache is
+    /// full the others' fetches evict the data ahead of a reader in the exact
+    /// run, which then fetches it again (16 ranks on 1 GiB nodes, `-T 600`:
+    /// b_eff_io 4.4 % above `--exact` without the bound, 3.1 % with the
+    /// window's rate alone, 0.4 % with this one).
     pub fn ff_alone_bound(&self, plan: &FfPlan, k: u64) -> u64 {
-        let per_iteration = FF_EVICTION_MARGIN * plan.inserted * plan.delta;
+        let m = self.core.model.borrow();
+        let node = m.platform.node_of(self.world);
+        let rate = plan.inserted.max(m.platform.nic_bw(node));
+        let per_iteration = FF_EVICTION_MARGIN * rate * plan.delta;
         if per_iteration <= 0.0 {
             return k;
         }
-        let m = self.core.model.borrow();
-        let node = m.platform.node_of(self.world);
         let mut bound = k;
         for r in plan.reqs.iter().filter(|r| !r.write) {
             let (a, b) = (r.off + plan.shift, r.off + k * plan.shift + r.len);
