@@ -2488,14 +2488,9 @@ impl Rank {
     pub async fn ff_skip_alone(&self, plan: &FfPlan, k: u64) {
         self.ff_advance_reads(plan, k);
         for (path, units) in &plan.load {
-            let done = Signal::new();
-            self.core.engine.borrow_mut().transfer(
-                0.0,
-                path.clone(),
-                k as f64 * units,
-                done.clone(),
-            );
-            self.wait(&done, Wait::Delay).await;
+            self.core.model.borrow_mut().waiting[self.world] = Wait::Delay;
+            node_flow(&self.core, self.world, path.clone(), k as f64 * units).await;
+            self.core.model.borrow_mut().waiting[self.world] = Wait::Running;
         }
         self.sleep(k as f64 * (plan.delta - plan.busy).max(0.0))
             .await;
@@ -2519,10 +2514,10 @@ impl Rank {
         if per_iteration <= 0.0 {
             return k;
         }
+        let enough = (per_iteration * k as f64).ceil() as u64;
         let mut bound = k;
         for r in plan.reqs.iter().filter(|r| !r.write) {
             let (a, b) = (r.off + plan.shift, r.off + k * plan.shift + r.len);
-            let enough = (per_iteration * k as f64).ceil() as u64;
             let room = m.storage.room_before_evicting(node, r.file, a, b, enough);
             bound = bound.min((room as f64 / per_iteration).floor() as u64);
         }
