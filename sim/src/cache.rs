@@ -55,6 +55,10 @@ pub(crate) struct Cache {
     /// Dirty bytes above which write-back starts (Linux `dirty_background_ratio`).
     pub(crate) background: u64,
     files: BTreeMap<usize, BTreeMap<u64, Ext>>,
+    /// Per file, a range holding all its extents (it may be wider than they
+    /// are: it only grows while the file has any): the quick "nothing here"
+    /// of [`Cache::holds_any`] for other nodes' writes to a shared file.
+    bounds: BTreeMap<usize, (u64, u64)>,
     /// (stamp, file, start) of every extent, one set per [`State`] (indexed by
     /// [`State::index`]): least recently used first. Per state, so the flusher
     /// finds the oldest dirty extent and eviction the oldest clean one without
@@ -79,6 +83,7 @@ impl Cache {
             dirty_limit: (capacity as f64 * dirty_ratio) as u64,
             background: (capacity as f64 * background_ratio) as u64,
             files: BTreeMap::new(),
+            bounds: BTreeMap::new(),
             lru: Default::default(),
             stamp: 0,
             inserted: 0,
@@ -112,9 +117,19 @@ impl Cache {
     pub(crate) fn holds_any(&self, file: usize, a: u64, b: u64) -> bool {
         // Extents are disjoint and ordered: the last one starting before `b`
         // overlaps `[a, b)` iff any does.
-        self.files
+        self.bounds
             .get(&file)
-            .is_some_and(|map| map.range(..b).next_back().is_some_and(|(_, e)| e.end > a))
+            .is_some_and(|&(lo, hi)| a < hi && lo < b)
+            && self
+                .files
+                .get(&file)
+                .is_some_and(|map| map.range(..b).next_back().is_some_and(|(_, e)| e.end > a))
+    }
+
+    /// Widens `file`'s [`Cache::bounds`] to `[a, b)`, which it now holds.
+    fn widen(&mut self, file: usize, a: u64, b: u64) {
+        let r = self.bounds.entry(file).or_insert((a, b));
+        *r = (r.0.min(a), r.1.max(b));
     }
 
     fn cut(&mut self, file: usize, a: u64, b: u64) -> Vec<(u64, u64, State)> {
@@ -152,6 +167,7 @@ impl Cache {
         }
         if self.files.get(&file).is_some_and(BTreeMap::is_empty) {
             self.files.remove(&file);
+            self.bounds.remove(&file);
         }
         out
     }
@@ -189,6 +205,7 @@ impl Cache {
         }
         let map = self.files.entry(file).or_default();
         map.insert(start, Ext { end, stamp, state });
+        self.widen(file, start, end);
         self.lru[state.index()].insert((stamp, file, start));
         self.count(state, end - start, true);
     }
@@ -352,6 +369,7 @@ impl Cache {
                     state: st,
                 },
             );
+            self.widen(file, s, e);
             self.lru[st.index()].insert((self.stamp, file, s));
             self.count(st, e - s, true);
         }
@@ -369,6 +387,7 @@ impl Cache {
                         state: st,
                     },
                 );
+                self.widen(file, s, e);
                 self.lru[st.index()].insert((0, file, s));
                 self.count(st, e - s, true);
             }
@@ -436,5 +455,30 @@ mod tests {
         c.insert(2, 0, 30, State::Clean);
         c.evict();
         assert_eq!((c.bytes, c.dirty), (50, 40));
+    }
+
+    /// `holds_any` answers from the extents, its quick bounds only ever
+    /// ruling out ranges outside everything the file holds: after cuts that
+    /// empty the file, after dirty pieces kept by an invalidation, after state
+    /// changes.
+    #[test]
+    fn holds_any_follows_the_extents() {
+        let mut c = Cache::new(1000, 0.9, 0.5);
+        c.insert(1, 100, 200, State::Clean);
+        assert!(c.holds_any(1, 150, 160) && !c.holds_any(1, 200, 300));
+        assert!(!c.holds_any(1, 0, 100) && !c.holds_any(2, 100, 200));
+        c.invalidate(1, 0, 1000); // clean: all gone
+        assert!(!c.holds_any(1, 100, 200));
+        c.insert(1, 500, 600, State::Dirty);
+        assert!(c.holds_any(1, 550, 551) && !c.holds_any(1, 100, 200));
+        c.invalidate(1, 0, 1000); // dirty: kept
+        assert!(c.holds_any(1, 599, 700));
+        c.set_state(1, 500, 600, State::Dirty, State::Writeback);
+        c.set_state(1, 500, 600, State::Writeback, State::Clean);
+        c.insert(1, 0, 10, State::Clean);
+        assert!(c.holds_any(1, 5, 6) && c.holds_any(1, 500, 501));
+        assert!(!c.holds_any(1, 10, 500) && !c.holds_any(1, 600, 2000));
+        c.remove_file(1);
+        assert!(!c.holds_any(1, 0, u64::MAX));
     }
 }

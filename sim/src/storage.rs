@@ -41,6 +41,7 @@
 //!   writers of one unit therefore serialise.
 
 use std::collections::{BTreeMap, BTreeSet};
+use std::rc::Rc;
 
 use rand::{Rng, SeedableRng};
 use rand_pcg::Pcg64;
@@ -139,6 +140,34 @@ pub(crate) struct Storage {
     /// Read-ahead state by (world rank, file).
     streams: BTreeMap<(usize, usize), Stream>,
     rng: Pcg64,
+    /// The servers' part of the last [`Storage::levels`]: shared by the
+    /// observations that see it unchanged (every rank observes every
+    /// iteration, and the fast-forward keeps up to 513 observations a rank).
+    server_levels: Rc<[Level]>,
+}
+
+/// A cache quantity and its two thresholds, bytes (see [`Storage::levels`]).
+pub(crate) type Level = (u64, [u64; 2]);
+
+/// [`Storage::levels`] seen from one node: the node's own, then the servers'
+/// (shared between observations while unchanged).
+#[derive(Debug, Clone)]
+pub(crate) struct Levels {
+    node: [Level; 3],
+    node_len: u8,
+    servers: Rc<[Level]>,
+}
+
+impl Levels {
+    pub(crate) fn len(&self) -> usize {
+        usize::from(self.node_len) + self.servers.len()
+    }
+
+    pub(crate) fn iter(&self) -> impl Iterator<Item = &Level> {
+        self.node[..usize::from(self.node_len)]
+            .iter()
+            .chain(self.servers.iter())
+    }
 }
 
 /// Pieces of a request at one server: (file offset, object offset, length).
@@ -245,6 +274,7 @@ impl Storage {
             cached_on: BTreeMap::new(),
             streams: BTreeMap::new(),
             rng: Pcg64::seed_from_u64(seed ^ 0x5EED_0F_D15C),
+            server_levels: Rc::from([]),
         }
     }
 
@@ -1002,25 +1032,39 @@ impl Storage {
     /// from `node`: `(level, thresholds)` in bytes: the node's dirty + writeback
     /// bytes (background and dirty limits) and held bytes (capacity); each
     /// server cache's dirty bytes (its dirty limit) and held bytes (capacity).
-    pub(crate) fn levels(&self, node: usize) -> Vec<(u64, [u64; 2])> {
-        let mut out = Vec::with_capacity(3 + 2 * self.servers.len());
+    pub(crate) fn levels(&mut self, node: usize) -> Levels {
+        let mut levels = Levels {
+            node: [(0, [0, 0]); 3],
+            node_len: 0,
+            servers: Rc::clone(&self.server_levels),
+        };
         if let Some(nc) = &self.nodes[node] {
             let c = &nc.cache;
-            out.push((c.dirty + c.writeback, [c.background, c.dirty_limit]));
-            out.push((c.bytes, [c.capacity, c.capacity]));
+            levels.node[0] = (c.dirty + c.writeback, [c.background, c.dirty_limit]);
+            levels.node[1] = (c.bytes, [c.capacity, c.capacity]);
+            levels.node_len = 2;
             if nc.fresh.is_some() {
                 // Growing past the backed memory changes the write rate.
-                out.push((c.bytes, [nc.backed, nc.backed]));
+                levels.node[2] = (c.bytes, [nc.backed, nc.backed]);
+                levels.node_len = 3;
             }
         }
-        for s in &self.servers {
-            if let Some(sc) = &s.cache {
+        let servers = self
+            .servers
+            .iter()
+            .filter_map(|s| s.cache.as_ref())
+            .flat_map(|sc| {
                 let c = &sc.cache;
-                out.push((c.dirty + c.writeback, [c.dirty_limit, c.dirty_limit]));
-                out.push((c.bytes, [c.capacity, c.capacity]));
-            }
+                [
+                    (c.dirty + c.writeback, [c.dirty_limit, c.dirty_limit]),
+                    (c.bytes, [c.capacity, c.capacity]),
+                ]
+            });
+        if !servers.clone().eq(self.server_levels.iter().copied()) {
+            self.server_levels = servers.collect();
+            levels.servers = Rc::clone(&self.server_levels);
         }
-        out
+        levels
     }
 
     /// State-only effect of one request `[a, b)` of `file` from `node` (the

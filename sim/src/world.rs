@@ -44,7 +44,7 @@ use crate::romio::hints::Effective;
 use crate::romio::sieving::{self, Method};
 use crate::romio::two_phase::{self, TwoPhase};
 use crate::scenario::{FileSystem, Metadata, MpiIo, Scenario};
-use crate::storage::{self, Storage};
+use crate::storage::{self, Levels, Storage};
 
 /// Whether all ranks of the file's communicator take part in a data access.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -2016,12 +2016,13 @@ pub struct FfObservation {
     end: f64,
     reqs: Vec<FfReq>,
     /// Cache levels and their thresholds as [`Storage::levels`] gives them, bytes.
-    levels: Vec<(u64, [u64; 2])>,
+    levels: Levels,
     /// The shared file pointer used, and its position (etypes).
     pointer: Option<(FfPointer, u64)>,
-    /// The rank's flows over shared node resources so far ([`Model::ff_work`])
-    /// and the time it waited for them ([`Model::ff_busy`]).
-    work: Vec<(Path, f64)>,
+    /// The rank's flows over shared node resources so far, units by path in
+    /// the order of [`Model::ff_work`] (which only appends), and the time it
+    /// waited for them ([`Model::ff_busy`]).
+    work: Vec<f64>,
     busy: f64,
     /// Bytes put in the node's page cache so far ([`Storage::inserted`]).
     inserted: u64,
@@ -2192,7 +2193,7 @@ impl Rank {
             reqs,
             levels: m.storage.levels(node),
             pointer: pointer.map(|p| (p, m.ptrs[p.ptr].pos)),
-            work: m.ff_work[self.world].clone(),
+            work: m.ff_work[self.world].iter().map(|w| w.1).collect(),
             busy: m.ff_busy[self.world],
             inserted: m.storage.inserted(node),
         }
@@ -2275,7 +2276,7 @@ impl Rank {
         if first.len() != now.len() {
             return None;
         }
-        for (&(l0, _), &(l1, th)) in first.iter().zip(now) {
+        for (&(l0, _), &(l1, th)) in first.iter().zip(now.iter()) {
             let rate = (l1 as f64 - l0 as f64) / (w - 1) as f64;
             for t in th {
                 let gap = t as f64 - l1 as f64;
@@ -2336,16 +2337,14 @@ impl Rank {
             }
         }
         let (first, now) = (&window[0], &window[w - 1]);
+        let paths = &self.core.model.borrow().ff_work[self.world];
         let load = now
             .work
             .iter()
-            .map(|(path, u)| {
-                let u0 = first
-                    .work
-                    .iter()
-                    .find(|x| x.0 == *path)
-                    .map_or(0.0, |x| x.1);
-                (path.clone(), (u - u0) / (w - 1) as f64)
+            .enumerate()
+            .map(|(i, u)| {
+                let u0 = first.work.get(i).copied().unwrap_or(0.0);
+                (paths[i].0.clone(), (u - u0) / (w - 1) as f64)
             })
             .filter(|x| x.1 > 0.0)
             .collect();
