@@ -75,6 +75,20 @@ pub struct AggRequest {
 }
 
 impl TwoPhase {
+    /// This plan for extents all `d` bytes further on: the same plan where
+    /// `d` is a multiple of the file domains' alignment (`striping_unit`; any
+    /// `d` without one), as the file domains and windows move with the data.
+    pub fn shifted(&self, d: u64) -> TwoPhase {
+        let mut p = self.clone();
+        for dom in p.domains.iter_mut().flatten() {
+            *dom = (dom.0 + d, dom.1 + d);
+        }
+        for w in p.windows.iter_mut().flatten() {
+            w.offset += d;
+        }
+        p
+    }
+
     /// The `(rank, bytes)` exchanged with aggregator index `a` in round `m`, by rank.
     pub fn to_aggregator(&self, m: usize, a: usize) -> impl Iterator<Item = (usize, u64)> + '_ {
         let idx = &self.by_aggregator[m];
@@ -429,5 +443,42 @@ mod tests {
                 );
             }
         }
+    }
+
+    /// A plan of extents all moved by a multiple of the alignment is the
+    /// plan moved (what [`TwoPhase::shifted`] gives); a distance off the
+    /// alignment moves the domain boundaries differently.
+    #[test]
+    fn moved_extents_plan_as_the_plan_moved() {
+        let exts = |d: u64| -> Vec<Vec<(u64, u64)>> {
+            (0..4u64)
+                .map(|r| (0..30).map(|k| (d + 400 * k + 100 * r, 100)).collect())
+                .collect()
+        };
+        let fs = FileSystem {
+            kind: FsKind::Local,
+            stripe_size: 1 << 20,
+            stripe_count: 1,
+            lock_granularity: None,
+            lock_revoke: 0.0,
+        };
+        let mut hints = Hints::new();
+        hints.set("cb_buffer_size", "1000");
+        hints.set("striping_unit", "256");
+        let eff = Effective::resolve(&hints, &[0, 1, 2, 3], &fs).expect("valid hints");
+        let plan_at = |d: u64| {
+            let e = exts(d);
+            let source = |r: usize| -> Box<dyn Iterator<Item = (u64, u64)> + '_> {
+                Box::new(e[r].iter().copied())
+            };
+            plan(Access::Write, &eff, 4, &source).expect("interleaved: two-phase")
+        };
+        let base = plan_at(0);
+        assert!(base.rounds > 1 && base.aggregators.len() > 1);
+        for d in [256, 12_000 * 256] {
+            assert_eq!(base.shifted(d), plan_at(d), "d = {d}");
+        }
+        // off the alignment the boundaries round elsewhere
+        assert_ne!(base.shifted(300).domains, plan_at(300).domains);
     }
 }
