@@ -1269,7 +1269,14 @@ impl Rank {
                 match access {
                     Access::Write => len,
                     Access::Read => {
-                        readable(&self.core.model.borrow(), file.inode, &file.view, off, len)
+                        let m = self.core.model.borrow();
+                        // the file domains span every rank's data
+                        let end = tp.domains.iter().flatten().map(|d| d.1).max();
+                        if end.is_some_and(|e| e <= m.files[file.inode].size) {
+                            len
+                        } else {
+                            readable(&m, file.inode, &file.view, off, len)
+                        }
                     }
                 }
             }
@@ -2335,7 +2342,10 @@ impl Rank {
     /// 4. **reads served alike**: the ranges the skipped reads will cover are
     ///    served from where the last ones were (node cache, server cache or
     ///    devices, all of them, none past the end of file), checked on the
-    ///    current caches without touching them;
+    ///    current caches without touching them: the span from the first to the
+    ///    last, and where that differs for a strided read (the span holds
+    ///    other ranks' data) its pieces one by one, up to `most` (the most
+    ///    the caller would skip);
     /// 5. **head movements bounded**: requests the devices serve pay a
     ///    positioning each time their stream reaches another disk head (a RAID
     ///    stripe unit, a stripe on another server; `Storage::crossing`), every
@@ -2360,7 +2370,7 @@ impl Rank {
     /// with the skipped writes (they see the skipped dirty bytes at once and
     /// write them back while the ranks sleep through the skip), and LRU order
     /// among the skipped extents.
-    pub fn ff_plan(&self, window: &[FfObservation]) -> Option<FfPlan> {
+    pub fn ff_plan(&self, window: &[FfObservation], most: u64) -> Option<FfPlan> {
         let w = window.len();
         if w < 5 || w.is_multiple_of(2) {
             return None;
@@ -2419,6 +2429,19 @@ impl Rank {
                         lo = mid;
                     } else {
                         hi = mid - 1;
+                    }
+                }
+                // A strided request's span also holds other ranks' data (an
+                // aggregator's window among the others' file domains): where
+                // the span is not alike, look at its own pieces, up to `most`.
+                if shift > r.len {
+                    let piece = |j: u64| -> bool {
+                        let a = r.off + j * shift;
+                        a + r.len <= size
+                            && m.storage.read_class(node, r.file, a, a + r.len) == r.class
+                    };
+                    while lo < k.min(most) && piece(lo + 1) {
+                        lo += 1;
                     }
                 }
                 k = k.min(lo);

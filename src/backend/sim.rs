@@ -179,12 +179,15 @@ impl SimCtx {
         // it offered, when its window may have any length: the plan takes an
         // odd one (two halves and the start), so the oldest may be dropped.
         let window = &window[(window.len().max(1) - 1) % 2..];
-        let Some(plan) = self.rank.ff_plan(window) else {
+        let mut most = FF_GROWTH.saturating_mul(r);
+        if let Repeat::Count(n) = policy {
+            most = most.min(n.saturating_sub(r + 1));
+        }
+        let Some(plan) = self.rank.ff_plan(window, most) else {
             return (0, None);
         };
-        let mut k = plan.max_skip.min(FF_GROWTH.saturating_mul(r));
+        let mut k = plan.max_skip.min(most);
         match policy {
-            Repeat::Count(n) => k = k.min(n.saturating_sub(r + 1)),
             Repeat::TimeBudget { budget } if self.rank.rank() == 0 => {
                 // rank 0 decides: the first j that stops, elapsed growing by Δ
                 let (e, d) = (self.wtime() - start, plan.delta);
@@ -204,7 +207,7 @@ impl SimCtx {
                     k = k.min(hi.saturating_sub(2));
                 }
             }
-            Repeat::TimeBudget { .. } => {}
+            Repeat::TimeBudget { .. } | Repeat::Count(_) => {}
         }
         (if k >= fewest(&plan) { k } else { 0 }, Some(plan))
     }
