@@ -228,6 +228,13 @@ impl SimCtx {
     }
 }
 
+/// Starts the fast-forward's window anew from `start`, keeping its memory
+/// (it grew to up to 513 observations on each of up to 1024 ranks).
+fn restart(window: &mut VecDeque<FfObservation>, start: FfObservation) {
+    window.clear();
+    window.push_back(start);
+}
+
 /// The fewest iterations a skip of `plan` may take.
 fn fewest(plan: &FfPlan) -> u64 {
     plan.min_skip.max(FF_MIN_SKIP)
@@ -477,7 +484,7 @@ impl IoCtx for SimCtx {
                         let (mine, p) = self.ff_bound(policy, r, start, window.make_contiguous());
                         if let Some(k) = self.ff_alone(mine, p.as_ref()).await {
                             r += k;
-                            window = VecDeque::from([self.rank.ff_observe(None)]);
+                            restart(&mut window, self.rank.ff_observe(None));
                             alone_since_offer = true;
                         } else if let Some(i) =
                             piotwin_sim::Rank::ff_restart(window.make_contiguous())
@@ -519,7 +526,7 @@ impl IoCtx for SimCtx {
                 };
                 if let Some(k) = self.ff_alone(mine, p.as_ref()).await {
                     r += k;
-                    window = VecDeque::from([self.rank.ff_observe(None)]);
+                    restart(&mut window, self.rank.ff_observe(None));
                     continue;
                 }
                 let now = self.wtime();
@@ -550,7 +557,7 @@ impl IoCtx for SimCtx {
                     }
                     r += k;
                     SKIPPED.with(|s| s.set(s.get() + k));
-                    window = VecDeque::from([self.rank.ff_observe(None)]);
+                    restart(&mut window, self.rank.ff_observe(None));
                 }
                 // (ranks in step keep windows of one length: their decision
                 // points depend on it)
