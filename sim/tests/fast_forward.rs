@@ -64,7 +64,7 @@ fn plans(scn: &Scenario, halves: &[usize]) -> Vec<Option<FfPlan>> {
             .unwrap();
             window.push(rank.ff_observe(None));
             if halves.iter().any(|&b| window.len() == 2 * b + 1) {
-                plans.push(rank.ff_plan(&window));
+                plans.push(rank.ff_plan(&window, u64::MAX));
             }
         }
         rank.ff_stop();
@@ -121,7 +121,7 @@ fn shared_core_ends(skip: bool) -> Vec<f64> {
             j += 1;
             window.push(rank.ff_observe(None));
             if skip && window.len() == 5 && j < 1000 {
-                let plan = rank.ff_plan(&window).expect("steady compute");
+                let plan = rank.ff_plan(&window, u64::MAX).expect("steady compute");
                 assert!(plan.local(), "no request leaves the node");
                 rank.ff_skip_alone(&plan, 1000).await;
                 j += 1000;
