@@ -403,6 +403,18 @@ mod tests {
     use crate::scenario::{FileSystem, FsKind};
     use piotwin_types::Hints;
 
+    /// A local file system: ROMIO's generic driver, no file-domain alignment
+    /// unless the `striping_unit` hint asks for one.
+    fn local_fs() -> FileSystem {
+        FileSystem {
+            kind: FsKind::Local,
+            stripe_size: 1 << 20,
+            stripe_count: 1,
+            lock_granularity: None,
+            lock_revoke: 0.0,
+        }
+    }
+
     /// Keeping extents between passes changes nothing: every rank kept, none
     /// kept, and a budget that runs out part way give the same plan.
     #[test]
@@ -421,13 +433,7 @@ mod tests {
         let source = |r: usize| -> Box<dyn Iterator<Item = (u64, u64)> + '_> {
             Box::new(exts[r].iter().copied())
         };
-        let fs = FileSystem {
-            kind: FsKind::Local,
-            stripe_size: 1 << 20,
-            stripe_count: 1,
-            lock_granularity: None,
-            lock_revoke: 0.0,
-        };
+        let fs = local_fs();
         let mut hints = Hints::new();
         hints.set("cb_buffer_size", "1000");
         let eff = Effective::resolve(&hints, &[0, 1, 2, 0, 1, 2], &fs).expect("valid hints");
@@ -455,13 +461,7 @@ mod tests {
                 .map(|r| (0..30).map(|k| (d + 400 * k + 100 * r, 100)).collect())
                 .collect()
         };
-        let fs = FileSystem {
-            kind: FsKind::Local,
-            stripe_size: 1 << 20,
-            stripe_count: 1,
-            lock_granularity: None,
-            lock_revoke: 0.0,
-        };
+        let fs = local_fs();
         let mut hints = Hints::new();
         hints.set("cb_buffer_size", "1000");
         hints.set("striping_unit", "256");
