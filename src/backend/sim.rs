@@ -187,27 +187,25 @@ impl SimCtx {
             return (0, None);
         };
         let mut k = plan.max_skip.min(most);
-        match policy {
-            Repeat::TimeBudget { budget } if self.rank.rank() == 0 => {
-                // rank 0 decides: the first j that stops, elapsed growing by Δ
-                let (e, d) = (self.wtime() - start, plan.delta);
-                let stops =
-                    |j: u64| (e + j as f64 * d) * (r + j + 1) as f64 / (r + j) as f64 > budget;
-                let mut hi = 1u64;
-                while !stops(hi) && hi < k {
-                    hi = hi.saturating_mul(2);
-                }
-                let mut lo = hi / 2;
-                // first stopping j lies in (lo, hi] (or beyond k)
-                while lo + 1 < hi {
-                    let mid = lo + (hi - lo) / 2;
-                    if stops(mid) { hi = mid } else { lo = mid }
-                }
-                if stops(hi) {
-                    k = k.min(hi.saturating_sub(2));
-                }
+        if let Repeat::TimeBudget { budget } = policy
+            && self.rank.rank() == 0
+        {
+            // rank 0 decides: the first j that stops, elapsed growing by Δ
+            let (e, d) = (self.wtime() - start, plan.delta);
+            let stops = |j: u64| (e + j as f64 * d) * (r + j + 1) as f64 / (r + j) as f64 > budget;
+            let mut hi = 1u64;
+            while !stops(hi) && hi < k {
+                hi = hi.saturating_mul(2);
             }
-            Repeat::TimeBudget { .. } | Repeat::Count(_) => {}
+            let mut lo = hi / 2;
+            // first stopping j lies in (lo, hi] (or beyond k)
+            while lo + 1 < hi {
+                let mid = lo + (hi - lo) / 2;
+                if stops(mid) { hi = mid } else { lo = mid }
+            }
+            if stops(hi) {
+                k = k.min(hi.saturating_sub(2));
+            }
         }
         (if k >= fewest(&plan) { k } else { 0 }, Some(plan))
     }
