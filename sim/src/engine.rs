@@ -11,7 +11,7 @@
 
 use std::cell::{Cell, RefCell};
 use std::cmp::Ordering;
-use std::collections::BinaryHeap;
+use std::collections::{BinaryHeap, HashMap};
 use std::future::Future;
 use std::pin::Pin;
 use std::rc::Rc;
@@ -99,6 +99,22 @@ impl Future for SignalWait<'_> {
     }
 }
 
+/// What a flow fires when it ends: its signal, or the signals of the identical
+/// transfers it carries (see [`Engine::transfer`]).
+pub(crate) enum Done {
+    One(Signal),
+    Many(Vec<Signal>),
+}
+
+impl Done {
+    fn fire(self) {
+        match self {
+            Done::One(s) => s.fire(),
+            Done::Many(v) => v.into_iter().for_each(|s| s.fire()),
+        }
+    }
+}
+
 /// What happens when an event is due.
 enum Action {
     /// Fire a signal (a delay ended, a collective completed, …).
@@ -119,8 +135,20 @@ struct Event {
     action: Action,
 }
 
-/// A flow waiting for its start event: path, bytes, completion signal.
-type FlowStart = (Vec<(ResourceId, f64)>, f64, Signal);
+/// A flow waiting for its start: path, bytes, what it fires at the end.
+type FlowStart = (Vec<(ResourceId, f64)>, f64, Done);
+
+/// What makes queued transfers identical: start time (as [`time_key`]), bytes
+/// (bits) and a hash of the path (the path itself is compared on a match).
+type StartKey = (u64, u64, u64);
+
+/// A hash of `path` for [`StartKey`] (FNV-1a over the resource ids and weight bits).
+fn path_hash(path: &[(ResourceId, f64)]) -> u64 {
+    path.iter().fold(0xcbf2_9ce4_8422_2325, |h, &(r, w)| {
+        let h = (h ^ u64::from(r.index())).wrapping_mul(0x0100_0000_01b3);
+        (h ^ w.to_bits()).wrapping_mul(0x0100_0000_01b3)
+    })
+}
 
 /// `t`'s bits, transformed so that unsigned order is [`f64::total_cmp`] order.
 fn time_key(t: f64) -> u64 {
@@ -159,22 +187,25 @@ pub(crate) struct Engine {
     /// Flows of queued [`Action::StartFlow`] events, by slot; free slots are reused.
     starts: Vec<Option<FlowStart>>,
     free_starts: Vec<u32>,
-    pub(crate) flows: FlowNet<Signal>,
+    /// The slot of each queued start, by what a transfer joining it must match.
+    queued_starts: HashMap<StartKey, u32>,
+    pub(crate) flows: FlowNet<Done>,
     /// Number and time of the latest scheduled [`Action::FlowTick`].
     tick: (u64, f64),
-    done: Vec<Signal>,
+    done: Vec<Done>,
     /// Events handled so far (stale flow ticks included).
     pub(crate) events: u64,
 }
 
 impl Engine {
-    pub(crate) fn new(flows: FlowNet<Signal>) -> Engine {
+    pub(crate) fn new(flows: FlowNet<Done>) -> Engine {
         Engine {
             now: 0.0,
             seq: 0,
             queue: BinaryHeap::new(),
             starts: Vec::new(),
             free_starts: Vec::new(),
+            queued_starts: HashMap::new(),
             flows,
             tick: (0, f64::INFINITY),
             done: Vec::new(),
@@ -210,6 +241,18 @@ impl Engine {
 
     /// After `latency` seconds, moves `bytes` over `path`; fires `done` at the end.
     /// Zero bytes (or an empty path) is a pure delay.
+    ///
+    /// Transfers with a latency that start at the same instant over the same
+    /// path with the same bytes (the messages of a node's ranks to one
+    /// aggregator in a two-phase round) start as one flow of as many copies
+    /// ([`FlowNet::start_copies`]): the fluid model ends them together anyway.
+    /// The copies' signals fire in the order they were asked for.
+    ///
+    /// Transfers without latency start at once, each its own flow: ranks that
+    /// a barrier released together copy into the page cache together, and
+    /// the order their copies end in (the order the flows started in, not
+    /// the order the ranks asked) decides which of them next reaches a lock
+    /// or a device queue first; joining them would change that.
     pub(crate) fn transfer(
         &mut self,
         latency: f64,
@@ -218,49 +261,70 @@ impl Engine {
         done: Signal,
     ) {
         let at = self.now + latency;
-        if bytes > 0.0 && !path.is_empty() {
-            if latency == 0.0 {
-                self.start_flow(path, bytes, done);
-            } else {
-                let start = (path, bytes, done);
-                let slot = match self.free_starts.pop() {
-                    Some(i) => {
-                        self.starts[i as usize] = Some(start);
-                        i
-                    }
-                    None => {
-                        self.starts.push(Some(start));
-                        self.starts.len() as u32 - 1
+        if bytes <= 0.0 || path.is_empty() {
+            self.push(at, Action::Fire(done));
+            return;
+        }
+        if latency == 0.0 {
+            self.flows.start(self.now, &path, bytes, Done::One(done));
+            return;
+        }
+        let key = (time_key(at), bytes.to_bits(), path_hash(&path));
+        if let Some(&slot) = self.queued_starts.get(&key) {
+            let queued = self.starts[slot as usize].as_mut().expect("queued");
+            if queued.0 == path {
+                queued.2 = match std::mem::replace(&mut queued.2, Done::Many(Vec::new())) {
+                    Done::One(first) => Done::Many(vec![first, done]),
+                    Done::Many(mut v) => {
+                        v.push(done);
+                        Done::Many(v)
                     }
                 };
-                self.push(at, Action::StartFlow(slot));
+                return;
             }
-        } else {
-            self.push(at, Action::Fire(done));
         }
+        let start = (path, bytes, Done::One(done));
+        let slot = match self.free_starts.pop() {
+            Some(i) => {
+                self.starts[i as usize] = Some(start);
+                i
+            }
+            None => {
+                self.starts.push(Some(start));
+                self.starts.len() as u32 - 1
+            }
+        };
+        self.queued_starts.insert(key, slot);
+        self.push(at, Action::StartFlow(slot));
     }
 
-    fn start_flow(&mut self, path: Vec<(ResourceId, f64)>, bytes: f64, done: Signal) {
-        let now = self.now;
-        self.flows.start(now, &path, bytes, done);
+    /// Starts the flow queued in `slot` (now is its start time).
+    fn start_queued(&mut self, slot: u32) {
+        let (path, bytes, done) = self.starts[slot as usize].take().expect("queued");
+        self.free_starts.push(slot);
+        let key = (time_key(self.now), bytes.to_bits(), path_hash(&path));
+        if self.queued_starts.get(&key) == Some(&slot) {
+            self.queued_starts.remove(&key);
+        }
+        let copies = match &done {
+            Done::One(_) => 1,
+            Done::Many(v) => v.len(),
+        };
+        self.flows.start_copies(self.now, &path, bytes, copies, done);
     }
 
     fn handle(&mut self, action: Action) {
         self.events += 1;
         match action {
             Action::Fire(s) => s.fire(),
-            Action::StartFlow(slot) => {
-                let (path, bytes, done) = self.starts[slot as usize].take().expect("queued");
-                self.free_starts.push(slot);
-                self.start_flow(path, bytes, done);
-            }
+            Action::StartFlow(slot) => self.start_queued(slot),
             Action::FlowTick(n) => {
                 if n == self.tick.0 {
                     self.tick.1 = f64::INFINITY;
                     let mut done = std::mem::take(&mut self.done);
                     self.flows.finish_due(self.now, &mut done);
-                    for s in done.drain(..) {
-                        s.fire();
+                    for d in done.drain(..) {
+                        d.fire();
                     }
                     self.done = done;
                 }
@@ -533,5 +597,37 @@ mod tests {
             order.push((t, s.iter().position(|y| y.same(&x)).unwrap()));
         }
         assert_eq!(order, vec![(0.5, 3), (1.0, 1), (2.0, 0), (2.0, 2)]);
+    }
+
+    /// Transfers asked for at one instant with the same path and bytes start as
+    /// one flow and end together, where the separate flows would have ended:
+    /// link 10 B/s, two copies of 10 B and one of 20 B from t = 1 share it as
+    /// three flows (10/3 B/s each), so the copies end at t = 4; the third, with
+    /// 10 B left, then shares the link with a 10 B transfer asked for at t = 4
+    /// (5 B/s each): both end at t = 6.
+    #[test]
+    fn identical_transfers_start_as_one_flow() {
+        let mut net = FlowNet::new();
+        let link = net.add_resource("link", 10.0);
+        let mut e = Engine::new(net);
+        let s: Vec<Signal> = (0..4).map(|_| Signal::new()).collect();
+        e.transfer(1.0, vec![(link, 1.0)], 10.0, s[0].clone());
+        e.transfer(1.0, vec![(link, 1.0)], 10.0, s[1].clone());
+        e.transfer(1.0, vec![(link, 1.0)], 20.0, s[2].clone());
+        assert!(e.advance() && e.advance(), "two start events");
+        assert_eq!((e.now(), e.flows.active()), (1.0, 2));
+        assert!(e.settle_flows());
+        assert!(e.advance());
+        assert_eq!(e.now(), 4.0);
+        assert!(s[0].is_fired() && s[1].is_fired() && !s[2].is_fired());
+        // without latency, a flow starts at once
+        e.transfer(0.0, vec![(link, 1.0)], 10.0, s[3].clone());
+        assert_eq!(e.flows.active(), 2);
+        while !s[2].is_fired() {
+            assert!(e.settle_flows() || e.advance());
+        }
+        // 20 − 10 = 10 B left at 4, then 5 B/s beside the new flow: ends at 6
+        assert_eq!(e.now(), 6.0);
+        assert!(s[3].is_fired());
     }
 }

@@ -50,6 +50,13 @@ use std::collections::{BTreeMap, BTreeSet, BinaryHeap};
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct ResourceId(u32);
 
+impl ResourceId {
+    /// The resource's number, in the order resources were added.
+    pub fn index(self) -> u32 {
+        self.0
+    }
+}
+
 /// A flow in a [`FlowNet`] (ids are reused after a flow finishes).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct FlowId(u32);
@@ -307,11 +314,27 @@ impl<T> FlowNet<T> {
     /// [`FlowNet::recompute`], which must run before time moves on (the engine
     /// recomputes at the same virtual instant).
     pub fn start(&mut self, now: f64, path: &[(ResourceId, f64)], bytes: f64, token: T) -> FlowId {
+        self.start_copies(now, path, bytes, 1, token)
+    }
+
+    /// Starts `copies` identical flows (same path, bytes and start) as one:
+    /// they would share one class, one rate and one finish tag, so one flow
+    /// whose weights count `copies` times loads the resources as they would
+    /// and ends when they would. `token` stands for all of them.
+    pub fn start_copies(
+        &mut self,
+        now: f64,
+        path: &[(ResourceId, f64)],
+        bytes: f64,
+        copies: usize,
+        token: T,
+    ) -> FlowId {
         assert!(!path.is_empty(), "a flow needs at least one resource");
+        assert!(copies > 0, "a flow stands for at least one copy");
         assert!(bytes > 0.0, "a flow moves a positive number of bytes");
         let mut scratch = std::mem::take(&mut self.scratch);
         scratch.clear();
-        scratch.extend(path.iter().map(|&(r, w)| (r.0, w)));
+        scratch.extend(path.iter().map(|&(r, w)| (r.0, w * copies as f64)));
         scratch.sort_by_key(|p| p.0);
         scratch.dedup_by(|b, a| {
             if a.0 == b.0 {
@@ -717,6 +740,36 @@ mod tests {
         net.recompute(0.0);
         // 4 in total: r (1 + 2 + 2) = 12.
         assert_eq!(rates(&net, &[a, b, c]), vec![2.4, 2.4, 2.4]);
+    }
+
+    /// Copies started as one flow load the resources and end as the separate
+    /// flows would: link 12 with three 6 B flows and a 12 B one → 3 B/s each,
+    /// the 6 B ones end at 2; started as one flow of three copies, the same.
+    #[test]
+    fn copies_share_like_separate_flows() {
+        let mut apart = FlowNet::new();
+        let l = apart.add_resource("l", 12.0);
+        let ids: Vec<FlowId> = (0..3)
+            .map(|_| apart.start(0.0, &[(l, 1.0)], 6.0, "copy"))
+            .collect();
+        let big = apart.start(0.0, &[(l, 1.0)], 12.0, "big");
+        apart.recompute(0.0);
+        let mut joined = FlowNet::new();
+        let l = joined.add_resource("l", 12.0);
+        let copies = joined.start_copies(0.0, &[(l, 1.0)], 6.0, 3, "copies");
+        let big_too = joined.start(0.0, &[(l, 1.0)], 12.0, "big");
+        joined.recompute(0.0);
+        assert_eq!(rates_s(&apart, &[ids[0], big]), vec![3.0, 3.0]);
+        assert_eq!(rates_s(&joined, &[copies, big_too]), vec![3.0, 3.0]);
+        assert_eq!(apart.finish_time(ids[2]), joined.finish_time(copies));
+        let (mut a, mut j) = (Vec::new(), Vec::new());
+        apart.finish_due(2.0, &mut a);
+        joined.finish_due(2.0, &mut j);
+        assert_eq!((a, j), (vec!["copy"; 3], vec!["copies"]));
+        apart.recompute(2.0);
+        joined.recompute(2.0);
+        assert_eq!(apart.finish_time(big), Some(2.5));
+        assert_eq!(joined.finish_time(big_too), Some(2.5));
     }
 
     /// Recomputation touches only the changed component; independent flows keep their
