@@ -99,22 +99,6 @@ impl Future for SignalWait<'_> {
     }
 }
 
-/// What a flow fires when it ends: its signal, or the signals of the identical
-/// transfers it carries (see [`Engine::transfer`]).
-pub(crate) enum Done {
-    One(Signal),
-    Many(Vec<Signal>),
-}
-
-impl Done {
-    fn fire(self) {
-        match self {
-            Done::One(s) => s.fire(),
-            Done::Many(v) => v.into_iter().for_each(|s| s.fire()),
-        }
-    }
-}
-
 /// What happens when an event is due.
 enum Action {
     /// Fire a signal (a delay ended, a collective completed, …).
@@ -135,8 +119,17 @@ struct Event {
     action: Action,
 }
 
-/// A flow waiting for its start: path, bytes, what it fires at the end.
-type FlowStart = (Vec<(ResourceId, f64)>, f64, Done);
+/// A flow waiting for its start event.
+struct FlowStart {
+    path: Vec<(ResourceId, f64)>,
+    bytes: f64,
+    /// Fired at the end.
+    done: Signal,
+    /// The identical transfers it stands for ([`Engine::send`]).
+    copies: usize,
+    /// Its entry in [`Engine::queued_starts`], if it takes copies.
+    key: Option<StartKey>,
+}
 
 /// What makes queued transfers identical: start time (as [`time_key`]), bytes
 /// (bits) and a hash of the path (the path itself is compared on a match).
@@ -189,16 +182,16 @@ pub(crate) struct Engine {
     free_starts: Vec<u32>,
     /// The slot of each queued start, by what a transfer joining it must match.
     queued_starts: HashMap<StartKey, u32>,
-    pub(crate) flows: FlowNet<Done>,
+    pub(crate) flows: FlowNet<Signal>,
     /// Number and time of the latest scheduled [`Action::FlowTick`].
     tick: (u64, f64),
-    done: Vec<Done>,
+    done: Vec<Signal>,
     /// Events handled so far (stale flow ticks included).
     pub(crate) events: u64,
 }
 
 impl Engine {
-    pub(crate) fn new(flows: FlowNet<Done>) -> Engine {
+    pub(crate) fn new(flows: FlowNet<Signal>) -> Engine {
         Engine {
             now: 0.0,
             seq: 0,
@@ -241,18 +234,6 @@ impl Engine {
 
     /// After `latency` seconds, moves `bytes` over `path`; fires `done` at the end.
     /// Zero bytes (or an empty path) is a pure delay.
-    ///
-    /// Transfers with a latency that start at the same instant over the same
-    /// path with the same bytes (the messages of a node's ranks to one
-    /// aggregator in a two-phase round) start as one flow of as many copies
-    /// ([`FlowNet::start_copies`]): the fluid model ends them together anyway.
-    /// The copies' signals fire in the order they were asked for.
-    ///
-    /// Transfers without latency start at once, each its own flow: ranks that
-    /// a barrier released together copy into the page cache together, and
-    /// the order their copies end in (the order the flows started in, not
-    /// the order the ranks asked) decides which of them next reaches a lock
-    /// or a device queue first; joining them would change that.
     pub(crate) fn transfer(
         &mut self,
         latency: f64,
@@ -263,27 +244,65 @@ impl Engine {
         let at = self.now + latency;
         if bytes <= 0.0 || path.is_empty() {
             self.push(at, Action::Fire(done));
-            return;
+        } else if latency == 0.0 {
+            self.flows.start(self.now, &path, bytes, done);
+        } else {
+            self.queue_start(
+                at,
+                FlowStart {
+                    path,
+                    bytes,
+                    done,
+                    copies: 1,
+                    key: None,
+                },
+            );
         }
-        if latency == 0.0 {
-            self.flows.start(self.now, &path, bytes, Done::One(done));
-            return;
+    }
+
+    /// [`Engine::transfer`] with a new signal, returned. Transfers with a
+    /// latency asked for at one instant over the same path with the same
+    /// bytes (the messages of a node's ranks to one aggregator in a two-phase
+    /// round) start as one flow of as many copies ([`FlowNet::start_copies`])
+    /// and share its signal: the fluid model ends them together anyway.
+    ///
+    /// Transfers without latency start at once, each its own flow: ranks that
+    /// a barrier released together copy into the page cache together, and
+    /// the order their copies end in (the order the flows started in, not
+    /// the order the ranks asked) decides which of them next reaches a lock
+    /// or a device queue first; joining them would change that.
+    pub(crate) fn send(&mut self, latency: f64, path: Vec<(ResourceId, f64)>, bytes: f64) -> Signal {
+        if latency <= 0.0 || bytes <= 0.0 || path.is_empty() {
+            let done = Signal::new();
+            self.transfer(latency, path, bytes, done.clone());
+            return done;
         }
+        let at = self.now + latency;
         let key = (time_key(at), bytes.to_bits(), path_hash(&path));
         if let Some(&slot) = self.queued_starts.get(&key) {
             let queued = self.starts[slot as usize].as_mut().expect("queued");
-            if queued.0 == path {
-                queued.2 = match std::mem::replace(&mut queued.2, Done::Many(Vec::new())) {
-                    Done::One(first) => Done::Many(vec![first, done]),
-                    Done::Many(mut v) => {
-                        v.push(done);
-                        Done::Many(v)
-                    }
-                };
-                return;
+            if queued.path == path {
+                queued.copies += 1;
+                return queued.done.clone();
             }
         }
-        let start = (path, bytes, Done::One(done));
+        let done = Signal::new();
+        let slot = self.queue_start(
+            at,
+            FlowStart {
+                path,
+                bytes,
+                done: done.clone(),
+                copies: 1,
+                key: Some(key),
+            },
+        );
+        self.queued_starts.insert(key, slot);
+        done
+    }
+
+    /// Queues `start` for time `at`; returns its slot.
+    fn queue_start(&mut self, at: f64, start: FlowStart) -> u32 {
         let slot = match self.free_starts.pop() {
             Some(i) => {
                 self.starts[i as usize] = Some(start);
@@ -294,23 +313,21 @@ impl Engine {
                 self.starts.len() as u32 - 1
             }
         };
-        self.queued_starts.insert(key, slot);
         self.push(at, Action::StartFlow(slot));
+        slot
     }
 
     /// Starts the flow queued in `slot` (now is its start time).
     fn start_queued(&mut self, slot: u32) {
-        let (path, bytes, done) = self.starts[slot as usize].take().expect("queued");
+        let start = self.starts[slot as usize].take().expect("queued");
         self.free_starts.push(slot);
-        let key = (time_key(self.now), bytes.to_bits(), path_hash(&path));
-        if self.queued_starts.get(&key) == Some(&slot) {
+        if let Some(key) = start.key
+            && self.queued_starts.get(&key) == Some(&slot)
+        {
             self.queued_starts.remove(&key);
         }
-        let copies = match &done {
-            Done::One(_) => 1,
-            Done::Many(v) => v.len(),
-        };
-        self.flows.start_copies(self.now, &path, bytes, copies, done);
+        self.flows
+            .start_copies(self.now, &start.path, start.bytes, start.copies, start.done);
     }
 
     fn handle(&mut self, action: Action) {
@@ -323,8 +340,8 @@ impl Engine {
                     self.tick.1 = f64::INFINITY;
                     let mut done = std::mem::take(&mut self.done);
                     self.flows.finish_due(self.now, &mut done);
-                    for d in done.drain(..) {
-                        d.fire();
+                    for s in done.drain(..) {
+                        s.fire();
                     }
                     self.done = done;
                 }
@@ -610,18 +627,18 @@ mod tests {
         let mut net = FlowNet::new();
         let link = net.add_resource("link", 10.0);
         let mut e = Engine::new(net);
-        let s: Vec<Signal> = (0..4).map(|_| Signal::new()).collect();
-        e.transfer(1.0, vec![(link, 1.0)], 10.0, s[0].clone());
-        e.transfer(1.0, vec![(link, 1.0)], 10.0, s[1].clone());
-        e.transfer(1.0, vec![(link, 1.0)], 20.0, s[2].clone());
+        let mut s: Vec<Signal> = (0..3)
+            .map(|i| e.send(1.0, vec![(link, 1.0)], [10.0, 10.0, 20.0][i]))
+            .collect();
+        assert!(s[0].same(&s[1]) && !s[0].same(&s[2]));
         assert!(e.advance() && e.advance(), "two start events");
         assert_eq!((e.now(), e.flows.active()), (1.0, 2));
         assert!(e.settle_flows());
         assert!(e.advance());
         assert_eq!(e.now(), 4.0);
-        assert!(s[0].is_fired() && s[1].is_fired() && !s[2].is_fired());
+        assert!(s[0].is_fired() && !s[2].is_fired());
         // without latency, a flow starts at once
-        e.transfer(0.0, vec![(link, 1.0)], 10.0, s[3].clone());
+        s.push(e.send(0.0, vec![(link, 1.0)], 10.0));
         assert_eq!(e.flows.active(), 2);
         while !s[2].is_fired() {
             assert!(e.settle_flows() || e.advance());

@@ -44,7 +44,7 @@
 //! order: the order must be fixed for the simulation to be reproducible.
 
 use std::cmp::Ordering;
-use std::collections::{BTreeMap, BTreeSet, BinaryHeap};
+use std::collections::{BinaryHeap, HashMap};
 
 /// A resource in a [`FlowNet`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -65,8 +65,9 @@ struct Resource {
     name: String,
     /// Capacity in resource units per second (B/s for links).
     capacity: f64,
-    /// Classes crossing this resource.
-    classes: BTreeSet<u32>,
+    /// Classes crossing this resource, ascending (a sorted vector: the
+    /// recomputation walks it far more often than classes come and go).
+    classes: Vec<u32>,
     mark: u64,
     used: f64,
     wsum: f64,
@@ -115,7 +116,7 @@ pub struct FlowNet<T> {
     free: Vec<u32>,
     classes: Vec<Class>,
     free_classes: Vec<u32>,
-    by_key: BTreeMap<Box<[u32]>, u32>,
+    by_key: HashMap<Box<[u32]>, u32>,
     /// Classes whose membership changed since the last recomputation.
     dirty: Vec<u32>,
     /// Next completion per class: (time, class, generation), earliest first.
@@ -222,7 +223,7 @@ impl<T> FlowNet<T> {
             free: Vec::new(),
             classes: Vec::new(),
             free_classes: Vec::new(),
-            by_key: BTreeMap::new(),
+            by_key: HashMap::new(),
             dirty: Vec::new(),
             completions: BinaryHeap::new(),
             epoch: 0,
@@ -244,7 +245,7 @@ impl<T> FlowNet<T> {
         self.resources.push(Resource {
             name: name.into(),
             capacity,
-            classes: BTreeSet::new(),
+            classes: Vec::new(),
             mark: 0,
             used: 0.0,
             wsum: 0.0,
@@ -294,7 +295,10 @@ impl<T> FlowNet<T> {
             }
         };
         for &r in &key {
-            self.resources[r as usize].classes.insert(c);
+            let classes = &mut self.resources[r as usize].classes;
+            if let Err(i) = classes.binary_search(&c) {
+                classes.insert(i, c);
+            }
         }
         self.by_key.insert(key, c);
         c
@@ -427,7 +431,10 @@ impl<T> FlowNet<T> {
         class.generation += 1;
         class.finish_at = f64::INFINITY;
         for &r in &key {
-            self.resources[r as usize].classes.remove(&c);
+            let classes = &mut self.resources[r as usize].classes;
+            if let Ok(i) = classes.binary_search(&c) {
+                classes.remove(i);
+            }
         }
         self.by_key.remove(&key);
         self.free_classes.push(c);

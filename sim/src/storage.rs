@@ -510,18 +510,14 @@ impl Storage {
                         .mem;
                     let mut path = net.clone();
                     path.push((mem, 1.0));
-                    let sig = Signal::new();
-                    e.transfer(lat, path, hit as f64, sig.clone());
-                    st.signals.push(sig);
+                    st.signals.push(e.send(lat, path, hit as f64));
                 }
                 if !dev.is_empty() {
                     let dbytes: u64 = dev.iter().map(|p| p.1).sum();
                     let (delay, busy) = self.device(now, srv, file, &dev, access, &mut st);
                     let mut path = net;
                     path.extend(busy.into_iter().map(|(r, secs)| (r, secs / dbytes as f64)));
-                    let sig = Signal::new();
-                    e.transfer(lat + delay, path, dbytes as f64, sig.clone());
-                    st.signals.push(sig);
+                    st.signals.push(e.send(lat + delay, path, dbytes as f64));
                 }
             }
         }
@@ -544,10 +540,7 @@ async fn wait_started(core: &Core, st: Started) {
 }
 
 async fn transfer(core: &Core, latency: f64, path: Vec<(ResourceId, f64)>, bytes: u64) {
-    let s = Signal::new();
-    core.engine
-        .borrow_mut()
-        .transfer(latency, path, bytes as f64, s.clone());
+    let s = core.engine.borrow_mut().send(latency, path, bytes as f64);
     s.wait().await;
 }
 
@@ -655,9 +648,7 @@ async fn server_write_back(core: &Core, srv: usize, list: Vec<(usize, u64, u64)>
                 .into_iter()
                 .map(|(r, secs)| (r, secs / bytes as f64))
                 .collect();
-            let sig = Signal::new();
-            e.transfer(delay, path, bytes as f64, sig.clone());
-            st.signals.push(sig);
+            st.signals.push(e.send(delay, path, bytes as f64));
         }
     }
     wait_started(core, st).await;

@@ -1383,15 +1383,11 @@ impl Rank {
         target: usize,
         bytes: u64,
     ) -> Signal {
-        let s = Signal::new();
-        {
+        let s = {
             let mm = self.core.model.borrow();
             let (lat, path) = mm.platform.p2p(self.world, file.comm.members[to]);
-            self.core
-                .engine
-                .borrow_mut()
-                .transfer(lat, path, bytes as f64, s.clone());
-        }
+            self.core.engine.borrow_mut().send(lat, path, bytes as f64)
+        };
         io.post(m, target, s.clone());
         s
     }
@@ -1651,10 +1647,7 @@ pub(crate) async fn node_flow(core: &Core, world: usize, path: Path, units: f64)
         }
         core.engine.borrow().now()
     };
-    let s = Signal::new();
-    core.engine
-        .borrow_mut()
-        .transfer(0.0, path, units, s.clone());
+    let s = core.engine.borrow_mut().send(0.0, path, units);
     s.wait().await;
     let now = core.engine.borrow().now();
     core.model.borrow_mut().ff_busy[world] += now - start;
