@@ -271,7 +271,12 @@ impl Engine {
     /// the order their copies end in (the order the flows started in, not
     /// the order the ranks asked) decides which of them next reaches a lock
     /// or a device queue first; joining them would change that.
-    pub(crate) fn send(&mut self, latency: f64, path: Vec<(ResourceId, f64)>, bytes: f64) -> Signal {
+    pub(crate) fn send(
+        &mut self,
+        latency: f64,
+        path: Vec<(ResourceId, f64)>,
+        bytes: f64,
+    ) -> Signal {
         if latency <= 0.0 || bytes <= 0.0 || path.is_empty() {
             let done = Signal::new();
             self.transfer(latency, path, bytes, done.clone());
