@@ -17,6 +17,8 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
+use rustc_hash::FxHashMap;
+
 /// State of cached bytes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum State {
@@ -54,11 +56,11 @@ pub(crate) struct Cache {
     pub(crate) dirty_limit: u64,
     /// Dirty bytes above which write-back starts (Linux `dirty_background_ratio`).
     pub(crate) background: u64,
-    files: BTreeMap<usize, BTreeMap<u64, Ext>>,
+    files: FxHashMap<usize, BTreeMap<u64, Ext>>,
     /// Per file, a range holding all its extents (it may be wider than they
     /// are: it only grows while the file has any): the quick "nothing here"
     /// of [`Cache::holds_any`] for other nodes' writes to a shared file.
-    bounds: BTreeMap<usize, (u64, u64)>,
+    bounds: FxHashMap<usize, (u64, u64)>,
     /// (stamp, file, start) of every extent, one set per [`State`] (indexed by
     /// [`State::index`]): least recently used first. Per state, so the flusher
     /// finds the oldest dirty extent and eviction the oldest clean one without
@@ -82,8 +84,8 @@ impl Cache {
             capacity,
             dirty_limit: (capacity as f64 * dirty_ratio) as u64,
             background: (capacity as f64 * background_ratio) as u64,
-            files: BTreeMap::new(),
-            bounds: BTreeMap::new(),
+            files: FxHashMap::default(),
+            bounds: FxHashMap::default(),
             lru: Default::default(),
             stamp: 0,
             inserted: 0,

@@ -108,6 +108,9 @@ enum Action {
     StartFlow(u32),
     /// The earliest flow completion; stale unless its number is the latest scheduled.
     FlowTick(u64),
+    /// Fire the signals of a slot in [`Engine::batches`], one per step, in
+    /// order (a collective's ranks released at one instant).
+    FireAll(u32),
 }
 
 /// A queued event: its time, its sequence number and its action, 32 bytes (the
@@ -186,7 +189,12 @@ pub(crate) struct Engine {
     /// Number and time of the latest scheduled [`Action::FlowTick`].
     tick: (u64, f64),
     done: Vec<Signal>,
-    /// Events handled so far (stale flow ticks included).
+    /// Signals of queued [`Action::FireAll`] events, by slot; free slots are reused.
+    batches: Vec<Vec<Signal>>,
+    free_batches: Vec<u32>,
+    /// The batch being fired and its next signal.
+    draining: Option<(u32, usize)>,
+    /// Events handled so far (stale flow ticks included; a batch counts each signal).
     pub(crate) events: u64,
 }
 
@@ -202,6 +210,9 @@ impl Engine {
             flows,
             tick: (0, f64::INFINITY),
             done: Vec::new(),
+            batches: Vec::new(),
+            free_batches: Vec::new(),
+            draining: None,
             events: 0,
         }
     }
@@ -230,6 +241,47 @@ impl Engine {
     /// Fires `signal` at virtual time `at` (≥ now).
     pub(crate) fn fire_at(&mut self, at: f64, signal: Signal) {
         self.push(at, Action::Fire(signal));
+    }
+
+    /// Fires `signals` at virtual time `at` (≥ now), in order, each as its own
+    /// step: exactly as `fire_at` of each in turn (their events would be
+    /// consecutive, nothing else between them), with one heap entry.
+    pub(crate) fn fire_all_at(&mut self, at: f64, signals: Vec<Signal>) {
+        if signals.len() <= 1 {
+            for s in signals {
+                self.fire_at(at, s);
+            }
+            return;
+        }
+        let slot = match self.free_batches.pop() {
+            Some(i) => {
+                self.batches[i as usize] = signals;
+                i
+            }
+            None => {
+                self.batches.push(signals);
+                (self.batches.len() - 1) as u32
+            }
+        };
+        self.push(at, Action::FireAll(slot));
+    }
+
+    /// Fires the next signal of the batch being fired; false if there is none.
+    fn fire_next_of_batch(&mut self) -> bool {
+        let Some((slot, i)) = self.draining else {
+            return false;
+        };
+        let batch = &mut self.batches[slot as usize];
+        let s = batch[i].clone();
+        if i + 1 == batch.len() {
+            batch.clear();
+            self.free_batches.push(slot);
+            self.draining = None;
+        } else {
+            self.draining = Some((slot, i + 1));
+        }
+        s.fire();
+        true
     }
 
     /// After `latency` seconds, moves `bytes` over `path`; fires `done` at the end.
@@ -351,11 +403,19 @@ impl Engine {
                     self.done = done;
                 }
             }
+            Action::FireAll(slot) => {
+                self.draining = Some((slot, 0));
+                self.fire_next_of_batch();
+            }
         }
     }
 
     /// Handles one event due at the current instant; false if none is.
     fn step_now(&mut self) -> bool {
+        if self.draining.is_some() {
+            self.events += 1;
+            return self.fire_next_of_batch();
+        }
         match self.queue.peek() {
             Some(e) if key_time(e.key) <= self.now => {
                 let (_, action) = self.pop().expect("peeked");
@@ -619,6 +679,29 @@ mod tests {
             order.push((t, s.iter().position(|y| y.same(&x)).unwrap()));
         }
         assert_eq!(order, vec![(0.5, 3), (1.0, 1), (2.0, 0), (2.0, 2)]);
+    }
+
+    /// A batch fires its signals one step each, at its time, where its place in
+    /// the order of scheduling puts it: after an earlier event of the same
+    /// time, before a later one, and counts one event per signal.
+    #[test]
+    fn a_batch_fires_in_order_one_step_each() {
+        let mut e = Engine::new(FlowNet::new());
+        let s: Vec<Signal> = (0..6).map(|_| Signal::new()).collect();
+        e.fire_at(1.0, s[0].clone());
+        e.fire_all_at(1.0, s[1..4].to_vec());
+        e.fire_at(1.0, s[4].clone());
+        e.fire_at(0.5, s[5].clone());
+        let fired = |s: &[Signal]| s.iter().filter(|x| x.is_fired()).count();
+        assert!(e.advance() && s[5].is_fired() && fired(&s) == 1);
+        assert!(e.advance() && s[0].is_fired() && fired(&s) == 2);
+        // the batch: one signal per step, the rest while events are due now
+        assert!(e.advance() && s[1].is_fired() && fired(&s) == 3);
+        assert!(e.step_now() && s[2].is_fired() && fired(&s) == 4);
+        assert!(e.step_now() && s[3].is_fired() && fired(&s) == 5);
+        assert!(e.step_now() && s[4].is_fired() && fired(&s) == 6);
+        assert!(!e.step_now() && !e.advance());
+        assert_eq!((e.now(), e.events), (1.0, 6));
     }
 
     /// Transfers asked for at one instant with the same path and bytes start as

@@ -43,6 +43,8 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::rc::Rc;
 
+use rustc_hash::FxHashMap;
+
 use rand::{Rng, SeedableRng};
 use rand_pcg::Pcg64;
 
@@ -133,12 +135,12 @@ pub(crate) struct Storage {
     units: Vec<Unit>,
     servers: Vec<Srv>,
     nodes: Vec<Option<NodeCache>>,
-    objects: BTreeMap<(usize, usize), u64>,
+    objects: FxHashMap<(usize, usize), u64>,
     next_obj: Vec<u64>,
-    locks: BTreeMap<usize, BTreeMap<u64, LockUnit>>,
-    cached_on: BTreeMap<usize, BTreeSet<usize>>,
+    locks: FxHashMap<usize, FxHashMap<u64, LockUnit>>,
+    cached_on: FxHashMap<usize, BTreeSet<usize>>,
     /// Read-ahead state by (world rank, file).
-    streams: BTreeMap<(usize, usize), Stream>,
+    streams: FxHashMap<(usize, usize), Stream>,
     rng: Pcg64,
     /// The servers' part of the last [`Storage::levels`]: shared by the
     /// observations that see it unchanged (every rank observes every
@@ -268,11 +270,11 @@ impl Storage {
             units,
             servers,
             nodes,
-            objects: BTreeMap::new(),
+            objects: FxHashMap::default(),
             next_obj: vec![0; scn.server.count],
-            locks: BTreeMap::new(),
-            cached_on: BTreeMap::new(),
-            streams: BTreeMap::new(),
+            locks: FxHashMap::default(),
+            cached_on: FxHashMap::default(),
+            streams: FxHashMap::default(),
             rng: Pcg64::seed_from_u64(seed ^ 0x5EED_0F_D15C),
             server_levels: Rc::from([]),
         }
@@ -310,9 +312,8 @@ impl Storage {
             };
             end = (a + window).min(size).max(b);
             if let (Some(g), Some(units)) = (self.fs.lock_granularity, self.locks.get(&file))
-                && let Some((&u, _)) = units
-                    .range(b / g..end.div_ceil(g))
-                    .find(|(_, l)| l.holder != node)
+                && let Some(u) = (b / g..end.div_ceil(g))
+                    .find(|u| units.get(u).is_some_and(|l| l.holder != node))
             {
                 end = (u * g).clamp(b, end);
             }

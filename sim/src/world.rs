@@ -34,6 +34,7 @@ use std::pin::Pin;
 use std::rc::Rc;
 
 use piotwin_types::{Datatype, Hints, View};
+use rustc_hash::FxHashMap;
 
 use crate::SimError;
 use crate::engine::{self, Engine, Executor, Signal, Task};
@@ -263,13 +264,13 @@ pub(crate) struct Model {
     by_path: BTreeMap<String, usize>,
     md_free_at: f64,
     next_comm: u32,
-    rendezvous: BTreeMap<(u32, u64), Rendezvous>,
-    mail: BTreeMap<(u32, usize, usize), Mailbox>,
+    rendezvous: FxHashMap<(u32, u64), Rendezvous>,
+    mail: FxHashMap<(u32, usize, usize), Mailbox>,
     ptrs: Vec<SharedPtr>,
     waiting: Vec<Wait>,
     fs: FileSystem,
     /// Collective I/O calls in progress, by (file communicator, call number).
-    coll: BTreeMap<(u32, u64), Rc<CollIo>>,
+    coll: FxHashMap<(u32, u64), Rc<CollIo>>,
     /// Hints resolved at a collective open, by the file's communicator: (given,
     /// in effect, ranks that have not fetched them yet).
     opened_hints: BTreeMap<u32, (Hints, Rc<Effective>, usize)>,
@@ -288,10 +289,10 @@ pub(crate) struct Model {
     ff_busy: Vec<f64>,
     /// Offers of ranks that skip on their own ([`Rank::ff_offer`]), by
     /// (communicator, key): every rank's offer, and how many have read the result.
-    ff_offers: BTreeMap<(u32, u64), Offers>,
+    ff_offers: FxHashMap<(u32, u64), Offers>,
     /// Skips of ranks in step ([`Rank::ff_skip_in_step`]), by (communicator,
     /// key): each rank's node and plan, applied together once all have come.
-    ff_skips: BTreeMap<(u32, u64), SkipRound>,
+    ff_skips: FxHashMap<(u32, u64), SkipRound>,
     /// The last collective calls' two-phase plans, newest first (at most
     /// [`PLAN_MEMOS`]): a call whose extents are an earlier call's moved by
     /// one distance takes that plan moved ([`planned`]).
@@ -578,20 +579,20 @@ impl Twin {
             by_path: BTreeMap::new(),
             md_free_at: 0.0,
             next_comm: 0,
-            rendezvous: BTreeMap::new(),
-            mail: BTreeMap::new(),
+            rendezvous: FxHashMap::default(),
+            mail: FxHashMap::default(),
             ptrs: Vec::new(),
             waiting: vec![Wait::Running; ranks],
             fs: scenario.filesystem.clone(),
-            coll: BTreeMap::new(),
+            coll: FxHashMap::default(),
             opened_hints: BTreeMap::new(),
             range_locks: BTreeMap::new(),
             trace: None,
             ff_log: vec![None; ranks],
             ff_work: vec![Vec::new(); ranks],
             ff_busy: vec![0.0; ranks],
-            ff_offers: BTreeMap::new(),
-            ff_skips: BTreeMap::new(),
+            ff_offers: FxHashMap::default(),
+            ff_skips: FxHashMap::default(),
             plans: VecDeque::new(),
         };
         let world = model.new_comm((0..ranks).collect());
@@ -2128,9 +2129,13 @@ fn complete(m: &mut Model, e: &mut Engine, comm: &Comm, kind: Kind<'_>, z: Rende
         }
     };
     let _ = z.out.set(out);
-    for (i, s) in z.signals.into_iter().enumerate() {
-        let at = per_rank.as_ref().map_or(t, |v| v[i]);
-        e.fire_at(at, s.expect("every rank arrived"));
+    let signals = z
+        .signals
+        .into_iter()
+        .map(|s| s.expect("every rank arrived"));
+    match per_rank {
+        Some(at) => signals.zip(at).for_each(|(s, at)| e.fire_at(at, s)),
+        None => e.fire_all_at(t, signals.collect()),
     }
 }
 
@@ -2186,6 +2191,49 @@ pub struct FfObservation {
     busy: f64,
     /// Bytes put in the node's page cache so far ([`Storage::inserted`]).
     inserted: u64,
+    /// How this iteration's requests follow the previous observation's
+    /// ([`follows`]), worked out once as it is observed: condition 2. of
+    /// [`Rank::ff_plan`] then reads these instead of comparing every pair of
+    /// the window again at each decision.
+    follow: Option<Follow>,
+}
+
+/// How one observation's requests follow the previous one's: whether they are
+/// the same requests moved by one shift (and which), and the shared pointer's
+/// step (`None`: used in one and not the other, or on different pointers).
+#[derive(Debug, Clone, Copy)]
+struct Follow {
+    same: bool,
+    shift: Option<u64>,
+    step: Option<Option<(FfPointer, u64)>>,
+}
+
+/// [`Follow`] of observation `b` after `a`.
+fn follows(a: &FfObservation, b: &FfObservation) -> Follow {
+    let mut same = a.reqs.len() == b.reqs.len();
+    let mut s = None;
+    for (x, y) in a.reqs.iter().zip(&b.reqs) {
+        same &= (x.file, x.write, x.len, x.class) == (y.file, y.write, y.len, y.class)
+            && y.off >= x.off
+            && x.class != storage::CLASS_MIXED
+            && x.class != FF_CLASS_EOF;
+        if !same {
+            break;
+        }
+        let d = y.off - x.off;
+        same &= *s.get_or_insert(d) == d;
+    }
+    let step = match (a.pointer, b.pointer) {
+        (Some((pa, xa)), Some((pb, xb))) if pa == pb => Some(Some((pa, xb.wrapping_sub(xa)))),
+        (None, None) => Some(None),
+        _ => None,
+    };
+    same &= step.is_some();
+    Follow {
+        same,
+        shift: s,
+        step,
+    }
 }
 
 /// A skip every rank may take: the result of [`Rank::ff_plan`].
@@ -2277,26 +2325,11 @@ fn repeating(window: &[FfObservation]) -> Result<(u64, Option<(FfPointer, u64)>)
     let mut shift = None;
     let mut step = None;
     for (j, p) in window[1..].windows(2).enumerate() {
-        let (a, b) = (&p[0], &p[1]);
-        let mut same = a.reqs.len() == b.reqs.len();
-        let mut s = None;
-        for (x, y) in a.reqs.iter().zip(&b.reqs) {
-            same &= (x.file, x.write, x.len, x.class) == (y.file, y.write, y.len, y.class)
-                && y.off >= x.off
-                && x.class != storage::CLASS_MIXED
-                && x.class != FF_CLASS_EOF;
-            if !same {
-                break;
-            }
-            let d = y.off - x.off;
-            same &= *s.get_or_insert(d) == d;
-        }
-        let t = match (a.pointer, b.pointer) {
-            (Some((pa, xa)), Some((pb, xb))) if pa == pb => Some(Some((pa, xb.wrapping_sub(xa)))),
-            (None, None) => Some(None),
-            _ => None,
-        };
-        same &= t.is_some();
+        let Follow {
+            mut same,
+            shift: s,
+            step: t,
+        } = p[1].follow.unwrap_or_else(|| follows(&p[0], &p[1]));
         // a new shift or step also starts a new run
         if same && s.is_some() && shift.is_some_and(|v| Some(v) != s) {
             same = false;
@@ -2340,15 +2373,20 @@ impl Rank {
 
     /// The end of one iteration: the time, the requests logged since the last
     /// observation, the cache levels seen from this rank's node, and the
-    /// position of `pointer` if the iteration used a shared file pointer.
-    pub fn ff_observe(&self, pointer: Option<FfPointer>) -> FfObservation {
+    /// position of `pointer` if the iteration used a shared file pointer;
+    /// `prev`, the observation just before it, if any.
+    pub fn ff_observe(
+        &self,
+        pointer: Option<FfPointer>,
+        prev: Option<&FfObservation>,
+    ) -> FfObservation {
         let mut m = self.core.model.borrow_mut();
         let reqs = m.ff_log[self.world]
             .as_mut()
             .map(std::mem::take)
             .unwrap_or_default();
         let node = m.platform.node_of(self.world);
-        FfObservation {
+        let mut obs = FfObservation {
             end: self.now(),
             reqs,
             levels: m.storage.levels(node),
@@ -2356,7 +2394,10 @@ impl Rank {
             work: m.ff_work[self.world].iter().map(|w| w.1).collect(),
             busy: m.ff_busy[self.world],
             inserted: m.storage.inserted(node),
-        }
+            follow: None,
+        };
+        obs.follow = prev.map(|a| follows(a, &obs));
+        obs
     }
 
     /// How many iterations after `window` (this rank's last `2B + 1`

@@ -50,7 +50,7 @@ fn plans(scn: &Scenario, halves: &[usize]) -> Vec<Option<FfPlan>> {
         .await
         .unwrap();
         rank.ff_start();
-        let mut window = vec![rank.ff_observe(None)];
+        let mut window = vec![rank.ff_observe(None, None)];
         let mut plans = Vec::new();
         for j in 0..600u64 {
             rank.xfer(
@@ -62,7 +62,8 @@ fn plans(scn: &Scenario, halves: &[usize]) -> Vec<Option<FfPlan>> {
             )
             .await
             .unwrap();
-            window.push(rank.ff_observe(None));
+            let obs = rank.ff_observe(None, window.last());
+            window.push(obs);
             if halves.iter().any(|&b| window.len() == 2 * b + 1) {
                 plans.push(rank.ff_plan(&window, u64::MAX));
             }
@@ -114,18 +115,19 @@ fn shared_core_ends(skip: bool) -> Vec<f64> {
             return rank.now();
         }
         rank.ff_start();
-        let mut window = vec![rank.ff_observe(None)];
+        let mut window = vec![rank.ff_observe(None, None)];
         let mut j = 0;
         while j < 2000 {
             rank.compute(Compute::Flops, 1e6).await;
             j += 1;
-            window.push(rank.ff_observe(None));
+            let obs = rank.ff_observe(None, window.last());
+            window.push(obs);
             if skip && window.len() == 5 && j < 1000 {
                 let plan = rank.ff_plan(&window, u64::MAX).expect("steady compute");
                 assert!(plan.local(), "no request leaves the node");
                 rank.ff_skip_alone(&plan, 1000).await;
                 j += 1000;
-                window = vec![rank.ff_observe(None)];
+                window = vec![rank.ff_observe(None, None)];
             }
         }
         rank.ff_stop();

@@ -428,7 +428,7 @@ impl IoCtx for SimCtx {
             self.rank.ff_start();
         }
         let mut window = self.window.take();
-        restart(&mut window, self.rank.ff_observe(None));
+        restart(&mut window, self.rank.ff_observe(None, None));
         let mut half = FF_HALF;
         // offer rounds of an independent loop: the next round, and the round
         // awaited with this rank's plan then and the iterations done then
@@ -454,7 +454,8 @@ impl IoCtx for SimCtx {
                 continue;
             }
             let calls = self.calls.get();
-            window.push_back(self.rank.ff_observe(calls.pointer));
+            let obs = self.rank.ff_observe(calls.pointer, window.back());
+            window.push_back(obs);
             if window.len() > 2 * FF_MAX_HALF + 1 {
                 window.pop_front();
             }
@@ -489,7 +490,7 @@ impl IoCtx for SimCtx {
                         let (mine, p) = self.ff_bound(policy, r, start, window.make_contiguous());
                         if let Some(k) = self.ff_alone(mine, p.as_ref()).await {
                             r += k;
-                            restart(&mut window, self.rank.ff_observe(None));
+                            restart(&mut window, self.rank.ff_observe(None, None));
                             alone_since_offer = true;
                         } else if let Some(i) =
                             piotwin_sim::Rank::ff_restart(window.make_contiguous())
@@ -531,7 +532,7 @@ impl IoCtx for SimCtx {
                 };
                 if let Some(k) = self.ff_alone(mine, p.as_ref()).await {
                     r += k;
-                    restart(&mut window, self.rank.ff_observe(None));
+                    restart(&mut window, self.rank.ff_observe(None, None));
                     continue;
                 }
                 let now = self.wtime();
@@ -562,7 +563,7 @@ impl IoCtx for SimCtx {
                     }
                     r += k;
                     SKIPPED.with(|s| s.set(s.get() + k));
-                    restart(&mut window, self.rank.ff_observe(None));
+                    restart(&mut window, self.rank.ff_observe(None, None));
                 }
                 // (ranks in step keep windows of one length: their decision
                 // points depend on it)
