@@ -419,17 +419,24 @@ pub trait IoCtx: Sized {
 
 /// Whether [`IoCtx::repeat`] runs its body again after `done` runs that began at
 /// `start` (the context's `wtime`): [`Repeat`]'s rule, with the time-driven
-/// barrier and rank 0's broadcast decision. Every back end's `repeat` asks here.
+/// barrier and rank 0's broadcast decision. Every back end's `repeat` asks here
+/// (the twin's fuses the barrier and the broadcast into one rendezvous of the
+/// same virtual times, rank 0 deciding by [`within_budget`]).
 pub async fn go_on<C: IoCtx + ?Sized>(ctx: &C, policy: Repeat, start: f64, done: u64) -> bool {
     match policy {
         Repeat::Count(n) => done < n,
         Repeat::TimeBudget { budget } => {
             ctx.barrier().await;
-            let elapsed = ctx.wtime() - start;
-            let mine = elapsed * (done + 1) as f64 / done as f64 <= budget;
+            let mine = within_budget(ctx.wtime() - start, done, budget);
             ctx.bcast_u64(mine as u64, 0).await == 1
         }
     }
+}
+
+/// [`Repeat::TimeBudget`]'s rule on rank 0: one more run after `done` runs
+/// that took `elapsed` seconds would still end within `budget`.
+pub fn within_budget(elapsed: f64, done: u64, budget: f64) -> bool {
+    elapsed * (done + 1) as f64 / done as f64 <= budget
 }
 
 /// A per-rank program: what a back end launches on every rank.

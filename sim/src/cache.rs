@@ -15,6 +15,7 @@
 //! oldest dirty data; above `dirty_ratio` writers are throttled until it
 //! falls below; `fsync` writes back one file's dirty data.
 
+use std::cell::Cell;
 use std::collections::{BTreeMap, BTreeSet};
 
 use rustc_hash::FxHashMap;
@@ -41,6 +42,9 @@ impl State {
     }
 }
 
+/// No gap known ([`Cache::gap`]).
+const NO_GAP: (usize, u64, u64) = (usize::MAX, 0, 0);
+
 #[derive(Debug, Clone, Copy)]
 struct Ext {
     end: u64,
@@ -61,6 +65,14 @@ pub(crate) struct Cache {
     /// are: it only grows while the file has any): the quick "nothing here"
     /// of [`Cache::holds_any`] for other nodes' writes to a shared file.
     bounds: FxHashMap<usize, (u64, u64)>,
+    /// `(file, lo, hi)`: a range of `file` that holds none of its extents,
+    /// the gap the last [`Cache::holds_any`] that found nothing fell in.
+    /// Other nodes' writes to a shared file come rank by rank into the same
+    /// gaps between this node's extents (its own blocks of every stripe of
+    /// the shared pointer, its ranks' segments), so most are answered here
+    /// without a search. Only [`Cache::insert`] can put an extent in a gap
+    /// (the others put back pieces they cut), and it forgets the gap.
+    gap: Cell<(usize, u64, u64)>,
     /// (stamp, file, start) of every extent, one set per [`State`] (indexed by
     /// [`State::index`]): least recently used first. Per state, so the flusher
     /// finds the oldest dirty extent and eviction the oldest clean one without
@@ -86,6 +98,7 @@ impl Cache {
             background: (capacity as f64 * background_ratio) as u64,
             files: FxHashMap::default(),
             bounds: FxHashMap::default(),
+            gap: Cell::new(NO_GAP),
             lru: Default::default(),
             stamp: 0,
             inserted: 0,
@@ -114,18 +127,43 @@ impl Cache {
         }
     }
 
-    /// Removes `[a, b)` of `file`; returns the removed pieces `(start, end, state)` in order.
     /// Whether any byte of `[a, b)` of `file` is cached.
     pub(crate) fn holds_any(&self, file: usize, a: u64, b: u64) -> bool {
+        let (f, lo, hi) = self.gap.get();
+        if f == file && lo <= a && b <= hi {
+            return false;
+        }
+        let Some(map) = self.within_bounds(file, a, b) else {
+            return false;
+        };
         // Extents are disjoint and ordered: the last one starting before `b`
-        // overlaps `[a, b)` iff any does.
+        // overlaps `[a, b)` iff any does; else `[a, b)` lies in the gap from
+        // its end to the next extent's start.
+        match map.range(..b).next_back() {
+            Some((_, e)) if e.end > a => true,
+            before => {
+                let lo = before.map_or(0, |(_, e)| e.end);
+                let hi = map.range(b..).next().map_or(u64::MAX, |(&s, _)| s);
+                self.gap.set((file, lo, hi));
+                false
+            }
+        }
+    }
+
+    /// [`Cache::holds_any`] without its gap: for this node's own inserts,
+    /// which would forget the gap at once.
+    fn overlaps(&self, file: usize, a: u64, b: u64) -> bool {
+        self.within_bounds(file, a, b)
+            .is_some_and(|map| map.range(..b).next_back().is_some_and(|(_, e)| e.end > a))
+    }
+
+    /// `file`'s extents where `[a, b)` is within its [`Cache::bounds`].
+    fn within_bounds(&self, file: usize, a: u64, b: u64) -> Option<&BTreeMap<u64, Ext>> {
         self.bounds
             .get(&file)
             .is_some_and(|&(lo, hi)| a < hi && lo < b)
-            && self
-                .files
-                .get(&file)
-                .is_some_and(|map| map.range(..b).next_back().is_some_and(|(_, e)| e.end > a))
+            .then(|| self.files.get(&file))
+            .flatten()
     }
 
     /// Widens `file`'s [`Cache::bounds`] to `[a, b)`, which it now holds.
@@ -134,11 +172,10 @@ impl Cache {
         *r = (r.0.min(a), r.1.max(b));
     }
 
+    /// Removes `[a, b)` of `file`; returns the removed pieces `(start, end, state)` in order.
     fn cut(&mut self, file: usize, a: u64, b: u64) -> Vec<(u64, u64, State)> {
         let mut out = Vec::new();
-        // (the common case of a write invalidating other nodes' copies is no
-        // overlap: nothing to allocate)
-        if !self.holds_any(file, a, b) {
+        if !self.overlaps(file, a, b) {
             return out;
         }
         let map = self.files.get_mut(&file).expect("held");
@@ -180,6 +217,9 @@ impl Cache {
             return;
         }
         self.cut(file, a, b);
+        if self.gap.get().0 == file {
+            self.gap.set(NO_GAP);
+        }
         self.inserted += b - a;
         self.stamp += 1;
         let stamp = self.stamp;
@@ -379,6 +419,10 @@ impl Cache {
 
     /// Drops the clean parts of `[a, b)` of `file` (another client wrote there).
     pub(crate) fn invalidate(&mut self, file: usize, a: u64, b: u64) {
+        // (the common case of a write to a shared file: nothing here)
+        if !self.holds_any(file, a, b) {
+            return;
+        }
         for (s, e, st) in self.cut(file, a, b) {
             if st != State::Clean {
                 self.files.entry(file).or_default().insert(
@@ -482,5 +526,28 @@ mod tests {
         assert!(!c.holds_any(1, 10, 500) && !c.holds_any(1, 600, 2000));
         c.remove_file(1);
         assert!(!c.holds_any(1, 0, u64::MAX));
+    }
+
+    /// The gap a `holds_any` that found nothing remembers answers later
+    /// ranges within it, and an insert into it is seen at once: extents of
+    /// one node's blocks of a shared file, other nodes' writes between them.
+    #[test]
+    fn holds_any_remembers_the_gap_until_an_insert() {
+        let mut c = Cache::new(1 << 20, 0.9, 0.5);
+        c.insert(1, 0, 100, State::Dirty);
+        c.insert(1, 400, 500, State::Dirty);
+        assert!(!c.holds_any(1, 150, 200));
+        assert_eq!(c.gap.get(), (1, 100, 400));
+        assert!(!c.holds_any(1, 100, 400) && !c.holds_any(1, 250, 300));
+        assert!(c.holds_any(1, 99, 150) && c.holds_any(1, 350, 401));
+        assert!(!c.holds_any(2, 150, 200), "another file: its own answer");
+        c.insert(1, 250, 260, State::Dirty);
+        assert!(c.holds_any(1, 200, 300) && c.holds_any(1, 255, 256));
+        assert!(!c.holds_any(1, 260, 400) && !c.holds_any(1, 500, 600));
+        assert_eq!(c.gap.get(), (1, 260, 400), "beyond the bounds: no search");
+        // cuts only widen gaps: what was remembered stays true
+        c.set_state(1, 400, 500, State::Dirty, State::Writeback);
+        c.invalidate(1, 0, 1000);
+        assert!(!c.holds_any(1, 600, 700) && c.holds_any(1, 450, 460));
     }
 }

@@ -158,6 +158,9 @@ enum Kind<'k> {
     /// The fast-forward's agreement on a skip: the minimum of every rank's
     /// value, at no cost in virtual time (it is not part of the modelled program).
     Agree,
+    /// A barrier, then a broadcast of the value the root's
+    /// [`Rendezvous::decide`] gives at the time it leaves the barrier.
+    BarrierBcast,
 }
 
 impl Kind<'_> {
@@ -174,6 +177,7 @@ impl Kind<'_> {
             Kind::Open(..) => "open",
             Kind::Close => "close",
             Kind::Agree => "fast-forward agreement",
+            Kind::BarrierBcast => "barrier and bcast",
         }
     }
 }
@@ -195,6 +199,9 @@ struct Rendezvous {
     contribs: Vec<Contrib>,
     signals: Vec<Option<Signal>>,
     out: Rc<OnceCell<CollOut>>,
+    /// The root's value of a [`Kind::BarrierBcast`] as a function of the
+    /// time it leaves the barrier.
+    decide: Option<Box<dyn FnOnce(f64) -> u64>>,
 }
 
 #[derive(Default)]
@@ -281,6 +288,11 @@ pub(crate) struct Model {
     /// Per world rank: its file-system requests since the fast-forward last
     /// looked, while it observes a repetition ([`Rank::ff_start`]).
     ff_log: Vec<Option<Vec<FfReq>>>,
+    /// Per world rank, the requests of its last observation
+    /// ([`Rank::ff_observe`]): what the next one's are compared with, and the
+    /// requests a plan repeats. Kept here rather than in every observation,
+    /// and its buffer reused as the next log.
+    ff_last: Vec<Vec<FfReq>>,
     /// Per world rank: its flows over its node's shared resources (CPU work
     /// on a core it shares, page-cache reads over the memory bus) summed from
     /// the start, by path: units moved; for [`Rank::ff_skip_alone`].
@@ -589,6 +601,7 @@ impl Twin {
             range_locks: BTreeMap::new(),
             trace: None,
             ff_log: vec![None; ranks],
+            ff_last: vec![Vec::new(); ranks],
             ff_work: vec![Vec::new(); ranks],
             ff_busy: vec![0.0; ranks],
             ff_offers: FxHashMap::default(),
@@ -778,6 +791,19 @@ impl Rank {
         c: Contrib,
         kind: Kind<'_>,
     ) -> Rc<OnceCell<CollOut>> {
+        self.collective_deciding(comm, me, seq, c, kind, None).await
+    }
+
+    /// [`Rank::collective`] with the root's [`Rendezvous::decide`].
+    async fn collective_deciding(
+        &self,
+        comm: &Rc<Comm>,
+        me: usize,
+        seq: &Cell<u64>,
+        c: Contrib,
+        kind: Kind<'_>,
+        decide: Option<Box<dyn FnOnce(f64) -> u64>>,
+    ) -> Rc<OnceCell<CollOut>> {
         let n = comm.members.len();
         let s = seq.get();
         seq.set(s + 1);
@@ -795,8 +821,12 @@ impl Rank {
                     contribs: vec![Contrib::None; n],
                     signals: vec![None; n],
                     out: Rc::new(OnceCell::new()),
+                    decide: None,
                 });
             debug_assert_eq!(z.what, what, "ranks called different collectives");
+            if decide.is_some() {
+                z.decide = decide;
+            }
             z.contribs[me] = c;
             z.signals[me] = Some(sig.clone());
             z.arrived += 1;
@@ -830,6 +860,36 @@ impl Rank {
             Kind::Barrier,
         )
         .await;
+    }
+
+    /// A barrier, then `root`'s `decide(t)` on every rank, `t` the time
+    /// `root` leaves the barrier: [`Rank::barrier`] and then
+    /// [`Rank::bcast_u64`] of a value `root` works out in between, in one
+    /// rendezvous with the same virtual times (every rank leaves the barrier
+    /// at one instant and enters the broadcast then). A time-driven loop
+    /// does this after every iteration; one rendezvous wakes every rank
+    /// once instead of twice.
+    pub async fn barrier_bcast_u64(
+        &self,
+        root: usize,
+        decide: impl FnOnce(f64) -> u64 + 'static,
+    ) -> u64 {
+        let decide: Option<Box<dyn FnOnce(f64) -> u64>> =
+            (self.rank == root).then(|| Box::new(decide) as _);
+        let out = self
+            .collective_deciding(
+                &self.comm,
+                self.rank,
+                &self.seq,
+                Contrib::None,
+                Kind::BarrierBcast,
+                decide,
+            )
+            .await;
+        match out.get() {
+            Some(CollOut::U64(v)) => *v,
+            _ => unreachable!("barrier and bcast yield a u64"),
+        }
     }
 
     /// `root`'s value on every rank.
@@ -1500,13 +1560,38 @@ impl CollIo {
 }
 
 /// The extents of `len` bytes at `offset` etypes through `view`, lazily.
-fn view_extents(view: &View, offset: u64, len: u64) -> Box<dyn Iterator<Item = (u64, u64)> + '_> {
+fn view_extents(view: &View, offset: u64, len: u64) -> ViewRuns<'_> {
     if len == 0 {
-        Box::new(std::iter::empty())
-    } else if is_byte_view(view) {
-        Box::new(std::iter::once((view.disp + offset, len)))
+        ViewRuns::One(None)
+    } else if let Some(unit) = basic_view(view) {
+        ViewRuns::One(Some((view.disp + offset * unit, len)))
     } else {
-        Box::new(view.extents(offset, len))
+        ViewRuns::Walk(view.extents(offset, len))
+    }
+}
+
+/// The etype size of a view whose filetype is its etype, a basic type (the
+/// default byte view, b_eff_io's view of doubles): its data lie contiguous
+/// from `disp`, with no filetype to flatten.
+fn basic_view(v: &View) -> Option<u64> {
+    (matches!(v.etype, Datatype::Byte | Datatype::Double) && v.filetype == v.etype)
+        .then(|| v.etype.size())
+}
+
+/// The extents of [`view_extents`]: one run of a contiguous view without a
+/// walk (or an allocation) per call, else the view's flattened walk.
+enum ViewRuns<'v> {
+    One(Option<(u64, u64)>),
+    Walk(piotwin_types::ViewExtents<'v>),
+}
+
+impl Iterator for ViewRuns<'_> {
+    type Item = (u64, u64);
+    fn next(&mut self) -> Option<(u64, u64)> {
+        match self {
+            ViewRuns::One(run) => run.take(),
+            ViewRuns::Walk(walk) => walk.next(),
+        }
     }
 }
 
@@ -1542,7 +1627,7 @@ fn planned(
     drop(m);
     let source = |r: usize| -> Box<dyn Iterator<Item = (u64, u64)> + '_> {
         let (v, o, l) = accesses[r].as_ref().expect("every rank deposited");
-        view_extents(v, *o, *l)
+        Box::new(view_extents(v, *o, *l))
     };
     let plan = two_phase::plan(access, &file.hints, accesses.len(), &source);
     let mut m = core.model.borrow_mut();
@@ -2011,7 +2096,7 @@ fn post_message(
 
 /// The last rank arrived at a collective: compute its result and schedule every
 /// rank's completion.
-fn complete(m: &mut Model, e: &mut Engine, comm: &Comm, kind: Kind<'_>, z: Rendezvous) {
+fn complete(m: &mut Model, e: &mut Engine, comm: &Comm, kind: Kind<'_>, mut z: Rendezvous) {
     let n = comm.members.len();
     let now = e.now();
     let steps = ceil_log2(n);
@@ -2026,6 +2111,10 @@ fn complete(m: &mut Model, e: &mut Engine, comm: &Comm, kind: Kind<'_>, z: Rende
                 _ => 0,
             };
             (now + steps * (comm.lat + word), CollOut::U64(v))
+        }
+        Kind::BarrierBcast => {
+            let v = z.decide.take().map_or(0, |decide| decide(barrier_t));
+            (barrier_t + steps * (comm.lat + word), CollOut::U64(v))
         }
         Kind::Allreduce(op) => {
             let vals = z.contribs.iter().map(|c| match c {
@@ -2179,7 +2268,6 @@ pub struct FfPointer {
 pub struct FfObservation {
     /// Virtual time at the end of the iteration, in seconds.
     end: f64,
-    reqs: Vec<FfReq>,
     /// Cache levels and their thresholds as [`Storage::levels`] gives them, bytes.
     levels: Levels,
     /// The shared file pointer used, and its position (etypes).
@@ -2208,11 +2296,17 @@ struct Follow {
     step: Option<Option<(FfPointer, u64)>>,
 }
 
-/// [`Follow`] of observation `b` after `a`.
-fn follows(a: &FfObservation, b: &FfObservation) -> Follow {
-    let mut same = a.reqs.len() == b.reqs.len();
+/// [`Follow`] of requests `b` after `a`, with the shared pointers (and
+/// positions) `pa` and `pb` used.
+fn follows(
+    a: &[FfReq],
+    b: &[FfReq],
+    pa: Option<(FfPointer, u64)>,
+    pb: Option<(FfPointer, u64)>,
+) -> Follow {
+    let mut same = a.len() == b.len();
     let mut s = None;
-    for (x, y) in a.reqs.iter().zip(&b.reqs) {
+    for (x, y) in a.iter().zip(b) {
         same &= (x.file, x.write, x.len, x.class) == (y.file, y.write, y.len, y.class)
             && y.off >= x.off
             && x.class != storage::CLASS_MIXED
@@ -2223,7 +2317,7 @@ fn follows(a: &FfObservation, b: &FfObservation) -> Follow {
         let d = y.off - x.off;
         same &= *s.get_or_insert(d) == d;
     }
-    let step = match (a.pointer, b.pointer) {
+    let step = match (pa, pb) {
         (Some((pa, xa)), Some((pb, xb))) if pa == pb => Some(Some((pa, xb.wrapping_sub(xa)))),
         (None, None) => Some(None),
         _ => None,
@@ -2329,7 +2423,12 @@ fn repeating(window: &[FfObservation]) -> Result<(u64, Option<(FfPointer, u64)>)
             mut same,
             shift: s,
             step: t,
-        } = p[1].follow.unwrap_or_else(|| follows(&p[0], &p[1]));
+        } = p[1].follow.unwrap_or(Follow {
+            // (observed without the one before it: a window starts there)
+            same: false,
+            shift: None,
+            step: None,
+        });
         // a new shift or step also starts a new run
         if same && s.is_some() && shift.is_some_and(|v| Some(v) != s) {
             same = false;
@@ -2374,35 +2473,41 @@ impl Rank {
     /// The end of one iteration: the time, the requests logged since the last
     /// observation, the cache levels seen from this rank's node, and the
     /// position of `pointer` if the iteration used a shared file pointer;
-    /// `prev`, the observation just before it, if any.
+    /// `prev`, this rank's last observation (made just before it), if the
+    /// window holds it.
     pub fn ff_observe(
         &self,
         pointer: Option<FfPointer>,
         prev: Option<&FfObservation>,
     ) -> FfObservation {
-        let mut m = self.core.model.borrow_mut();
-        let reqs = m.ff_log[self.world]
-            .as_mut()
-            .map(std::mem::take)
-            .unwrap_or_default();
-        let node = m.platform.node_of(self.world);
-        let mut obs = FfObservation {
+        let mut guard = self.core.model.borrow_mut();
+        let m = &mut *guard;
+        let w = self.world;
+        let node = m.platform.node_of(w);
+        let pointer = pointer.map(|p| (p, m.ptrs[p.ptr].pos));
+        let fresh = m.ff_log[w].as_mut().map(std::mem::take).unwrap_or_default();
+        let follow = prev.map(|a| follows(&m.ff_last[w], &fresh, a.pointer, pointer));
+        let mut spare = std::mem::replace(&mut m.ff_last[w], fresh);
+        if let Some(log) = m.ff_log[w].as_mut() {
+            // the last requests' buffer becomes the next log
+            spare.clear();
+            *log = spare;
+        }
+        FfObservation {
             end: self.now(),
-            reqs,
             levels: m.storage.levels(node),
-            pointer: pointer.map(|p| (p, m.ptrs[p.ptr].pos)),
-            work: m.ff_work[self.world].iter().map(|w| w.1).collect(),
-            busy: m.ff_busy[self.world],
+            pointer,
+            work: m.ff_work[w].iter().map(|w| w.1).collect(),
+            busy: m.ff_busy[w],
             inserted: m.storage.inserted(node),
-            follow: None,
-        };
-        obs.follow = prev.map(|a| follows(a, &obs));
-        obs
+            follow,
+        }
     }
 
     /// How many iterations after `window` (this rank's last `2B + 1`
-    /// observations, oldest first, `B ≥ 2`: the first one is where timing
-    /// starts, its requests are not looked at) may be skipped; `None` when the
+    /// observations, oldest first, `B ≥ 2`, the last one its latest: the
+    /// first one is where timing starts, its requests are not looked at) may
+    /// be skipped; `None` when the
     /// twin is not in a steady state. The conditions, all on virtual-time state only:
     ///
     /// 1. **steady time**: the mean iteration time of the window's first `B`
@@ -2490,7 +2595,7 @@ impl Rank {
             }
         }
         // 4. the skipped reads are served from where the last ones were.
-        let reqs = window[w - 1].reqs.clone();
+        let reqs = self.core.model.borrow().ff_last[self.world].clone();
         {
             let m = self.core.model.borrow();
             let node = m.platform.node_of(self.world);

@@ -216,6 +216,20 @@ impl SimCtx {
         (if k >= fewest(&plan) { k } else { 0 }, Some(plan))
     }
 
+    /// [`crate::ctx::go_on`] with its barrier and rank 0's broadcast in one
+    /// rendezvous ([`piotwin_sim::Rank::barrier_bcast_u64`]): the same
+    /// virtual times, each rank woken once per iteration instead of twice.
+    async fn go_on(&self, policy: Repeat, start: f64, done: u64) -> bool {
+        match policy {
+            Repeat::Count(n) => done < n,
+            Repeat::TimeBudget { budget } => {
+                let decide =
+                    move |now: f64| crate::ctx::within_budget(now - start, done, budget) as u64;
+                self.rank.barrier_bcast_u64(0, decide).await == 1
+            }
+        }
+    }
+
     /// Skips the `k` iterations [`SimCtx::ff_bound`] allows alone
     /// ([`piotwin_sim::Rank::ff_skip_alone`]) where `plan` is
     /// [local](FfPlan::local): the iterations skipped, or `None` where it is
@@ -428,6 +442,11 @@ impl IoCtx for SimCtx {
             self.rank.ff_start();
         }
         let mut window = self.window.take();
+        if self.ff {
+            // its longest, once: growing it by doubling copies it and leaves
+            // the old blocks behind
+            window.reserve_exact(2 * FF_MAX_HALF + 2);
+        }
         restart(&mut window, self.rank.ff_observe(None, None));
         let mut half = FF_HALF;
         // offer rounds of an independent loop: the next round, and the round
@@ -447,7 +466,7 @@ impl IoCtx for SimCtx {
             self.calls.set(Calls::default());
             body(r).await?;
             r += 1;
-            if !crate::ctx::go_on(self, policy, start, r).await {
+            if !self.go_on(policy, start, r).await {
                 break;
             }
             if !self.ff {
