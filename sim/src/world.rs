@@ -288,11 +288,13 @@ pub(crate) struct Model {
     /// Per world rank: its file-system requests since the fast-forward last
     /// looked, while it observes a repetition ([`Rank::ff_start`]).
     ff_log: Vec<Option<Vec<FfReq>>>,
-    /// Per world rank, the requests of its last observation
-    /// ([`Rank::ff_observe`]): what the next one's are compared with, and the
-    /// requests a plan repeats. Kept here rather than in every observation,
-    /// and its buffer reused as the next log.
-    ff_last: Vec<Vec<FfReq>>,
+    /// Per world rank, the requests and the shared pointer (and position) of
+    /// its last observation ([`Rank::ff_observe`]): what the next one's are
+    /// compared with, and the requests a plan repeats. Kept here, where the
+    /// next observation finds them without reaching back into the window (a
+    /// cache miss per rank and iteration at 1024 ranks), and the requests'
+    /// buffer reused as the next log.
+    ff_last: Vec<(Vec<FfReq>, Option<(FfPointer, u64)>)>,
     /// Per world rank: its flows over its node's shared resources (CPU work
     /// on a core it shares, page-cache reads over the memory bus) summed from
     /// the start, by path: units moved; for [`Rank::ff_skip_alone`].
@@ -601,7 +603,7 @@ impl Twin {
             range_locks: BTreeMap::new(),
             trace: None,
             ff_log: vec![None; ranks],
-            ff_last: vec![Vec::new(); ranks],
+            ff_last: vec![(Vec::new(), None); ranks],
             ff_work: vec![Vec::new(); ranks],
             ff_busy: vec![0.0; ranks],
             ff_offers: FxHashMap::default(),
@@ -1731,23 +1733,21 @@ async fn fs_io(core: &Core, world: usize, inode: usize, access: Access, ext: &[(
             }));
         }
         let node = m.platform.node_of(world);
-        if m.ff_log[world].is_some() {
-            let logged: Vec<FfReq> = ext
-                .iter()
-                .filter(|e| e.1 > 0)
-                .map(|&(off, len)| FfReq {
-                    file: inode,
-                    write: access == Access::Write,
-                    off,
-                    len,
-                    class: match access {
-                        Access::Write => m.storage.write_class(node, len),
-                        Access::Read if off + len > size => FF_CLASS_EOF,
-                        Access::Read => m.storage.read_class(node, inode, off, off + len),
-                    },
-                })
-                .collect();
-            m.ff_log[world].as_mut().expect("on").extend(logged);
+        let Model {
+            ff_log, storage, ..
+        } = &mut *m;
+        if let Some(log) = ff_log[world].as_mut() {
+            log.extend(ext.iter().filter(|e| e.1 > 0).map(|&(off, len)| FfReq {
+                file: inode,
+                write: access == Access::Write,
+                off,
+                len,
+                class: match access {
+                    Access::Write => storage.write_class(node, len),
+                    Access::Read if off + len > size => FF_CLASS_EOF,
+                    Access::Read => storage.read_class(node, inode, off, off + len),
+                },
+            }));
         }
         m.waiting[world] = Wait::Io;
         (node, reqs)
@@ -2270,8 +2270,6 @@ pub struct FfObservation {
     end: f64,
     /// Cache levels and their thresholds as [`Storage::levels`] gives them, bytes.
     levels: Levels,
-    /// The shared file pointer used, and its position (etypes).
-    pointer: Option<(FfPointer, u64)>,
     /// The rank's flows over shared node resources so far, units by path in
     /// the order of [`Model::ff_work`] (which only appends), and the time it
     /// waited for them ([`Model::ff_busy`]).
@@ -2486,8 +2484,9 @@ impl Rank {
         let node = m.platform.node_of(w);
         let pointer = pointer.map(|p| (p, m.ptrs[p.ptr].pos));
         let fresh = m.ff_log[w].as_mut().map(std::mem::take).unwrap_or_default();
-        let follow = prev.map(|a| follows(&m.ff_last[w], &fresh, a.pointer, pointer));
-        let mut spare = std::mem::replace(&mut m.ff_last[w], fresh);
+        let last = &m.ff_last[w];
+        let follow = prev.map(|_| follows(&last.0, &fresh, last.1, pointer));
+        let (mut spare, _) = std::mem::replace(&mut m.ff_last[w], (fresh, pointer));
         if let Some(log) = m.ff_log[w].as_mut() {
             // the last requests' buffer becomes the next log
             spare.clear();
@@ -2496,7 +2495,6 @@ impl Rank {
         FfObservation {
             end: self.now(),
             levels: m.storage.levels(node),
-            pointer,
             work: m.ff_work[w].iter().map(|w| w.1).collect(),
             busy: m.ff_busy[w],
             inserted: m.storage.inserted(node),
@@ -2595,7 +2593,7 @@ impl Rank {
             }
         }
         // 4. the skipped reads are served from where the last ones were.
-        let reqs = self.core.model.borrow().ff_last[self.world].clone();
+        let reqs = self.core.model.borrow().ff_last[self.world].0.clone();
         {
             let m = self.core.model.borrow();
             let node = m.platform.node_of(self.world);
