@@ -153,6 +153,26 @@ fn topology<T>(scn: &Scenario, flows: &mut FlowNet<T>) -> Result<Topology, Strin
         ));
         g.add_edge(NodeIndex::new(a), NodeIndex::new(b), i);
     }
+    // What can enter each switch per second: its nodes' and servers' NICs
+    // and the links into it. A backplane that carries at least that much
+    // never limits a flow (every flow across it came in through one of
+    // them), so it stays out of the flows' paths: the max–min rates are the
+    // same, and flows that share nothing else are no longer one component
+    // of the progressive filling ([`FlowNet::recompute`]).
+    let mut inflow = vec![0.0; names.len()];
+    for g in &scn.nodes {
+        inflow[names[&g.switch]] += g.count as f64 * g.nic_bw;
+    }
+    inflow[names[&scn.server.switch]] += scn.server.count as f64 * scn.server.nic_bw;
+    for l in &scn.network.links {
+        inflow[names[&l.from]] += l.bandwidth;
+        inflow[names[&l.to]] += l.bandwidth;
+    }
+    let crossing: Vec<Option<ResourceId>> = backplane
+        .iter()
+        .zip(&inflow)
+        .map(|(&b, &into)| (scn.network.bandwidth < into).then_some(b))
+        .collect();
     let n = names.len();
     let mut routes = vec![vec![Route::default(); n]; n];
     for (a, row) in routes.iter_mut().enumerate() {
@@ -180,14 +200,14 @@ fn topology<T>(scn: &Scenario, flows: &mut FlowNet<T>) -> Result<Topology, Strin
             };
             let mut r = Route {
                 latency: scn.network.latency,
-                resources: vec![backplane[a]],
+                resources: crossing[a].into_iter().collect(),
             };
             for w in path.windows(2) {
                 let (x, y) = (w[0], w[1]);
                 let e = g.find_edge(x, y).expect("route edge");
                 let (fwd, back, lat, from) = link_res[*g.edge_weight(e).expect("edge")];
                 r.resources.push(if from == x.index() { fwd } else { back });
-                r.resources.push(backplane[y.index()]);
+                r.resources.extend(crossing[y.index()]);
                 r.latency += lat + scn.network.latency;
             }
             *slot = r;

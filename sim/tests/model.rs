@@ -104,6 +104,33 @@ fn two_streams_on_one_link_split_it() {
     assert!(close(t[0], 1.0) && close(t[1], 1.0), "{t:?}");
 }
 
+/// A switch backplane shares itself among the flows crossing it only where
+/// it is below what its ports can send into it; above that it never limits a
+/// flow (and the twin leaves it out of the flows' paths). Two nodes with
+/// 100 MB/s NICs write 100 MB each to their own file on a server with a
+/// 1 TB/s NIC and device: a 100 MB/s backplane gives each 50 MB/s (2 s); one
+/// of 10 GB/s (below the 1 TB/s the server's port could send: kept in the
+/// paths, not the bottleneck) or of 2 TB/s (above all its ports together:
+/// left out) gives each its NIC's 100 MB/s (1 s).
+#[test]
+fn a_backplane_limits_flows_only_below_what_its_ports_send() {
+    for (backplane, want) in [("100MB/s", 2.0), ("10GB/s", 1.0), ("2TB/s", 1.0)] {
+        let scn = scenario(
+            2,
+            1,
+            &[
+                "nodes[0].nic_bw=100MB/s",
+                "server.device.write_bw=1TB/s",
+                &format!("network.bandwidth={backplane}"),
+            ],
+        );
+        let t = run(&scn, 2, async |r| {
+            xfer(r, &format!("/f{}", r.rank()), Access::Write, 0, 100_000_000).await
+        });
+        assert!(close(t[0], want) && close(t[1], want), "{backplane}: {t:?}");
+    }
+}
+
 /// Page cache of 1 GiB, dirty_ratio 0.2, background 0.1 (107 MB): 100 MB of
 /// writes stay dirty and cost a memcpy, 100 MB / 1 GB/s = 0.1 s; `sync` then
 /// writes them to the device, 100 MB / 100 MB/s = 1 s; re-reading costs a memcpy again, 0.1 s.
