@@ -158,9 +158,10 @@ enum Kind<'k> {
     /// The fast-forward's agreement on a skip: the minimum of every rank's
     /// value, at no cost in virtual time (it is not part of the modelled program).
     Agree,
-    /// A barrier, then a broadcast of the value the root's
-    /// [`Rendezvous::decide`] gives at the time it leaves the barrier.
-    BarrierBcast,
+    /// A barrier, then a broadcast of the value the root's function (given
+    /// by the root only, kept as [`Rendezvous::decide`]) gives at the time it
+    /// leaves the barrier.
+    BarrierBcast(Option<Box<dyn FnOnce(f64) -> u64>>),
 }
 
 impl Kind<'_> {
@@ -177,7 +178,7 @@ impl Kind<'_> {
             Kind::Open(..) => "open",
             Kind::Close => "close",
             Kind::Agree => "fast-forward agreement",
-            Kind::BarrierBcast => "barrier and bcast",
+            Kind::BarrierBcast(_) => "barrier and bcast",
         }
     }
 }
@@ -791,20 +792,7 @@ impl Rank {
         me: usize,
         seq: &Cell<u64>,
         c: Contrib,
-        kind: Kind<'_>,
-    ) -> Rc<OnceCell<CollOut>> {
-        self.collective_deciding(comm, me, seq, c, kind, None).await
-    }
-
-    /// [`Rank::collective`] with the root's [`Rendezvous::decide`].
-    async fn collective_deciding(
-        &self,
-        comm: &Rc<Comm>,
-        me: usize,
-        seq: &Cell<u64>,
-        c: Contrib,
-        kind: Kind<'_>,
-        decide: Option<Box<dyn FnOnce(f64) -> u64>>,
+        mut kind: Kind<'_>,
     ) -> Rc<OnceCell<CollOut>> {
         let n = comm.members.len();
         let s = seq.get();
@@ -826,8 +814,8 @@ impl Rank {
                     decide: None,
                 });
             debug_assert_eq!(z.what, what, "ranks called different collectives");
-            if decide.is_some() {
-                z.decide = decide;
+            if let Kind::BarrierBcast(decide @ Some(_)) = &mut kind {
+                z.decide = decide.take();
             }
             z.contribs[me] = c;
             z.signals[me] = Some(sig.clone());
@@ -879,13 +867,12 @@ impl Rank {
         let decide: Option<Box<dyn FnOnce(f64) -> u64>> =
             (self.rank == root).then(|| Box::new(decide) as _);
         let out = self
-            .collective_deciding(
+            .collective(
                 &self.comm,
                 self.rank,
                 &self.seq,
                 Contrib::None,
-                Kind::BarrierBcast,
-                decide,
+                Kind::BarrierBcast(decide),
             )
             .await;
         match out.get() {
@@ -2112,7 +2099,7 @@ fn complete(m: &mut Model, e: &mut Engine, comm: &Comm, kind: Kind<'_>, mut z: R
             };
             (now + steps * (comm.lat + word), CollOut::U64(v))
         }
-        Kind::BarrierBcast => {
+        Kind::BarrierBcast(_) => {
             let v = z.decide.take().map_or(0, |decide| decide(barrier_t));
             (barrier_t + steps * (comm.lat + word), CollOut::U64(v))
         }
