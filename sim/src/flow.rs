@@ -538,21 +538,9 @@ impl<T> FlowNet<T> {
             }
         }
         // Classes in id order: their weights are summed per resource in that
-        // order. A component of most of the network's classes (a server's
-        // many readers) is listed by a scan of the marks, faster than a sort.
-        // (The resources' order changes nothing: the filling takes them from
-        // a heap ordered by share, then id.)
-        if self.comp_classes.len() * 8 >= self.classes.len() {
-            self.comp_classes.clear();
-            self.comp_classes.extend(
-                (0u32..)
-                    .zip(&self.classes)
-                    .filter(|(_, class)| class.mark == epoch && class.members > 0)
-                    .map(|(c, _)| c),
-            );
-        } else {
-            self.comp_classes.sort_unstable();
-        }
+        // order. (The resources' order changes nothing: the filling takes
+        // them from a heap ordered by share, then id.)
+        self.comp_classes.sort_unstable();
 
         for &r in &self.comp_res {
             let res = &mut self.resources[r as usize];
