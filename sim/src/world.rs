@@ -295,7 +295,7 @@ pub(crate) struct Model {
     /// next observation finds them without reaching back into the window (a
     /// cache miss per rank and iteration at 1024 ranks), and the requests'
     /// buffer reused as the next log.
-    ff_last: Vec<(Vec<FfReq>, Option<(FfPointer, u64)>)>,
+    ff_last: Vec<(Vec<FfReq>, Option<PointerAt>)>,
     /// Per world rank: its flows over its node's shared resources (CPU work
     /// on a core it shares, page-cache reads over the memory bus) summed from
     /// the start, by path: units moved; for [`Rank::ff_skip_alone`].
@@ -2240,6 +2240,9 @@ struct FfReq {
     /// Where the request was served when it was issued (`storage::CLASS_*`).
     class: u8,
 }
+
+/// A shared file pointer and its position (etypes).
+type PointerAt = (FfPointer, u64);
 
 /// A rank's handle on the shared file pointer of a file it accesses in a
 /// repetition (taken with [`Rank::ff_pointer`]).
