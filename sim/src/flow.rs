@@ -35,8 +35,10 @@
 //! simulation of a fair queueing algorithm*, SIGCOMM 1989). A flow of `b`
 //! bytes joining at `S₀` ends when `S` reaches its tag `S₀ + b`, so flows of a
 //! class end in tag order (a per-class min-heap), and a rate change settles
-//! `S` once instead of every flow's remaining bytes. A global heap holds each
-//! class's next completion time, invalidated lazily by a generation number.
+//! `S` once instead of every flow's remaining bytes. A global heap indexed by
+//! class holds each class's next completion time; a recomputation moves a
+//! class's entry in place (a server's many readers change rate at every
+//! flow start and end: re-pushing left thousands of stale entries).
 //!
 //! Recomputation is batched by the engine (once per virtual instant, [`FlowNet::recompute`])
 //! and restricted to the connected component (classes ↔ resources) of the
@@ -95,9 +97,6 @@ struct Class {
     dirty: bool,
     /// Completion time of the next member at the current rate, in s (∞ if none).
     finish_at: f64,
-    /// Bumped whenever `finish_at` changes or the slot is freed: older entries of
-    /// the global completion heap are stale.
-    generation: u64,
 }
 
 struct Flow<T> {
@@ -119,8 +118,8 @@ pub struct FlowNet<T> {
     by_key: HashMap<Box<[u32]>, u32>,
     /// Classes whose membership changed since the last recomputation.
     dirty: Vec<u32>,
-    /// Next completion per class: (time, class, generation), earliest first.
-    completions: BinaryHeap<Due>,
+    /// Next completion per class with one, earliest first.
+    completions: Completions,
     epoch: u64,
     comp_classes: Vec<u32>,
     comp_res: Vec<u32>,
@@ -169,24 +168,101 @@ impl Ord for Tag {
     }
 }
 
-/// Min-heap entry of the global completion heap: (time, class, generation).
-struct Due(f64, u32, u64);
-impl PartialEq for Due {
-    fn eq(&self, o: &Self) -> bool {
-        self.cmp(o) == Ordering::Equal
-    }
+/// The classes' next completion times, earliest first (ties: lowest class
+/// id): a binary min-heap of `(time, class)` with each class's position, so
+/// that a class's entry is moved or removed in place.
+#[derive(Default)]
+struct Completions {
+    heap: Vec<(f64, u32)>,
+    /// By class: its index in `heap` plus one, 0 where it has no entry.
+    pos: Vec<u32>,
 }
-impl Eq for Due {}
-impl PartialOrd for Due {
-    fn partial_cmp(&self, o: &Self) -> Option<Ordering> {
-        Some(self.cmp(o))
+
+impl Completions {
+    fn before(a: (f64, u32), b: (f64, u32)) -> bool {
+        a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)) == Ordering::Less
     }
-}
-impl Ord for Due {
-    fn cmp(&self, o: &Self) -> Ordering {
-        o.0.total_cmp(&self.0)
-            .then(o.1.cmp(&self.1))
-            .then(o.2.cmp(&self.2))
+
+    fn peek(&self) -> Option<(f64, u32)> {
+        self.heap.first().copied()
+    }
+
+    /// Puts class `c`'s entry at time `t`, added or moved.
+    fn set(&mut self, c: u32, t: f64) {
+        let ci = c as usize;
+        if self.pos.len() <= ci {
+            self.pos.resize(ci + 1, 0);
+        }
+        let i = match self.pos[ci] {
+            0 => {
+                self.heap.push((t, c));
+                self.heap.len() - 1
+            }
+            p => {
+                let i = p as usize - 1;
+                self.heap[i].0 = t;
+                i
+            }
+        };
+        let i = self.up(i);
+        self.down(i);
+    }
+
+    /// Takes class `c`'s entry out, if it has one.
+    fn remove(&mut self, c: u32) {
+        let Some(i) = self
+            .pos
+            .get(c as usize)
+            .and_then(|&p| (p as usize).checked_sub(1))
+        else {
+            return;
+        };
+        self.pos[c as usize] = 0;
+        let last = self.heap.pop().expect("an entry");
+        if i < self.heap.len() {
+            self.heap[i] = last;
+            self.pos[last.1 as usize] = i as u32 + 1;
+            let i = self.up(i);
+            self.down(i);
+        }
+    }
+
+    fn place(&mut self, i: usize) {
+        self.pos[self.heap[i].1 as usize] = i as u32 + 1;
+    }
+
+    fn up(&mut self, mut i: usize) -> usize {
+        while i > 0 {
+            let parent = (i - 1) / 2;
+            if !Self::before(self.heap[i], self.heap[parent]) {
+                break;
+            }
+            self.heap.swap(i, parent);
+            self.place(i);
+            i = parent;
+        }
+        self.place(i);
+        i
+    }
+
+    fn down(&mut self, mut i: usize) {
+        loop {
+            let (l, r) = (2 * i + 1, 2 * i + 2);
+            let mut least = i;
+            if l < self.heap.len() && Self::before(self.heap[l], self.heap[least]) {
+                least = l;
+            }
+            if r < self.heap.len() && Self::before(self.heap[r], self.heap[least]) {
+                least = r;
+            }
+            if least == i {
+                break;
+            }
+            self.heap.swap(i, least);
+            self.place(i);
+            i = least;
+        }
+        self.place(i);
     }
 }
 
@@ -225,7 +301,7 @@ impl<T> FlowNet<T> {
             free_classes: Vec::new(),
             by_key: HashMap::new(),
             dirty: Vec::new(),
-            completions: BinaryHeap::new(),
+            completions: Completions::default(),
             epoch: 0,
             comp_classes: Vec::new(),
             comp_res: Vec::new(),
@@ -265,7 +341,7 @@ impl<T> FlowNet<T> {
             return c;
         }
         let key: Box<[u32]> = key.into();
-        let fresh = |key: Box<[u32]>, generation: u64| Class {
+        let fresh = |key: Box<[u32]>| Class {
             wsum: vec![0.0; key.len()],
             key,
             members: 0,
@@ -278,19 +354,18 @@ impl<T> FlowNet<T> {
             mark: 0,
             dirty: false,
             finish_at: f64::INFINITY,
-            generation,
         };
         let c = match self.free_classes.pop() {
             Some(c) => {
                 let slot = &mut self.classes[c as usize];
-                let mut class = fresh(key.clone(), slot.generation);
+                let mut class = fresh(key.clone());
                 // Keep the heap's allocation.
                 class.tags = std::mem::take(&mut slot.tags);
                 *slot = class;
                 c
             }
             None => {
-                self.classes.push(fresh(key.clone(), 0));
+                self.classes.push(fresh(key.clone()));
                 self.classes.len() as u32 - 1
             }
         };
@@ -384,14 +459,11 @@ impl<T> FlowNet<T> {
     pub fn finish_due(&mut self, now: f64, out: &mut Vec<T>) {
         let mut ended = std::mem::take(&mut self.ended);
         ended.clear();
-        while let Some(&Due(t, c, g)) = self.completions.peek() {
+        while let Some((t, c)) = self.completions.peek() {
             if t > now {
                 break;
             }
-            self.completions.pop();
-            if self.classes[c as usize].generation != g {
-                continue;
-            }
+            self.completions.remove(c);
             loop {
                 let class = &mut self.classes[c as usize];
                 let Some(&Tag(tag, f)) = class.tags.peek() else {
@@ -410,7 +482,6 @@ impl<T> FlowNet<T> {
             }
             // The next completion of this class is set by the recomputation.
             self.classes[c as usize].finish_at = f64::INFINITY;
-            self.classes[c as usize].generation += 1;
             self.mark_dirty(c);
         }
         ended.sort_unstable();
@@ -420,7 +491,6 @@ impl<T> FlowNet<T> {
             out.push(flow.token);
         }
         self.ended = ended;
-        self.drop_stale();
     }
 
     /// Drops a class that lost its last member: frees its slot and key.
@@ -428,8 +498,8 @@ impl<T> FlowNet<T> {
         let class = &mut self.classes[c as usize];
         let key = std::mem::take(&mut class.key);
         class.wsum.clear();
-        class.generation += 1;
         class.finish_at = f64::INFINITY;
+        self.completions.remove(c);
         for &r in &key {
             let classes = &mut self.resources[r as usize].classes;
             if let Ok(i) = classes.binary_search(&c) {
@@ -438,15 +508,6 @@ impl<T> FlowNet<T> {
         }
         self.by_key.remove(&key);
         self.free_classes.push(c);
-    }
-
-    fn drop_stale(&mut self) {
-        while let Some(&Due(_, c, g)) = self.completions.peek() {
-            if self.classes[c as usize].generation == g {
-                break;
-            }
-            self.completions.pop();
-        }
     }
 
     /// The earliest completion time of the flows in progress, if any.
@@ -611,13 +672,13 @@ impl<T> FlowNet<T> {
             let t = class.next_finish();
             if t != class.finish_at {
                 class.finish_at = t;
-                class.generation += 1;
                 if t.is_finite() {
-                    self.completions.push(Due(t, c, class.generation));
+                    self.completions.set(c, t);
+                } else {
+                    self.completions.remove(c);
                 }
             }
         }
-        self.drop_stale();
         changed
     }
 }
@@ -625,6 +686,34 @@ impl<T> FlowNet<T> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The completion heap gives the earliest entry, ties by lowest class,
+    /// after entries are added, moved either way and removed.
+    #[test]
+    fn completions_move_and_leave_in_place() {
+        let mut h = Completions::default();
+        for (c, t) in [(3, 5.0), (1, 2.0), (4, 2.0), (0, 9.0), (2, 7.0)] {
+            h.set(c, t);
+        }
+        assert_eq!(h.peek(), Some((2.0, 1)));
+        h.set(1, 8.0); // later: class 4 ties no one now
+        assert_eq!(h.peek(), Some((2.0, 4)));
+        h.set(0, 1.0); // earlier
+        assert_eq!(h.peek(), Some((1.0, 0)));
+        h.remove(0);
+        h.remove(0); // gone already: nothing
+        h.remove(4);
+        assert_eq!(h.peek(), Some((5.0, 3)));
+        h.set(2, 5.0); // a tie: the lower class first
+        assert_eq!(h.peek(), Some((5.0, 2)));
+        let mut order = Vec::new();
+        while let Some((t, c)) = h.peek() {
+            order.push((t, c));
+            h.remove(c);
+        }
+        assert_eq!(order, vec![(5.0, 2), (5.0, 3), (8.0, 1)]);
+        assert_eq!(h.peek(), None);
+    }
 
     fn rates(net: &FlowNet<()>, ids: &[FlowId]) -> Vec<f64> {
         ids.iter().map(|&f| net.rate(f).unwrap()).collect()
