@@ -419,9 +419,9 @@ pub trait IoCtx: Sized {
 
 /// Whether [`IoCtx::repeat`] runs its body again after `done` runs that began at
 /// `start` (the context's `wtime`): [`Repeat`]'s rule, with the time-driven
-/// barrier and rank 0's broadcast decision. Every back end's `repeat` asks here
-/// (the twin's fuses the barrier and the broadcast into one rendezvous of the
-/// same virtual times, rank 0 deciding by [`within_budget`]).
+/// barrier and rank 0's broadcast decision. The default [`IoCtx::repeat`] asks
+/// here; the twin's asks the same rule ([`within_budget`]) in one rendezvous
+/// of the barrier and the broadcast, of the same virtual times.
 pub async fn go_on<C: IoCtx + ?Sized>(ctx: &C, policy: Repeat, start: f64, done: u64) -> bool {
     match policy {
         Repeat::Count(n) => done < n,

@@ -2281,17 +2281,12 @@ pub struct FfObservation {
 struct Follow {
     same: bool,
     shift: Option<u64>,
-    step: Option<Option<(FfPointer, u64)>>,
+    step: Option<Option<PointerAt>>,
 }
 
 /// [`Follow`] of requests `b` after `a`, with the shared pointers (and
 /// positions) `pa` and `pb` used.
-fn follows(
-    a: &[FfReq],
-    b: &[FfReq],
-    pa: Option<(FfPointer, u64)>,
-    pb: Option<(FfPointer, u64)>,
-) -> Follow {
+fn follows(a: &[FfReq], b: &[FfReq], pa: Option<PointerAt>, pb: Option<PointerAt>) -> Follow {
     let mut same = a.len() == b.len();
     let mut s = None;
     for (x, y) in a.iter().zip(b) {
@@ -2461,13 +2456,9 @@ impl Rank {
     /// The end of one iteration: the time, the requests logged since the last
     /// observation, the cache levels seen from this rank's node, and the
     /// position of `pointer` if the iteration used a shared file pointer;
-    /// `prev`, this rank's last observation (made just before it), if the
-    /// window holds it.
-    pub fn ff_observe(
-        &self,
-        pointer: Option<FfPointer>,
-        prev: Option<&FfObservation>,
-    ) -> FfObservation {
+    /// `after_last` where the window holds this rank's last observation (its
+    /// requests are then compared with that one's).
+    pub fn ff_observe(&self, pointer: Option<FfPointer>, after_last: bool) -> FfObservation {
         let mut guard = self.core.model.borrow_mut();
         let m = &mut *guard;
         let w = self.world;
@@ -2475,7 +2466,7 @@ impl Rank {
         let pointer = pointer.map(|p| (p, m.ptrs[p.ptr].pos));
         let fresh = m.ff_log[w].as_mut().map(std::mem::take).unwrap_or_default();
         let last = &m.ff_last[w];
-        let follow = prev.map(|_| follows(&last.0, &fresh, last.1, pointer));
+        let follow = after_last.then(|| follows(&last.0, &fresh, last.1, pointer));
         let (mut spare, _) = std::mem::replace(&mut m.ff_last[w], (fresh, pointer));
         if let Some(log) = m.ff_log[w].as_mut() {
             // the last requests' buffer becomes the next log

@@ -50,7 +50,7 @@ fn plans(scn: &Scenario, halves: &[usize]) -> Vec<Option<FfPlan>> {
         .await
         .unwrap();
         rank.ff_start();
-        let mut window = vec![rank.ff_observe(None, None)];
+        let mut window = vec![rank.ff_observe(None, false)];
         let mut plans = Vec::new();
         for j in 0..600u64 {
             rank.xfer(
@@ -62,8 +62,7 @@ fn plans(scn: &Scenario, halves: &[usize]) -> Vec<Option<FfPlan>> {
             )
             .await
             .unwrap();
-            let obs = rank.ff_observe(None, window.last());
-            window.push(obs);
+            window.push(rank.ff_observe(None, true));
             if halves.iter().any(|&b| window.len() == 2 * b + 1) {
                 plans.push(rank.ff_plan(&window, u64::MAX));
             }
@@ -115,19 +114,18 @@ fn shared_core_ends(skip: bool) -> Vec<f64> {
             return rank.now();
         }
         rank.ff_start();
-        let mut window = vec![rank.ff_observe(None, None)];
+        let mut window = vec![rank.ff_observe(None, false)];
         let mut j = 0;
         while j < 2000 {
             rank.compute(Compute::Flops, 1e6).await;
             j += 1;
-            let obs = rank.ff_observe(None, window.last());
-            window.push(obs);
+            window.push(rank.ff_observe(None, true));
             if skip && window.len() == 5 && j < 1000 {
                 let plan = rank.ff_plan(&window, u64::MAX).expect("steady compute");
                 assert!(plan.local(), "no request leaves the node");
                 rank.ff_skip_alone(&plan, 1000).await;
                 j += 1000;
-                window = vec![rank.ff_observe(None, None)];
+                window = vec![rank.ff_observe(None, false)];
             }
         }
         rank.ff_stop();

@@ -447,7 +447,7 @@ impl IoCtx for SimCtx {
             // the old blocks behind
             window.reserve_exact(2 * FF_MAX_HALF + 2);
         }
-        restart(&mut window, self.rank.ff_observe(None, None));
+        restart(&mut window, self.rank.ff_observe(None, false));
         let mut half = FF_HALF;
         // offer rounds of an independent loop: the next round, and the round
         // awaited with this rank's plan then and the iterations done then
@@ -473,8 +473,7 @@ impl IoCtx for SimCtx {
                 continue;
             }
             let calls = self.calls.get();
-            let obs = self.rank.ff_observe(calls.pointer, window.back());
-            window.push_back(obs);
+            window.push_back(self.rank.ff_observe(calls.pointer, true));
             if window.len() > 2 * FF_MAX_HALF + 1 {
                 window.pop_front();
             }
@@ -509,7 +508,7 @@ impl IoCtx for SimCtx {
                         let (mine, p) = self.ff_bound(policy, r, start, window.make_contiguous());
                         if let Some(k) = self.ff_alone(mine, p.as_ref()).await {
                             r += k;
-                            restart(&mut window, self.rank.ff_observe(None, None));
+                            restart(&mut window, self.rank.ff_observe(None, false));
                             alone_since_offer = true;
                         } else if let Some(i) =
                             piotwin_sim::Rank::ff_restart(window.make_contiguous())
@@ -551,7 +550,7 @@ impl IoCtx for SimCtx {
                 };
                 if let Some(k) = self.ff_alone(mine, p.as_ref()).await {
                     r += k;
-                    restart(&mut window, self.rank.ff_observe(None, None));
+                    restart(&mut window, self.rank.ff_observe(None, false));
                     continue;
                 }
                 let now = self.wtime();
@@ -582,7 +581,7 @@ impl IoCtx for SimCtx {
                     }
                     r += k;
                     SKIPPED.with(|s| s.set(s.get() + k));
-                    restart(&mut window, self.rank.ff_observe(None, None));
+                    restart(&mut window, self.rank.ff_observe(None, false));
                 }
                 // (ranks in step keep windows of one length: their decision
                 // points depend on it)
