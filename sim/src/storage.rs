@@ -58,7 +58,7 @@ use crate::world::Core;
 
 /// Bytes the flusher writes back per round (Linux writes back in chunks of
 /// `MAX_WRITEBACK_PAGES`-like batches; 16 MiB keeps flows few and large).
-const FLUSH_CHUNK: u64 = 16 << 20;
+pub(crate) const FLUSH_CHUNK: u64 = 16 << 20;
 
 struct SrvCache {
     cache: Cache,
@@ -81,6 +81,10 @@ struct NodeCache {
     kick: Option<Signal>,
     /// Writers waiting for dirty data to drop below the limit.
     throttled: Vec<Signal>,
+    /// The flusher takes no new write-back before this virtual time: the
+    /// fast-forward wrote back the skipped iterations' share at once
+    /// ([`Storage::write_back_at_once`]).
+    paused_until: f64,
     /// Write-back in flight: (file, fired when done).
     inflight: Vec<(usize, Signal)>,
     /// Memory the cache has backed: it grows into fresh memory (at the
@@ -163,6 +167,11 @@ pub(crate) struct Levels {
 impl Levels {
     pub(crate) fn len(&self) -> usize {
         usize::from(self.node_len) + self.servers.len()
+    }
+
+    /// The node page cache's dirty + writeback level, where it has one.
+    pub(crate) fn node_dirty(&self) -> Option<Level> {
+        (self.node_len > 0).then_some(self.node[0])
     }
 
     pub(crate) fn iter(&self) -> impl Iterator<Item = &Level> {
@@ -252,6 +261,7 @@ impl Storage {
                         cache: Cache::new(c.capacity, c.dirty_ratio, c.dirty_background_ratio),
                         kick: None,
                         throttled: Vec::new(),
+                        paused_until: 0.0,
                         inflight: Vec::new(),
                         backed: c.warm,
                         // Only where set, so other scenarios' resource ids do not move.
@@ -585,7 +595,12 @@ pub(crate) async fn node_flusher(core: &Core, node: usize) {
         let job = {
             let mut m = core.model.borrow_mut();
             let nc = m.storage.nodes[node].as_mut().expect("a cached node");
-            if nc.cache.dirty > nc.cache.background {
+            let now = core.engine.borrow().now();
+            if nc.cache.dirty > nc.cache.background && now < nc.paused_until {
+                let k = Signal::new();
+                core.engine.borrow_mut().fire_at(nc.paused_until, k.clone());
+                Err(k)
+            } else if nc.cache.dirty > nc.cache.background {
                 Ok(nc.cache.take_dirty(None, FLUSH_CHUNK))
             } else {
                 let k = Signal::new();
@@ -1190,6 +1205,29 @@ impl Storage {
     pub(crate) fn restore_idle(&mut self, file: usize, idle: Vec<usize>) {
         if !idle.is_empty() {
             self.cached_on.entry(file).or_default().extend(idle);
+        }
+    }
+
+    /// The fast-forward's write-back, on `node`, of `bytes` of the skipped
+    /// iterations' writes while its flusher writes back (the share of the
+    /// writes the window saw it take out): the oldest `bytes` of dirty data
+    /// become clean at once, reaching the servers as [`Storage::apply`] puts
+    /// them, and the flusher takes no new chunk until `until`, the skip's
+    /// end. So the dirty level leaves the skip where the window's rate takes
+    /// it, and the write-back is not done twice over: at once, and again by
+    /// the flusher while the ranks sleep.
+    pub(crate) fn write_back_at_once(&mut self, node: usize, bytes: u64, until: f64) {
+        let Some(nc) = self.nodes[node].as_mut() else {
+            return;
+        };
+        nc.paused_until = nc.paused_until.max(until);
+        let list = nc.cache.take_dirty(None, bytes);
+        for &(f, a, b) in &list {
+            nc.cache.set_state(f, a, b, State::Writeback, State::Clean);
+        }
+        nc.cache.evict();
+        for (f, a, b) in list {
+            self.apply_server(Access::Write, f, a, b);
         }
     }
 
