@@ -122,6 +122,10 @@ pub struct FlowNet<T> {
     completions: Completions,
     epoch: u64,
     comp_classes: Vec<u32>,
+    /// The last component's classes in id order: most recomputes find the
+    /// same classes again (a flow starting or ending in a class that stays),
+    /// and checking that costs less than sorting them anew.
+    comp_sorted: Vec<u32>,
     comp_res: Vec<u32>,
     scratch: Vec<(u32, f64)>,
     key_scratch: Vec<u32>,
@@ -304,6 +308,7 @@ impl<T> FlowNet<T> {
             completions: Completions::default(),
             epoch: 0,
             comp_classes: Vec::new(),
+            comp_sorted: Vec::new(),
             comp_res: Vec::new(),
             scratch: Vec::new(),
             key_scratch: Vec::new(),
@@ -601,7 +606,19 @@ impl<T> FlowNet<T> {
         // Classes in id order: their weights are summed per resource in that
         // order. (The resources' order changes nothing: the filling takes
         // them from a heap ordered by share, then id.)
-        self.comp_classes.sort_unstable();
+        let classes = &self.classes;
+        let same = self.comp_sorted.len() == self.comp_classes.len()
+            && self.comp_sorted.iter().all(|&c| {
+                let class = &classes[c as usize];
+                class.mark == epoch && class.members > 0
+            });
+        if same {
+            // the same set (as many, all in this component): the sorted copy
+            self.comp_classes.copy_from_slice(&self.comp_sorted);
+        } else {
+            self.comp_classes.sort_unstable();
+            self.comp_sorted.clone_from(&self.comp_classes);
+        }
 
         for &r in &self.comp_res {
             let res = &mut self.resources[r as usize];
