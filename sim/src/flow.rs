@@ -126,6 +126,13 @@ pub struct FlowNet<T> {
     /// same classes again (a flow starting or ending in a class that stays),
     /// and checking that costs less than sorting them anew.
     comp_sorted: Vec<u32>,
+    /// Changes of the class–resource graph so far (classes created or
+    /// released), and their count and the epoch at the last component search:
+    /// while the graph stays as it was and only classes of that component
+    /// changed, the component is the same (see [`FlowNet::recompute`]).
+    shape: u64,
+    comp_shape: u64,
+    comp_epoch: u64,
     comp_res: Vec<u32>,
     scratch: Vec<(u32, f64)>,
     key_scratch: Vec<u32>,
@@ -309,6 +316,9 @@ impl<T> FlowNet<T> {
             epoch: 0,
             comp_classes: Vec::new(),
             comp_sorted: Vec::new(),
+            shape: 0,
+            comp_shape: u64::MAX,
+            comp_epoch: 0,
             comp_res: Vec::new(),
             scratch: Vec::new(),
             key_scratch: Vec::new(),
@@ -381,6 +391,7 @@ impl<T> FlowNet<T> {
             }
         }
         self.by_key.insert(key, c);
+        self.shape += 1;
         c
     }
 
@@ -513,6 +524,7 @@ impl<T> FlowNet<T> {
         }
         self.by_key.remove(&key);
         self.free_classes.push(c);
+        self.shape += 1;
     }
 
     /// The earliest completion time of the flows in progress, if any.
@@ -558,12 +570,27 @@ impl<T> FlowNet<T> {
         self.epoch += 1;
         let epoch = self.epoch;
         let mut stack = std::mem::take(&mut self.dirty);
+        // The last component again: the graph is as it was then, and every
+        // changed class was in it and keeps members (none leaves). It may
+        // hold other components too, whose rates come out as they were.
+        let classes = &self.classes;
+        let again = self.shape == self.comp_shape
+            && stack.iter().all(|&c| {
+                let class = &classes[c as usize];
+                class.mark == self.comp_epoch && class.members > 0
+            });
+        for &c in &stack {
+            self.classes[c as usize].dirty = false;
+        }
+        if again {
+            stack.clear();
+            self.dirty = stack;
+            return self.fill(now);
+        }
         self.comp_classes.clear();
         self.comp_res.clear();
         for &c in &stack {
-            let class = &mut self.classes[c as usize];
-            class.dirty = false;
-            class.mark = epoch;
+            self.classes[c as usize].mark = epoch;
         }
         // Connected component: classes ↔ resources, by depth-first search.
         while let Some(c) = stack.pop() {
@@ -619,7 +646,15 @@ impl<T> FlowNet<T> {
             self.comp_classes.sort_unstable();
             self.comp_sorted.clone_from(&self.comp_classes);
         }
+        self.comp_shape = self.shape;
+        self.comp_epoch = epoch;
+        self.fill(now)
+    }
 
+    /// Max–min fair rates of the classes of the component found by
+    /// [`FlowNet::recompute`] (`comp_classes`, in id order, over `comp_res`);
+    /// returns how many flows changed rate.
+    fn fill(&mut self, now: f64) -> usize {
         for &r in &self.comp_res {
             let res = &mut self.resources[r as usize];
             res.used = 0.0;
