@@ -579,9 +579,7 @@ impl<T> FlowNet<T> {
                 let class = &classes[c as usize];
                 class.mark == self.comp_epoch && class.members > 0
             });
-        for &c in &stack {
-            self.classes[c as usize].dirty = false;
-        }
+        // (`dirty` stays set until the classes are settled: their flows changed)
         if again {
             stack.clear();
             self.dirty = stack;
@@ -720,7 +718,11 @@ impl<T> FlowNet<T> {
                 class.since = now;
                 class.rate = class.new_rate;
                 changed += class.members;
+            } else if !class.dirty {
+                // the same flows at the same rate: the same next completion
+                continue;
             }
+            class.dirty = false;
             let t = class.next_finish();
             if t != class.finish_at {
                 class.finish_at = t;
