@@ -595,13 +595,15 @@ pub(crate) async fn node_flusher(core: &Core, node: usize) {
         let job = {
             let mut m = core.model.borrow_mut();
             let nc = m.storage.nodes[node].as_mut().expect("a cached node");
-            let now = core.engine.borrow().now();
-            if nc.cache.dirty > nc.cache.background && now < nc.paused_until {
-                let k = Signal::new();
-                core.engine.borrow_mut().fire_at(nc.paused_until, k.clone());
-                Err(k)
-            } else if nc.cache.dirty > nc.cache.background {
-                Ok(nc.cache.take_dirty(None, FLUSH_CHUNK))
+            if nc.cache.dirty > nc.cache.background {
+                if core.engine.borrow().now() < nc.paused_until {
+                    // held by a fast-forward skip ([`Storage::write_back_at_once`])
+                    let k = Signal::new();
+                    core.engine.borrow_mut().fire_at(nc.paused_until, k.clone());
+                    Err(k)
+                } else {
+                    Ok(nc.cache.take_dirty(None, FLUSH_CHUNK))
+                }
             } else {
                 let k = Signal::new();
                 nc.kick = Some(k.clone());
@@ -1098,17 +1100,8 @@ impl Storage {
                     .map(|l| l.holder);
                 if let Some(h) = holder
                     && h != node
-                    && let Some(nc) = self.nodes[h].as_mut()
                 {
-                    let list = nc
-                        .cache
-                        .take_dirty(Some((file, u * g, (u + 1) * g)), u64::MAX);
-                    for &(f, x, y) in &list {
-                        nc.cache.set_state(f, x, y, State::Writeback, State::Clean);
-                    }
-                    for (f, x, y) in list {
-                        self.apply_server(Access::Write, f, x, y);
-                    }
+                    self.written_back(h, Some((file, u * g, (u + 1) * g)), u64::MAX);
                 }
                 let busy = Signal::new();
                 busy.fire();
@@ -1221,11 +1214,24 @@ impl Storage {
             return;
         };
         nc.paused_until = nc.paused_until.max(until);
-        let list = nc.cache.take_dirty(None, bytes);
+        self.written_back(node, None, bytes);
+        if let Some(nc) = self.nodes[node].as_mut() {
+            nc.cache.evict();
+        }
+    }
+
+    /// State-only write-back from `node`'s page cache of up to `limit` dirty
+    /// bytes as [`Cache::take_dirty`] picks them (of `only`, else the
+    /// oldest): they become clean there and reach the servers as
+    /// [`Storage::apply`] puts them.
+    fn written_back(&mut self, node: usize, only: Option<(usize, u64, u64)>, limit: u64) {
+        let Some(nc) = self.nodes[node].as_mut() else {
+            return;
+        };
+        let list = nc.cache.take_dirty(only, limit);
         for &(f, a, b) in &list {
             nc.cache.set_state(f, a, b, State::Writeback, State::Clean);
         }
-        nc.cache.evict();
         for (f, a, b) in list {
             self.apply_server(Access::Write, f, a, b);
         }
