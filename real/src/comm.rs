@@ -8,18 +8,9 @@ use mpi::raw::AsRaw;
 use mpi::topology::{Color, Communicator, SimpleCommunicator};
 use mpi::traits::*;
 
-use crate::error::{RealResult, to_int};
+use piotwin_types::ReduceOp;
 
-/// Reduction operators for [`Comm::allreduce_f64`].
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Reduce {
-    /// `MPI_SUM`.
-    Sum,
-    /// `MPI_MIN`.
-    Min,
-    /// `MPI_MAX`.
-    Max,
-}
+use crate::error::{RealResult, to_int};
 
 /// A communicator: `MPI_COMM_WORLD`, `MPI_COMM_SELF` or one made by [`Comm::split`]
 /// (freed with `MPI_Comm_free` on drop). Create one only after [`crate::init`].
@@ -71,7 +62,7 @@ impl Comm {
     }
 
     /// `MPI_Allreduce` of one `f64`.
-    pub fn allreduce_f64(&self, value: f64, op: Reduce) -> f64 {
+    pub fn allreduce_f64(&self, value: f64, op: ReduceOp) -> f64 {
         let mut out = 0.0f64;
         self.inner.all_reduce_into(&value, &mut out, system_op(op));
         out
@@ -116,10 +107,10 @@ impl Comm {
     }
 }
 
-fn system_op(op: Reduce) -> SystemOperation {
+fn system_op(op: ReduceOp) -> SystemOperation {
     match op {
-        Reduce::Sum => SystemOperation::sum(),
-        Reduce::Min => SystemOperation::min(),
-        Reduce::Max => SystemOperation::max(),
+        ReduceOp::Sum => SystemOperation::sum(),
+        ReduceOp::Min => SystemOperation::min(),
+        ReduceOp::Max => SystemOperation::max(),
     }
 }

@@ -4,6 +4,7 @@
 use std::os::raw::{c_char, c_int};
 
 use mpi::ffi;
+use piotwin_types::IoError;
 
 /// An error from MPI or the OS, carrying the call that failed, the file it was
 /// applied to (where there is one) and `MPI_Error_string`'s text.
@@ -145,4 +146,33 @@ pub(crate) fn to_int_signed(value: i64, what: &str, call: &'static str) -> RealR
             c_int::MAX
         ),
     })
+}
+
+/// What a benchmark sees of a real-mode failure: the call, the file, the words.
+impl From<RealError> for IoError {
+    fn from(e: RealError) -> IoError {
+        match e {
+            RealError::Mpi {
+                call,
+                path,
+                message,
+                ..
+            } => IoError::Call {
+                op: call.to_string(),
+                path: path.unwrap_or_default(),
+                message,
+            },
+            RealError::Os { call, path, source } => IoError::Call {
+                op: call.to_string(),
+                path,
+                message: source.to_string(),
+            },
+            RealError::Invalid { call, path, reason } => IoError::Call {
+                op: call.to_string(),
+                path: path.unwrap_or_default(),
+                message: reason,
+            },
+            other => IoError::Invalid(other.to_string()),
+        }
+    }
 }

@@ -12,32 +12,20 @@ use std::os::raw::{c_int, c_void};
 use std::rc::Rc;
 
 use mpi::ffi;
-use piotwin_types::View;
+use piotwin_types::{OpenMode, View};
 
 use crate::comm::Comm;
 use crate::datatype::MpiType;
 use crate::error::{RealError, RealResult, check, error_class, mpi_error, to_int};
 use crate::info::{Info, c_string};
 
-/// How a file is opened (the amode of `MPI_File_open`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum OpenMode {
-    /// `MPI_MODE_CREATE | MPI_MODE_WRONLY`; an existing file is not truncated.
-    Create,
-    /// `MPI_MODE_CREATE | MPI_MODE_RDWR`.
-    CreateReadWrite,
-    /// `MPI_MODE_RDONLY`: the file must exist.
-    Read,
-}
-
-impl OpenMode {
-    fn amode(self) -> c_int {
-        (match self {
-            OpenMode::Create => ffi::MPI_MODE_CREATE | ffi::MPI_MODE_WRONLY,
-            OpenMode::CreateReadWrite => ffi::MPI_MODE_CREATE | ffi::MPI_MODE_RDWR,
-            OpenMode::Read => ffi::MPI_MODE_RDONLY,
-        }) as c_int
-    }
+/// The amode of `MPI_File_open` for `mode`; an existing file is not truncated.
+fn amode(mode: OpenMode) -> c_int {
+    (match mode {
+        OpenMode::Create => ffi::MPI_MODE_CREATE | ffi::MPI_MODE_WRONLY,
+        OpenMode::CreateReadWrite => ffi::MPI_MODE_CREATE | ffi::MPI_MODE_RDWR,
+        OpenMode::Read => ffi::MPI_MODE_RDONLY,
+    }) as c_int
 }
 
 /// An open MPI-IO file. Closed by [`File::close`] (collective) or, failing that,
@@ -95,9 +83,9 @@ impl File {
         info: &Info,
     ) -> RealResult<File> {
         let amode = if unique_open {
-            mode.amode() | ffi::MPI_MODE_UNIQUE_OPEN as c_int
+            amode(mode) | ffi::MPI_MODE_UNIQUE_OPEN as c_int
         } else {
-            mode.amode()
+            amode(mode)
         };
         let cpath = c_string(path, "MPI_File_open")?;
         let mut fh = unsafe { ffi::RSMPI_FILE_NULL };

@@ -39,13 +39,13 @@ mod file;
 mod info;
 mod posix;
 
-pub use comm::{Comm, Reduce};
+pub use comm::Comm;
 pub use datatype::MpiType;
 pub use env::{
     Flavour, Job, abort, finalize, flavour, init, library_version, mpiexec_command,
     nonblocking_collective_io_supported, under_launcher, wtime,
 };
 pub use error::{RealError, RealResult};
-pub use file::{File, OpenMode, Request, wait_all};
+pub use file::{File, Request, wait_all};
 pub use info::Info;
 pub use posix::{PosixFile, drop_cache};

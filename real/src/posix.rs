@@ -6,7 +6,7 @@ use std::io::ErrorKind;
 use std::os::unix::fs::FileExt;
 
 use crate::error::{RealError, RealResult};
-use crate::file::OpenMode;
+use piotwin_types::OpenMode;
 
 /// An open POSIX file of this process alone.
 pub struct PosixFile {

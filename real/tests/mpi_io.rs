@@ -12,8 +12,9 @@ mod common;
 use std::path::Path;
 use std::process::ExitCode;
 
-use piotwin_real::{Comm, File, Info, MpiType, OpenMode, PosixFile, RealError, Reduce, wait_all};
+use piotwin_real::{Comm, File, Info, MpiType, PosixFile, RealError, wait_all};
 use piotwin_types::{Datatype, Hints, Order, View};
+use piotwin_types::{OpenMode, ReduceOp};
 
 use common::datatype_cases;
 
@@ -118,15 +119,15 @@ fn collectives(_: &Path) -> Result<(), String> {
         "bcast from rank 2"
     );
     ensure!(
-        w.allreduce_f64(r as f64, Reduce::Sum) == 6.0,
+        w.allreduce_f64(r as f64, ReduceOp::Sum) == 6.0,
         "allreduce sum"
     );
     ensure!(
-        w.allreduce_f64(r as f64, Reduce::Min) == 0.0,
+        w.allreduce_f64(r as f64, ReduceOp::Min) == 0.0,
         "allreduce min"
     );
     ensure!(
-        w.allreduce_f64(r as f64, Reduce::Max) == 3.0,
+        w.allreduce_f64(r as f64, ReduceOp::Max) == 3.0,
         "allreduce max"
     );
     ensure!(
@@ -159,7 +160,7 @@ fn collectives(_: &Path) -> Result<(), String> {
                 (c.size(), c.rank())
             );
             ensure!(
-                c.allreduce_f64(1.0, Reduce::Sum) == expect.0 as f64,
+                c.allreduce_f64(1.0, ReduceOp::Sum) == expect.0 as f64,
                 "allreduce on the split communicator"
             );
         }

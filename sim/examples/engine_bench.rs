@@ -17,7 +17,8 @@ use std::future::Future;
 use std::pin::Pin;
 use std::time::Instant;
 
-use piotwin_sim::{Access, Coord, FileApi, OpenMode, Pos, Rank, Scenario, Twin};
+use piotwin_sim::{Rank, Scenario, Twin};
+use piotwin_types::{Access, Api, Coordination, Op, OpenMode, Position};
 
 type Task<'a> = Pin<Box<dyn Future<Output = ()> + 'a>>;
 
@@ -89,7 +90,7 @@ fn run(scn: &Scenario, n: usize) {
     });
     time("ior-like", scn, n, async |r| {
         let mut f = r
-            .open("/ior", OpenMode::Create, true, FileApi::MpiIo)
+            .open("/ior", OpenMode::Create, true, Api::MpiIo)
             .await
             .unwrap();
         let block = 1u64 << 20;
@@ -97,9 +98,11 @@ fn run(scn: &Scenario, n: usize) {
             let off = (i * r.size() as u64 + r.rank() as u64) * block;
             r.xfer(
                 &mut f,
-                Access::Write,
-                Coord::Independent,
-                Pos::At(off),
+                Op {
+                    access: Access::Write,
+                    coord: Coordination::Independent,
+                    pos: Position::At(off),
+                },
                 block,
             )
             .await

@@ -27,8 +27,8 @@
 use std::collections::BTreeMap;
 
 use crate::flow::{FlowNet, ResourceId};
-use crate::platform::Access;
 use crate::scenario::{Device, Hdd, QueueOrder, Ssd};
+use piotwin_types::Access;
 
 /// One physical device (a RAID member or a whole device).
 pub(crate) enum Unit {

@@ -35,14 +35,15 @@
 //! max–min fairly ([`flow`]) and recomputed once per virtual instant.
 //!
 //! ```
-//! use piotwin_sim::{Scenario, Twin, Access, Coord, Pos, OpenMode, FileApi};
+//! use piotwin_sim::{Scenario, Twin};
+//! use piotwin_types::{Access, Api, Coordination, Op, OpenMode, Position};
 //! let scn = Scenario::from_str(include_str!("../../scenarios/default.toml"), "default.toml").unwrap();
 //! let twin = Twin::new(&scn, 2, scn.seed).unwrap();
 //! let ranks: Vec<_> = (0..2).map(|r| twin.rank(r)).collect();
 //! let tasks = ranks.iter().map(|r| Box::pin(async move {
-//!     let mut f = r.open("/out", OpenMode::Create, true, FileApi::MpiIo).await.unwrap();
+//!     let mut f = r.open("/out", OpenMode::Create, true, Api::MpiIo).await.unwrap();
 //!     let off = r.rank() as u64 * (1 << 20);
-//!     r.xfer(&mut f, Access::Write, Coord::Collective, Pos::At(off), 1 << 20).await.unwrap();
+//!     r.xfer(&mut f, Op { access: Access::Write, coord: Coordination::Collective, pos: Position::At(off) }, 1 << 20).await.unwrap();
 //!     r.close(f).await;
 //! }) as std::pin::Pin<Box<dyn std::future::Future<Output = ()>>>).collect();
 //! let stats = twin.run(tasks).unwrap();
@@ -84,12 +85,10 @@ mod storage;
 pub mod units;
 mod world;
 
-pub use platform::{Access, Compute};
 pub use romio::FsRequest;
 pub use scenario::{Scenario, ScenarioError};
 pub use world::{
-    Coord, FF_EPSILON, FfObservation, FfOffer, FfPlan, FfPointer, File, FileApi, FileError,
-    OpenMode, Pending, Pos, Rank, Reduce, RunStats, Twin,
+    FF_EPSILON, FfObservation, FfOffer, FfPlan, FfPointer, File, Pending, Rank, RunStats, Twin,
 };
 
 /// An error that stops a simulation.

@@ -40,32 +40,9 @@
 use std::collections::BTreeMap;
 
 use crate::flow::{FlowNet, ResourceId};
+use piotwin_types::{Access, KernelKind};
+
 use crate::scenario::{ComputeRates, Scenario};
-
-/// Read or write.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub enum Access {
-    /// Memory to file.
-    Write,
-    /// File to memory.
-    Read,
-}
-
-/// The kind of a compute kernel, each costed at its own rate.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub enum Compute {
-    /// Memory copy; amount in bytes, at the node's memcpy bandwidth.
-    Memcpy,
-    /// FFTs; amount in flops, at the node's FFT rate.
-    Fft,
-    /// NPB BT steps; amount in flops, at the node's BT rate.
-    BtStep,
-    /// Any other computation; amount in flops.
-    Flops,
-    /// Generating or checking a benchmark's data pattern; amount in bytes, at the
-    /// node's pattern rate (free where the scenario gives none).
-    Pattern,
-}
 
 pub(crate) struct Node {
     tx: ResourceId,
@@ -467,14 +444,14 @@ impl Platform {
     /// Core-seconds of `amount` of `kind` work of world rank `rank`: amount over
     /// the node's per-core rate (on an oversubscribed node the work then shares
     /// the cores, see [`Platform::cpu_path`]).
-    pub(crate) fn compute_time(&self, rank: usize, kind: Compute, amount: f64) -> f64 {
+    pub(crate) fn compute_time(&self, rank: usize, kind: KernelKind, amount: f64) -> f64 {
         let n = &self.nodes[self.node_of(rank)];
         let rate = match kind {
-            Compute::Memcpy => n.rates.memcpy,
-            Compute::Fft => n.rates.fft,
-            Compute::BtStep => n.rates.bt,
-            Compute::Flops => n.rates.flops,
-            Compute::Pattern => n.rates.pattern,
+            KernelKind::Memcpy => n.rates.memcpy,
+            KernelKind::Fft => n.rates.fft,
+            KernelKind::BtStep => n.rates.bt,
+            KernelKind::Flops => n.rates.flops,
+            KernelKind::Pattern => n.rates.pattern,
         };
         amount.max(0.0) / rate
     }

@@ -52,7 +52,9 @@ use crate::cache::{Cache, State};
 use crate::device::{self, Layout, Unit};
 use crate::engine::{Engine, Signal};
 use crate::flow::{FlowNet, ResourceId};
-use crate::platform::{Access, Platform};
+use piotwin_types::Access;
+
+use crate::platform::Platform;
 use crate::scenario::{FileSystem, FsKind, Scenario};
 use crate::world::Core;
 

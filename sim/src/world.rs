@@ -33,86 +33,22 @@ use std::future::Future;
 use std::pin::Pin;
 use std::rc::Rc;
 
-use piotwin_types::{Datatype, Hints, View};
+use piotwin_types::{
+    Access, Api, Coordination, Datatype, Hints, IoError, KernelKind, Op, OpenMode, Position,
+    ReduceOp, View,
+};
 use rustc_hash::FxHashMap;
 
 use crate::SimError;
 use crate::engine::{self, Engine, Executor, Signal, Task};
 use crate::flow::{FlowNet, ResourceId};
-use crate::platform::{Access, Compute, Platform};
+use crate::platform::Platform;
 use crate::romio::FsRequest;
 use crate::romio::hints::Effective;
 use crate::romio::sieving::{self, Method};
 use crate::romio::two_phase::{self, TwoPhase};
 use crate::scenario::{FileSystem, Metadata, MpiIo, Scenario};
 use crate::storage::{self, Levels, Storage};
-
-/// Whether all ranks of the file's communicator take part in a data access.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum Coord {
-    /// This rank alone.
-    Independent,
-    /// Every rank of the file's communicator.
-    Collective,
-}
-
-/// Where a data access starts.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum Pos {
-    /// An offset in etypes of the view (bytes with the default view).
-    At(u64),
-    /// The shared file pointer.
-    SharedPointer,
-}
-
-/// The I/O library a file is opened through.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum FileApi {
-    /// POSIX: independent byte-offset access only, no views.
-    Posix,
-    /// MPI-IO.
-    MpiIo,
-}
-
-/// How a file is opened.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum OpenMode {
-    /// Create if missing; write only.
-    Create,
-    /// Create if missing; read and write.
-    CreateReadWrite,
-    /// Existing file; read only.
-    Read,
-}
-
-/// Reduction operators.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum Reduce {
-    /// Sum (in rank order, so the result is reproducible).
-    Sum,
-    /// Minimum.
-    Min,
-    /// Maximum.
-    Max,
-}
-
-/// An I/O error reported to the simulated program.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum FileError {
-    /// A call failed: the operation, the file, why.
-    #[error("{op} on `{path}`: {message}")]
-    Call {
-        /// The operation.
-        op: String,
-        /// The file.
-        path: String,
-        /// What went wrong.
-        message: String,
-    },
-    /// A request the program made is not allowed (e.g. a view on a POSIX file).
-    #[error("{0}")]
-    Invalid(String),
-}
 
 /// Counters of a finished run.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -145,7 +81,7 @@ enum Contrib {
 enum Kind<'k> {
     Barrier,
     Bcast(usize),
-    Allreduce(Reduce),
+    Allreduce(ReduceOp),
     Allgather,
     Split,
     Ordered(usize),
@@ -191,7 +127,7 @@ enum CollOut {
     Split(Vec<Option<(Rc<Comm>, usize)>>),
     Offsets(Vec<u64>),
     /// (inode, shared pointer, the file's own duplicate of the communicator).
-    Opened(Result<(usize, usize, Rc<Comm>), FileError>),
+    Opened(Result<(usize, usize, Rc<Comm>), IoError>),
 }
 
 struct Rendezvous {
@@ -539,7 +475,7 @@ pub struct Rank {
 pub struct File {
     inode: usize,
     path: String,
-    api: FileApi,
+    api: Api,
     mode: OpenMode,
     comm: Rc<Comm>,
     rank: usize,
@@ -762,7 +698,7 @@ impl Rank {
 
     /// Computes `amount` of `kind` work (bytes for memcpy, flops otherwise) at the
     /// node's per-core rate for that kind (sharing the cores on an oversubscribed node).
-    pub async fn compute(&self, kind: Compute, amount: f64) {
+    pub async fn compute(&self, kind: KernelKind, amount: f64) {
         let (t, shared) = {
             let m = self.core.model.borrow();
             (
@@ -907,7 +843,7 @@ impl Rank {
     }
 
     /// The reduction of every rank's value, in rank order.
-    pub async fn allreduce_f64(&self, value: f64, op: Reduce) -> f64 {
+    pub async fn allreduce_f64(&self, value: f64, op: ReduceOp) -> f64 {
         let out = self
             .collective(
                 &self.comm,
@@ -994,8 +930,8 @@ impl Rank {
         path: &str,
         mode: OpenMode,
         shared: bool,
-        api: FileApi,
-    ) -> Result<File, FileError> {
+        api: Api,
+    ) -> Result<File, IoError> {
         self.open_with_hints(path, mode, shared, api, &Hints::new())
             .await
     }
@@ -1008,11 +944,11 @@ impl Rank {
         path: &str,
         mode: OpenMode,
         shared: bool,
-        api: FileApi,
+        api: Api,
         hints: &Hints,
-    ) -> Result<File, FileError> {
+    ) -> Result<File, IoError> {
         let hints_given = hints;
-        if api == FileApi::MpiIo {
+        if api == Api::MpiIo {
             self.call_cost(|c| c.open).await;
         }
         let (rank, opened) = if shared && self.size() > 1 {
@@ -1045,7 +981,7 @@ impl Rank {
         let (inode, ptr, comm) = opened?;
         let hints = self
             .resolve_hints(&comm, hints)
-            .map_err(|e| FileError::Call {
+            .map_err(|e| IoError::Call {
                 op: "open".into(),
                 path: path.into(),
                 message: e,
@@ -1070,9 +1006,9 @@ impl Rank {
     /// those given so far. As in ROMIO, the aggregator list and the striping are
     /// fixed when the file is opened; buffer sizes and the collective-buffering
     /// and data-sieving switches take effect for the following calls.
-    pub fn set_info(&self, file: &mut File, hints: &Hints) -> Result<(), FileError> {
-        if file.api == FileApi::Posix {
-            return Err(FileError::Invalid(format!(
+    pub fn set_info(&self, file: &mut File, hints: &Hints) -> Result<(), IoError> {
+        if file.api == Api::Posix {
+            return Err(IoError::Invalid(format!(
                 "set_info on `{}`: POSIX files take no hints",
                 file.path
             )));
@@ -1080,7 +1016,7 @@ impl Rank {
         let given = file.given.merged(hints);
         let mut eff = (*self
             .resolve_hints(&file.comm, &given)
-            .map_err(|e| FileError::Call {
+            .map_err(|e| IoError::Call {
                 op: "set_info".into(),
                 path: file.path.clone(),
                 message: e,
@@ -1124,9 +1060,9 @@ impl Rank {
 
     /// Sets `file`'s view (collective over the file's ranks). MPI-IO files only;
     /// resets the shared file pointer.
-    pub async fn set_view(&self, file: &mut File, view: &View) -> Result<(), FileError> {
-        if file.api == FileApi::Posix {
-            return Err(FileError::Invalid(format!(
+    pub async fn set_view(&self, file: &mut File, view: &View) -> Result<(), IoError> {
+        if file.api == Api::Posix {
+            return Err(IoError::Invalid(format!(
                 "set_view on `{}`: POSIX files have no views",
                 file.path
             )));
@@ -1143,15 +1079,23 @@ impl Rank {
         Ok(())
     }
 
-    fn check(&self, file: &File, access: Access, coord: Coord, pos: Pos) -> Result<(), FileError> {
-        if file.api == FileApi::MpiIo && file.hints.no_indep_rw && coord == Coord::Independent {
-            return Err(FileError::Invalid(format!(
+    fn check(
+        &self,
+        file: &File,
+        access: Access,
+        coord: Coordination,
+        pos: Position,
+    ) -> Result<(), IoError> {
+        if file.api == Api::MpiIo && file.hints.no_indep_rw && coord == Coordination::Independent {
+            return Err(IoError::Invalid(format!(
                 "`{}` was opened with romio_no_indep_rw=true: only collective accesses are allowed",
                 file.path
             )));
         }
-        if file.api == FileApi::Posix && (coord == Coord::Collective || pos == Pos::SharedPointer) {
-            return Err(FileError::Invalid(format!(
+        if file.api == Api::Posix
+            && (coord == Coordination::Collective || pos == Position::SharedPointer)
+        {
+            return Err(IoError::Invalid(format!(
                 "`{}` is a POSIX file: only independent accesses at explicit offsets are possible",
                 file.path
             )));
@@ -1165,7 +1109,7 @@ impl Rank {
                 Access::Write => ("write", "the file is open read-only"),
                 Access::Read => ("read", "the file is open write-only"),
             };
-            return Err(FileError::Call {
+            return Err(IoError::Call {
                 op: op.into(),
                 path: file.path.clone(),
                 message: why.into(),
@@ -1196,31 +1140,25 @@ impl Rank {
     /// Moves `len` bytes as `access`/`coord`/`pos` say; returns the bytes moved
     /// (short at end of file for reads). MPI-IO accesses go through ROMIO's
     /// methods (see [`crate::romio`]); POSIX ones are one request per call.
-    pub async fn xfer(
-        &self,
-        file: &mut File,
-        access: Access,
-        coord: Coord,
-        pos: Pos,
-        len: u64,
-    ) -> Result<u64, FileError> {
+    pub async fn xfer(&self, file: &mut File, op: Op, len: u64) -> Result<u64, IoError> {
+        let Op { access, coord, pos } = op;
         self.check(file, access, coord, pos)?;
-        if file.api == FileApi::MpiIo && coord == Coord::Independent {
+        if file.api == Api::MpiIo && coord == Coordination::Independent {
             self.call_cost(|c| c.independent_call).await;
         }
         let esize = etype_size(&file.view);
         match (coord, pos) {
-            (Coord::Independent, Pos::At(off)) => {
+            (Coordination::Independent, Position::At(off)) => {
                 Ok(self.independent(file, access, off, len).await)
             }
-            (Coord::Collective, Pos::At(off)) => {
+            (Coordination::Collective, Position::At(off)) => {
                 Ok(self.collective_io(file, access, off, len).await)
             }
-            (Coord::Independent, Pos::SharedPointer) => {
+            (Coordination::Independent, Position::SharedPointer) => {
                 let off = self.take_shared_pointer(file, len).await;
                 Ok(self.independent(file, access, off, len).await)
             }
-            (Coord::Collective, Pos::SharedPointer) => {
+            (Coordination::Collective, Position::SharedPointer) => {
                 // ROMIO's ordered calls: offsets by rank order after one update of
                 // the shared pointer, then a collective access at those offsets.
                 let out = self
@@ -1243,30 +1181,24 @@ impl Rank {
 
     /// Starts a nonblocking access. Independent ones start now; collective ones
     /// are deferred and completed together by [`Rank::wait_all`].
-    pub async fn post(
-        &self,
-        file: &mut File,
-        access: Access,
-        coord: Coord,
-        pos: Pos,
-        len: u64,
-    ) -> Result<Pending, FileError> {
+    pub async fn post(&self, file: &mut File, op: Op, len: u64) -> Result<Pending, IoError> {
+        let Op { access, coord, pos } = op;
         self.check(file, access, coord, pos)?;
-        if file.api == FileApi::MpiIo && coord == Coord::Independent {
+        if file.api == Api::MpiIo && coord == Coordination::Independent {
             self.call_cost(|c| c.independent_call).await;
         }
         match (coord, pos) {
-            (Coord::Independent, Pos::At(off)) => {
+            (Coordination::Independent, Position::At(off)) => {
                 let (started, bytes) = self.spawn_independent(file, access, off, len);
                 Ok(Pending { access, started: Some(started), deferred: None, bytes })
             }
-            (Coord::Collective, Pos::At(off)) => Ok(Pending { access, started: None, deferred: Some((off, len)), bytes: 0 }),
-            (Coord::Independent, Pos::SharedPointer) => {
+            (Coordination::Collective, Position::At(off)) => Ok(Pending { access, started: None, deferred: Some((off, len)), bytes: 0 }),
+            (Coordination::Independent, Position::SharedPointer) => {
                 let off = self.take_shared_pointer(file, len).await;
                 let (started, bytes) = self.spawn_independent(file, access, off, len);
                 Ok(Pending { access, started: Some(started), deferred: None, bytes })
             }
-            (Coord::Collective, Pos::SharedPointer) => Err(FileError::Invalid(
+            (Coordination::Collective, Position::SharedPointer) => Err(IoError::Invalid(
                 "nonblocking ordered (collective shared-pointer) access does not exist in MPI; use the blocking call".into(),
             )),
         }
@@ -1900,7 +1832,7 @@ impl Rank {
     /// Flushes `file` to stable storage: a server round trip plus the scenario's
     /// sync cost (collective over the file's ranks for MPI-IO).
     pub async fn sync(&self, file: &mut File) {
-        if file.api == FileApi::MpiIo {
+        if file.api == Api::MpiIo {
             self.collective(
                 &file.comm,
                 file.rank,
@@ -1942,7 +1874,7 @@ impl Rank {
 
     /// Closes `file` (collective over the file's ranks when it was opened shared).
     pub async fn close(&self, file: File) {
-        if file.api == FileApi::MpiIo {
+        if file.api == Api::MpiIo {
             self.call_cost(|c| c.close).await;
         }
         let node = self.core.model.borrow().platform.node_of(self.world);
@@ -1994,7 +1926,7 @@ impl File {
     }
 
     /// The I/O library it was opened through.
-    pub fn api(&self) -> FileApi {
+    pub fn api(&self) -> Api {
         self.api
     }
 
@@ -2002,8 +1934,8 @@ impl File {
     /// reports (none for POSIX files).
     pub fn hints_in_effect(&self) -> Hints {
         match self.api {
-            FileApi::MpiIo => self.hints.to_hints(),
-            FileApi::Posix => Hints::new(),
+            Api::MpiIo => self.hints.to_hints(),
+            Api::Posix => Hints::new(),
         }
     }
 }
@@ -2017,16 +1949,12 @@ fn grow(m: &mut Model, reqs: &[(usize, u64, u64)]) {
 }
 
 /// Looks up or creates `path`'s inode as `mode` says; returns (metadata cost, result).
-fn open_inode(
-    m: &mut Model,
-    path: &str,
-    mode: OpenMode,
-) -> (f64, Result<(usize, usize), FileError>) {
+fn open_inode(m: &mut Model, path: &str, mode: OpenMode) -> (f64, Result<(usize, usize), IoError>) {
     let (cost, inode) = match (m.by_path.get(path), mode) {
         (Some(&i), _) => (m.md.open, Ok(i)),
         (None, OpenMode::Read) => (
             m.md.open,
-            Err(FileError::Call {
+            Err(IoError::Call {
                 op: "open".into(),
                 path: path.into(),
                 message: "No such file or directory".into(),
@@ -2117,9 +2045,9 @@ fn complete(m: &mut Model, e: &mut Engine, comm: &Comm, kind: Kind<'_>, mut z: R
                 _ => 0.0,
             });
             let v = match op {
-                Reduce::Sum => vals.fold(0.0, |a, b| a + b),
-                Reduce::Min => vals.fold(f64::INFINITY, f64::min),
-                Reduce::Max => vals.fold(f64::NEG_INFINITY, f64::max),
+                ReduceOp::Sum => vals.fold(0.0, |a, b| a + b),
+                ReduceOp::Min => vals.fold(f64::INFINITY, f64::min),
+                ReduceOp::Max => vals.fold(f64::NEG_INFINITY, f64::max),
             };
             (now + steps * (comm.lat + word), CollOut::F64(v))
         }

@@ -8,7 +8,8 @@ mod common;
 
 use common::run;
 
-use piotwin_sim::{Access, Compute, Coord, FileApi, OpenMode, Pos, Rank, Scenario};
+use piotwin_sim::{Rank, Scenario};
+use piotwin_types::{Access, Api, Coordination, KernelKind, Op, OpenMode, Position};
 
 /// A node group of `cores` cores with only what a test names costing anything:
 /// zero latencies, a 1 GB/s memcpy, an SSD of 100 MB/s writes and 200 MB/s
@@ -34,8 +35,8 @@ fn close(a: f64, b: f64) -> bool {
 /// Each rank: open (shared, MPI-IO), `calls` independent writes of `len` bytes
 /// in its own block, a collective write, close; returns the virtual times
 /// after the open, the independent writes, the collective write and the close.
-async fn io_program(r: &Rank, api: FileApi, calls: u64, len: u64) -> [f64; 4] {
-    let shared = api == FileApi::MpiIo;
+async fn io_program(r: &Rank, api: Api, calls: u64, len: u64) -> [f64; 4] {
+    let shared = api == Api::MpiIo;
     let mut f = r
         .open("/f", OpenMode::CreateReadWrite, shared, api)
         .await
@@ -43,17 +44,33 @@ async fn io_program(r: &Rank, api: FileApi, calls: u64, len: u64) -> [f64; 4] {
     let t_open = r.now();
     let base = r.world_rank() as u64 * (calls + 1) * len;
     for i in 0..calls {
-        let pos = Pos::At(base + i * len);
-        r.xfer(&mut f, Access::Write, Coord::Independent, pos, len)
-            .await
-            .unwrap();
+        let pos = Position::At(base + i * len);
+        r.xfer(
+            &mut f,
+            Op {
+                access: Access::Write,
+                coord: Coordination::Independent,
+                pos: pos,
+            },
+            len,
+        )
+        .await
+        .unwrap();
     }
     let t_ind = r.now();
-    if api == FileApi::MpiIo {
-        let pos = Pos::At(base + calls * len);
-        r.xfer(&mut f, Access::Write, Coord::Collective, pos, len)
-            .await
-            .unwrap();
+    if api == Api::MpiIo {
+        let pos = Position::At(base + calls * len);
+        r.xfer(
+            &mut f,
+            Op {
+                access: Access::Write,
+                coord: Coordination::Collective,
+                pos: pos,
+            },
+            len,
+        )
+        .await
+        .unwrap();
     }
     let t_coll = r.now();
     r.close(f).await;
@@ -82,10 +99,10 @@ fn terms_at_their_defaults_leave_times_bit_identical() {
     for cache in [false, true] {
         let off = &off[..if cache { 8 } else { 6 }];
         let a = run(&scenario(2, cache, &[]), 2, async |r| {
-            io_program(r, FileApi::MpiIo, 3, 65536).await
+            io_program(r, Api::MpiIo, 3, 65536).await
         });
         let b = run(&scenario(2, cache, off), 2, async |r| {
-            io_program(r, FileApi::MpiIo, 3, 65536).await
+            io_program(r, Api::MpiIo, 3, 65536).await
         });
         assert_eq!(bits(&a), bits(&b), "cache {cache}");
     }
@@ -114,7 +131,7 @@ fn terms_at_their_defaults_leave_times_bit_identical() {
 fn per_call_costs_add_their_time() {
     let calls = 3;
     let base = run(&scenario(2, false, &[]), 2, async |r| {
-        io_program(r, FileApi::MpiIo, calls, 65536).await
+        io_program(r, Api::MpiIo, calls, 65536).await
     });
     let (open, ind, coll, cls, sys) = (10e-6, 5e-6, 7e-6, 3e-6, 2e-6);
     let with = run(
@@ -130,7 +147,7 @@ fn per_call_costs_add_their_time() {
             ],
         ),
         2,
-        async |r| io_program(r, FileApi::MpiIo, calls, 65536).await,
+        async |r| io_program(r, Api::MpiIo, calls, 65536).await,
     );
     let n = calls as f64;
     for (b, w) in base.iter().zip(&with) {
@@ -158,10 +175,10 @@ fn posix_calls_pay_the_syscall_only() {
         "nodes[0].syscall=2us",
     ];
     let base = run(&scenario(1, false, &[]), 1, async |r| {
-        io_program(r, FileApi::Posix, 4, 4096).await
+        io_program(r, Api::Posix, 4, 4096).await
     });
     let with = run(&scenario(1, false, &set), 1, async |r| {
-        io_program(r, FileApi::Posix, 4, 4096).await
+        io_program(r, Api::Posix, 4, 4096).await
     });
     assert_eq!(
         base[0][0].to_bits(),
@@ -184,18 +201,34 @@ fn posix_calls_pay_the_syscall_only() {
 fn page_cache_copies_at_per_core_rates() {
     let prog = async |r: &Rank| {
         let mut f = r
-            .open("/c", OpenMode::CreateReadWrite, false, FileApi::Posix)
+            .open("/c", OpenMode::CreateReadWrite, false, Api::Posix)
             .await
             .unwrap();
         let t0 = r.now();
-        let off = Pos::At(r.world_rank() as u64 * 1_000_000);
-        r.xfer(&mut f, Access::Write, Coord::Independent, off, 1_000_000)
-            .await
-            .unwrap();
+        let off = Position::At(r.world_rank() as u64 * 1_000_000);
+        r.xfer(
+            &mut f,
+            Op {
+                access: Access::Write,
+                coord: Coordination::Independent,
+                pos: off,
+            },
+            1_000_000,
+        )
+        .await
+        .unwrap();
         let t1 = r.now();
-        r.xfer(&mut f, Access::Read, Coord::Independent, off, 1_000_000)
-            .await
-            .unwrap();
+        r.xfer(
+            &mut f,
+            Op {
+                access: Access::Read,
+                coord: Coordination::Independent,
+                pos: off,
+            },
+            1_000_000,
+        )
+        .await
+        .unwrap();
         (t1 - t0, r.now() - t1)
     };
     let shared = run(&scenario(2, true, &[]), 2, prog);
@@ -227,14 +260,14 @@ fn page_cache_copies_at_per_core_rates() {
 fn oversubscribed_ranks_share_the_cores() {
     let t = run(&scenario(1, false, &[]), 2, async |r| {
         let work = if r.rank() == 0 { 1e9 } else { 0.5e9 };
-        r.compute(Compute::Flops, work).await;
+        r.compute(KernelKind::Flops, work).await;
         r.now()
     });
     assert!(close(t[0], 1.5) && close(t[1], 1.0), "{t:?}");
     // With a core each, each takes its own time.
     let t = run(&scenario(2, false, &[]), 2, async |r| {
         let work = if r.rank() == 0 { 1e9 } else { 0.5e9 };
-        r.compute(Compute::Flops, work).await;
+        r.compute(KernelKind::Flops, work).await;
         r.now()
     });
     assert!(close(t[0], 1.0) && close(t[1], 0.5), "{t:?}");
@@ -247,15 +280,23 @@ fn oversubscribed_ranks_share_the_cores() {
                 &format!("/p{}", r.rank()),
                 OpenMode::Create,
                 false,
-                FileApi::Posix,
+                Api::Posix,
             )
             .await
             .unwrap();
         let t0 = r.now();
         for i in 0..100u64 {
-            r.xfer(&mut f, Access::Write, Coord::Independent, Pos::At(i), 1)
-                .await
-                .unwrap();
+            r.xfer(
+                &mut f,
+                Op {
+                    access: Access::Write,
+                    coord: Coordination::Independent,
+                    pos: Position::At(i),
+                },
+                1,
+            )
+            .await
+            .unwrap();
         }
         r.now() - t0
     };
@@ -294,7 +335,7 @@ fn oversubscribed_wakeup_delays_messages() {
 
 /// `/f`, created by this rank alone through POSIX.
 async fn open_posix(r: &Rank) -> piotwin_sim::File {
-    r.open("/f", OpenMode::CreateReadWrite, false, FileApi::Posix)
+    r.open("/f", OpenMode::CreateReadWrite, false, Api::Posix)
         .await
         .unwrap()
 }
@@ -312,9 +353,11 @@ fn page_cache_growth_beyond_warm_memory_pays_the_fresh_rate() {
             let t0 = r.now();
             r.xfer(
                 &mut f,
-                Access::Write,
-                Coord::Independent,
-                Pos::At(0),
+                Op {
+                    access: Access::Write,
+                    coord: Coordination::Independent,
+                    pos: Position::At(0),
+                },
                 2 * MB,
             )
             .await
@@ -322,9 +365,11 @@ fn page_cache_growth_beyond_warm_memory_pays_the_fresh_rate() {
             let t1 = r.now();
             r.xfer(
                 &mut f,
-                Access::Write,
-                Coord::Independent,
-                Pos::At(0),
+                Op {
+                    access: Access::Write,
+                    coord: Coordination::Independent,
+                    pos: Position::At(0),
+                },
                 2 * MB,
             )
             .await
@@ -354,9 +399,11 @@ fn deleting_a_file_costs_its_size_over_delete_bw() {
             let mut f = open_posix(r).await;
             r.xfer(
                 &mut f,
-                Access::Write,
-                Coord::Independent,
-                Pos::At(0),
+                Op {
+                    access: Access::Write,
+                    coord: Coordination::Independent,
+                    pos: Position::At(0),
+                },
                 3 * MB,
             )
             .await

@@ -7,7 +7,8 @@
 mod common;
 
 use common::run;
-use piotwin_sim::{Access, Compute, Coord, FF_EPSILON, FfPlan, FileApi, OpenMode, Pos, Scenario};
+use piotwin_sim::{FF_EPSILON, FfPlan, Scenario};
+use piotwin_types::{Access, Api, Coordination, KernelKind, Op, OpenMode, Position};
 
 /// One node without a page cache, one server without a cache that spends
 /// 20 ms of CPU per request (so an iteration is long against a disk's
@@ -37,14 +38,16 @@ const SSD: &str = "[server.device]\nread_bw = \"1GB/s\"\nwrite_bw = \"1GB/s\"\n\
 fn plans(scn: &Scenario, halves: &[usize]) -> Vec<Option<FfPlan>> {
     let mut out = run(scn, 1, async |rank| {
         let mut f = rank
-            .open("/f", OpenMode::CreateReadWrite, false, FileApi::Posix)
+            .open("/f", OpenMode::CreateReadWrite, false, Api::Posix)
             .await
             .unwrap();
         rank.xfer(
             &mut f,
-            Access::Write,
-            Coord::Independent,
-            Pos::At(0),
+            Op {
+                access: Access::Write,
+                coord: Coordination::Independent,
+                pos: Position::At(0),
+            },
             4 << 20,
         )
         .await
@@ -55,9 +58,11 @@ fn plans(scn: &Scenario, halves: &[usize]) -> Vec<Option<FfPlan>> {
         for j in 0..600u64 {
             rank.xfer(
                 &mut f,
-                Access::Read,
-                Coord::Independent,
-                Pos::At(j << 10),
+                Op {
+                    access: Access::Read,
+                    coord: Coordination::Independent,
+                    pos: Position::At(j << 10),
+                },
                 1024,
             )
             .await
@@ -110,14 +115,14 @@ fn ssd_reads_skip_over_any_stretch() {
 fn shared_core_ends(skip: bool) -> Vec<f64> {
     run(&scenario(SSD), 2, async |rank| {
         if rank.rank() == 1 {
-            rank.compute(Compute::Flops, 1e9).await;
+            rank.compute(KernelKind::Flops, 1e9).await;
             return rank.now();
         }
         rank.ff_start();
         let mut window = vec![rank.ff_observe(None, false)];
         let mut j = 0;
         while j < 2000 {
-            rank.compute(Compute::Flops, 1e6).await;
+            rank.compute(KernelKind::Flops, 1e6).await;
             j += 1;
             window.push(rank.ff_observe(None, true));
             if skip && window.len() == 5 && j < 1000 {

@@ -5,7 +5,8 @@ mod common;
 
 use common::run;
 
-use piotwin_sim::{Access, Coord, FileApi, OpenMode, Pos, Rank, Scenario};
+use piotwin_sim::{Rank, Scenario};
+use piotwin_types::{Access, Api, Coordination, Op, OpenMode, Position};
 
 /// 1 GB/s memcpy, links and NICs at 1 TB/s, zero latencies and metadata costs,
 /// `servers` servers each with an SSD of 100 MB/s (read and write), 0 latency.
@@ -68,13 +69,21 @@ fn close(a: f64, b: f64) -> bool {
 /// or of one shared file; returns the seconds it took.
 async fn xfer(r: &Rank, path: &str, access: Access, off: u64, len: u64) -> f64 {
     let mut f = r
-        .open(path, OpenMode::CreateReadWrite, false, FileApi::Posix)
+        .open(path, OpenMode::CreateReadWrite, false, Api::Posix)
         .await
         .unwrap();
     let t0 = r.now();
-    r.xfer(&mut f, access, Coord::Independent, Pos::At(off), len)
-        .await
-        .unwrap();
+    r.xfer(
+        &mut f,
+        Op {
+            access: access,
+            coord: Coordination::Independent,
+            pos: Position::At(off),
+        },
+        len,
+    )
+    .await
+    .unwrap();
     let t = r.now() - t0;
     r.close(f).await;
     t
@@ -146,15 +155,17 @@ fn page_cache_writes_at_memory_speed_until_sync_and_rereads_from_memory() {
     );
     let t = run(&scn, 1, async |r| {
         let mut f = r
-            .open("/c", OpenMode::CreateReadWrite, false, FileApi::Posix)
+            .open("/c", OpenMode::CreateReadWrite, false, Api::Posix)
             .await
             .unwrap();
         let t0 = r.now();
         r.xfer(
             &mut f,
-            Access::Write,
-            Coord::Independent,
-            Pos::At(0),
+            Op {
+                access: Access::Write,
+                coord: Coordination::Independent,
+                pos: Position::At(0),
+            },
             100_000_000,
         )
         .await
@@ -164,9 +175,11 @@ fn page_cache_writes_at_memory_speed_until_sync_and_rereads_from_memory() {
         let t2 = r.now();
         r.xfer(
             &mut f,
-            Access::Read,
-            Coord::Independent,
-            Pos::At(0),
+            Op {
+                access: Access::Read,
+                coord: Coordination::Independent,
+                pos: Position::At(0),
+            },
             100_000_000,
         )
         .await
@@ -215,14 +228,16 @@ fn random_small_hdd_requests_are_seek_bound() {
     let scn = with_device(1, 1, HDD, &[]);
     let t = run(&scn, 1, async |r| {
         let mut f = r
-            .open("/h", OpenMode::CreateReadWrite, false, FileApi::Posix)
+            .open("/h", OpenMode::CreateReadWrite, false, Api::Posix)
             .await
             .unwrap();
         r.xfer(
             &mut f,
-            Access::Write,
-            Coord::Independent,
-            Pos::At(0),
+            Op {
+                access: Access::Write,
+                coord: Coordination::Independent,
+                pos: Position::At(0),
+            },
             10_000_000_000,
         )
         .await
@@ -231,9 +246,11 @@ fn random_small_hdd_requests_are_seek_bound() {
         for i in 0..100u64 {
             r.xfer(
                 &mut f,
-                Access::Read,
-                Coord::Independent,
-                Pos::At(i * 4096),
+                Op {
+                    access: Access::Read,
+                    coord: Coordination::Independent,
+                    pos: Position::At(i * 4096),
+                },
                 4096,
             )
             .await
@@ -247,9 +264,17 @@ fn random_small_hdd_requests_are_seek_bound() {
                 .wrapping_mul(6364136223846793005)
                 .wrapping_add(1442695040888963407);
             let off = (x >> 20) % 2_000_000 * 4096;
-            r.xfer(&mut f, Access::Read, Coord::Independent, Pos::At(off), 4096)
-                .await
-                .unwrap();
+            r.xfer(
+                &mut f,
+                Op {
+                    access: Access::Read,
+                    coord: Coordination::Independent,
+                    pos: Position::At(off),
+                },
+                4096,
+            )
+            .await
+            .unwrap();
         }
         (seq, r.now() - t1)
     });
@@ -307,15 +332,17 @@ fn two_writers_in_one_lock_extent_serialise() {
     let ends = |gap: u64| {
         run(&scn, 2, async move |r| {
             let mut f = r
-                .open("/l", OpenMode::Create, true, FileApi::MpiIo)
+                .open("/l", OpenMode::Create, true, Api::MpiIo)
                 .await
                 .unwrap();
             let t0 = r.now();
             r.xfer(
                 &mut f,
-                Access::Write,
-                Coord::Independent,
-                Pos::At(r.rank() as u64 * gap),
+                Op {
+                    access: Access::Write,
+                    coord: Coordination::Independent,
+                    pos: Position::At(r.rank() as u64 * gap),
+                },
                 524_288,
             )
             .await
@@ -344,16 +371,24 @@ async fn cold_reads(r: &Rank, backwards: bool) -> f64 {
     const LEN: u64 = 4096;
     xfer(r, "/ra", Access::Write, 0, 256 * LEN).await;
     let mut f = r
-        .open("/ra", OpenMode::CreateReadWrite, false, FileApi::Posix)
+        .open("/ra", OpenMode::CreateReadWrite, false, Api::Posix)
         .await
         .unwrap();
     r.drop_cache(&mut f).await;
     let t0 = r.now();
     for i in 0..256 {
         let at = if backwards { 255 - i } else { i } * LEN;
-        r.xfer(&mut f, Access::Read, Coord::Independent, Pos::At(at), LEN)
-            .await
-            .unwrap();
+        r.xfer(
+            &mut f,
+            Op {
+                access: Access::Read,
+                coord: Coordination::Independent,
+                pos: Position::At(at),
+            },
+            LEN,
+        )
+        .await
+        .unwrap();
     }
     let t = r.now() - t0;
     r.close(f).await;

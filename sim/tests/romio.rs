@@ -6,7 +6,8 @@ use std::cell::RefCell;
 use std::future::Future;
 use std::pin::Pin;
 
-use piotwin_sim::{Access, Coord, FileApi, FsRequest, OpenMode, Pos, Scenario, Twin};
+use piotwin_sim::{FsRequest, Scenario, Twin};
+use piotwin_types::{Access, Api, Coordination, Op, OpenMode, Position};
 use piotwin_types::{DARG_DEFAULT, Datatype, Distrib, Hints, Order, View};
 
 /// 8 nodes × 2 cores (ranks 2k and 2k+1 share node k).
@@ -50,19 +51,35 @@ fn run(
             Box::pin(async move {
                 let me = r.rank();
                 let mut f = r
-                    .open_with_hints("/f", OpenMode::CreateReadWrite, true, FileApi::MpiIo, h)
+                    .open_with_hints("/f", OpenMode::CreateReadWrite, true, Api::MpiIo, h)
                     .await
                     .unwrap();
                 if me == 0 {
-                    r.xfer(&mut f, Access::Write, Coord::Independent, Pos::At(0), FILL)
-                        .await
-                        .unwrap();
+                    r.xfer(
+                        &mut f,
+                        Op {
+                            access: Access::Write,
+                            coord: Coordination::Independent,
+                            pos: Position::At(0),
+                        },
+                        FILL,
+                    )
+                    .await
+                    .unwrap();
                 }
                 r.barrier().await;
                 r.set_view(&mut f, &views[me]).await.unwrap();
-                r.xfer(&mut f, Access::Write, coord, Pos::At(0), lens[me])
-                    .await
-                    .unwrap();
+                r.xfer(
+                    &mut f,
+                    Op {
+                        access: Access::Write,
+                        coord: coord,
+                        pos: Position::At(0),
+                    },
+                    lens[me],
+                )
+                .await
+                .unwrap();
                 if me == 0 {
                     *eff.borrow_mut() = f.hints_in_effect();
                 }
@@ -162,7 +179,7 @@ const NODE_LEADERS: [usize; 8] = [0, 2, 4, 6, 8, 10, 12, 14];
 #[test]
 fn ior_segmented_interleaved_collective_is_two_phase_by_default() {
     let (views, lens) = ior_views(16, 4096, 8);
-    let (got, eff) = run(16, &Hints::new(), &views, &lens, Coord::Collective);
+    let (got, eff) = run(16, &Hints::new(), &views, &lens, Coordination::Collective);
     let want = two_phase_reference(&extents_of(&views, &lens), &NODE_LEADERS, 16 << 20);
     assert_eq!(got, want);
     // 512 KiB over 8 aggregators: one 64 KiB window each, no holes, writes only.
@@ -183,17 +200,17 @@ fn cb_nodes_and_cb_buffer_size_change_the_stream() {
     let (views, lens) = ior_views(16, 4096, 8);
     let exts = extents_of(&views, &lens);
     let h = hints(&[("cb_nodes", "2")]);
-    let (got, eff) = run(16, &h, &views, &lens, Coord::Collective);
+    let (got, eff) = run(16, &h, &views, &lens, Coordination::Collective);
     assert_eq!(got, two_phase_reference(&exts, &[0, 2], 16 << 20));
     assert_eq!(got.len(), 2);
     assert_eq!(eff.get("romio_aggregator_list"), Some("0 2 "));
     let h = hints(&[("cb_nodes", "2"), ("cb_buffer_size", "65536")]);
-    let (got, _) = run(16, &h, &views, &lens, Coord::Collective);
+    let (got, _) = run(16, &h, &views, &lens, Coordination::Collective);
     assert_eq!(got, two_phase_reference(&exts, &[0, 2], 65536));
     assert_eq!(got.len(), 8, "256 KiB per aggregator in 64 KiB rounds");
     // Four aggregators on the first node only (`cb_config_list=*:4`, cb_nodes=4).
     let h = hints(&[("cb_config_list", "*:4"), ("cb_nodes", "4")]);
-    let (got, eff) = run(16, &h, &views, &lens, Coord::Collective);
+    let (got, eff) = run(16, &h, &views, &lens, Coordination::Collective);
     assert_eq!(eff.get("romio_aggregator_list"), Some("0 1 2 3 "));
     assert_eq!(got, two_phase_reference(&exts, &[0, 1, 2, 3], 16 << 20));
 }
@@ -207,7 +224,7 @@ fn contiguous_collective_calls_stay_independent_unless_enabled() {
     let offs: Vec<View> = (0..16)
         .map(|r| View::new(r as u64 * 4096, Datatype::Byte, Datatype::Byte).unwrap())
         .collect();
-    let (got, _) = run(16, &Hints::new(), &offs, &lens, Coord::Collective);
+    let (got, _) = run(16, &Hints::new(), &offs, &lens, Coordination::Collective);
     let want: Vec<_> = (0..16)
         .map(|r| (r, Access::Write, r as u64 * 4096, 4096))
         .collect();
@@ -217,7 +234,7 @@ fn contiguous_collective_calls_stay_independent_unless_enabled() {
         &hints(&[("romio_cb_write", "enable")]),
         &offs,
         &lens,
-        Coord::Collective,
+        Coordination::Collective,
     );
     assert_eq!(
         got,
@@ -263,7 +280,7 @@ fn btio_like_struct_of_subarrays() {
         ),
         (hints(&[("cb_buffer_size", "4096")]), vec![0, 2], 4096),
     ] {
-        let (got, _) = run(4, &h, &views, &lens, Coord::Collective);
+        let (got, _) = run(4, &h, &views, &lens, Coordination::Collective);
         assert_eq!(got, two_phase_reference(&exts, &aggs, cb));
         assert!(!got.is_empty());
     }
@@ -293,7 +310,7 @@ fn beff_io_like_strided_darray_with_holes() {
     let lens = vec![4096, 4096, 4096, 0];
     let exts = extents_of(&views, &lens);
     let h = hints(&[("cb_buffer_size", "2048")]);
-    let (got, _) = run(4, &h, &views, &lens, Coord::Collective);
+    let (got, _) = run(4, &h, &views, &lens, Coordination::Collective);
     let want = two_phase_reference(&exts, &[0, 2], 2048);
     assert_eq!(got, want);
     assert!(
@@ -313,7 +330,7 @@ fn independent_noncontiguous_writes_sieve_under_locks() {
     views1[0] = views[0].clone();
     let mut lens1 = vec![0; 16];
     lens1[0] = lens[0];
-    let (got, _) = run(16, &h, &views1, &lens1, Coord::Independent);
+    let (got, _) = run(16, &h, &views1, &lens1, Coordination::Independent);
     let end = 7 * 65536 + 4096;
     let mut want = Vec::new();
     let mut w = 0;
@@ -326,7 +343,7 @@ fn independent_noncontiguous_writes_sieve_under_locks() {
     assert_eq!(got, want);
     // With sieving off: one request per block.
     let h = hints(&[("romio_ds_write", "disable")]);
-    let (got, _) = run(16, &h, &views1, &lens1, Coord::Independent);
+    let (got, _) = run(16, &h, &views1, &lens1, Coordination::Independent);
     let want: Vec<_> = (0..8u64)
         .map(|s| (0, Access::Write, s * 65536, 4096))
         .collect();
@@ -345,7 +362,7 @@ fn bad_hint_values_are_refused_at_open() {
                 "/f",
                 OpenMode::Create,
                 false,
-                FileApi::MpiIo,
+                Api::MpiIo,
                 &hints(&[("romio_cb_write", "sometimes")]),
             )
             .await

@@ -4,9 +4,8 @@
 mod common;
 
 use common::try_run;
-use piotwin_sim::{
-    Access, Coord, FileApi, FileError, OpenMode, Pos, Rank, Reduce, Scenario, SimError,
-};
+use piotwin_sim::{Rank, Scenario, SimError};
+use piotwin_types::{Access, Api, Coordination, IoError, Op, OpenMode, Position, ReduceOp};
 
 /// A scenario where only what a test names costs anything: zero latencies,
 /// links far faster than the device, no caches, an SSD with 64 channels (request
@@ -79,16 +78,18 @@ fn one_writer_takes_latency_plus_size_over_bandwidth() {
     let scn = scenario(1, 1, &[]);
     let t = try_run(&scn, 1, 1, async |r| {
         let mut f = r
-            .open("/f", OpenMode::Create, false, FileApi::Posix)
+            .open("/f", OpenMode::Create, false, Api::Posix)
             .await
             .unwrap();
         let t0 = r.now();
         let n = r
             .xfer(
                 &mut f,
-                Access::Write,
-                Coord::Independent,
-                Pos::At(0),
+                Op {
+                    access: Access::Write,
+                    coord: Coordination::Independent,
+                    pos: Position::At(0),
+                },
                 100_000_000,
             )
             .await
@@ -110,15 +111,17 @@ fn writers_share_the_device_max_min_fairly() {
     let scn = scenario(1, 2, &[]);
     let t = try_run(&scn, 2, 1, async |r| {
         let mut f = r
-            .open("/f", OpenMode::Create, true, FileApi::MpiIo)
+            .open("/f", OpenMode::Create, true, Api::MpiIo)
             .await
             .unwrap();
         let t0 = r.now();
         r.xfer(
             &mut f,
-            Access::Write,
-            Coord::Independent,
-            Pos::At(r.rank() as u64 * 50_000_000),
+            Op {
+                access: Access::Write,
+                coord: Coordination::Independent,
+                pos: Position::At(r.rank() as u64 * 50_000_000),
+            },
             50_000_000,
         )
         .await
@@ -135,34 +138,47 @@ fn short_reads_and_delete() {
     let scn = scenario(1, 1, &[]);
     let got = try_run(&scn, 1, 1, async |r| {
         let mut f = r
-            .open("/f", OpenMode::CreateReadWrite, false, FileApi::Posix)
+            .open("/f", OpenMode::CreateReadWrite, false, Api::Posix)
             .await
             .unwrap();
-        r.xfer(&mut f, Access::Write, Coord::Independent, Pos::At(0), 1000)
-            .await
-            .unwrap();
+        r.xfer(
+            &mut f,
+            Op {
+                access: Access::Write,
+                coord: Coordination::Independent,
+                pos: Position::At(0),
+            },
+            1000,
+        )
+        .await
+        .unwrap();
         let t0 = r.now();
         let n = r
-            .xfer(&mut f, Access::Read, Coord::Independent, Pos::At(600), 1000)
+            .xfer(
+                &mut f,
+                Op {
+                    access: Access::Read,
+                    coord: Coordination::Independent,
+                    pos: Position::At(600),
+                },
+                1000,
+            )
             .await
             .unwrap();
         let dt = r.now() - t0;
         let view = r.set_view(&mut f, &piotwin_sim_view()).await;
         r.close(f).await;
         r.delete("/f").await;
-        let e = r
-            .open("/f", OpenMode::Read, false, FileApi::Posix)
-            .await
-            .err();
+        let e = r.open("/f", OpenMode::Read, false, Api::Posix).await.err();
         (n, dt, view, e)
     })
     .unwrap();
     let (n, dt, view, e) = got[0].clone();
     assert_eq!(n, 400);
     assert!(close(dt, 1e-3 + 400.0 / 200e6), "{dt}");
-    assert!(matches!(view, Err(FileError::Invalid(m)) if m.contains("POSIX files have no views")));
+    assert!(matches!(view, Err(IoError::Invalid(m)) if m.contains("POSIX files have no views")));
     assert!(
-        matches!(e, Some(FileError::Call { message, .. }) if message == "No such file or directory")
+        matches!(e, Some(IoError::Call { message, .. }) if message == "No such file or directory")
     );
 }
 
@@ -184,8 +200,8 @@ fn collectives_cost_and_results() {
         r.barrier().await;
         let dt = r.now() - t0;
         let b = r.bcast_u64(r.rank() as u64 * 10 + 1, 3).await;
-        let s = r.allreduce_f64(r.rank() as f64, Reduce::Sum).await;
-        let mx = r.allreduce_f64(r.rank() as f64, Reduce::Max).await;
+        let s = r.allreduce_f64(r.rank() as f64, ReduceOp::Sum).await;
+        let mx = r.allreduce_f64(r.rank() as f64, ReduceOp::Max).await;
         let all = r.allgather_f64(r.rank() as f64 * 2.0).await;
         (dt, b, s, mx, all)
     })
@@ -210,7 +226,7 @@ fn split_groups_and_orders() {
         let key = 10 - r.rank();
         match r.split(color, key).await {
             Some(sub) => {
-                let sum = sub.allreduce_f64(r.rank() as f64, Reduce::Sum).await;
+                let sum = sub.allreduce_f64(r.rank() as f64, ReduceOp::Sum).await;
                 Some((sub.rank(), sub.size(), sum))
             }
             None => None,
@@ -252,15 +268,17 @@ fn shared_file_pointer() {
     );
     let got = try_run(&scn, 4, 1, async |r| {
         let mut f = r
-            .open("/s", OpenMode::Create, true, FileApi::MpiIo)
+            .open("/s", OpenMode::Create, true, Api::MpiIo)
             .await
             .unwrap();
         let len = (r.rank() as u64 + 1) * 100;
         r.xfer(
             &mut f,
-            Access::Write,
-            Coord::Collective,
-            Pos::SharedPointer,
+            Op {
+                access: Access::Write,
+                coord: Coordination::Collective,
+                pos: Position::SharedPointer,
+            },
             len,
         )
         .await
@@ -270,9 +288,11 @@ fn shared_file_pointer() {
         let t0 = r.now();
         r.xfer(
             &mut f,
-            Access::Write,
-            Coord::Independent,
-            Pos::SharedPointer,
+            Op {
+                access: Access::Write,
+                coord: Coordination::Independent,
+                pos: Position::SharedPointer,
+            },
             100,
         )
         .await
@@ -300,7 +320,7 @@ fn post_and_wait_all() {
     let scn = scenario(2, 1, &[]);
     let got = try_run(&scn, 2, 1, async |r| {
         let mut f = r
-            .open("/p", OpenMode::Create, true, FileApi::MpiIo)
+            .open("/p", OpenMode::Create, true, Api::MpiIo)
             .await
             .unwrap();
         let base = r.rank() as u64 * 2_000_000;
@@ -308,9 +328,11 @@ fn post_and_wait_all() {
         let a = r
             .post(
                 &mut f,
-                Access::Write,
-                Coord::Collective,
-                Pos::At(base),
+                Op {
+                    access: Access::Write,
+                    coord: Coordination::Collective,
+                    pos: Position::At(base),
+                },
                 1_000_000,
             )
             .await
@@ -318,9 +340,11 @@ fn post_and_wait_all() {
         let b = r
             .post(
                 &mut f,
-                Access::Write,
-                Coord::Collective,
-                Pos::At(base + 1_000_000),
+                Op {
+                    access: Access::Write,
+                    coord: Coordination::Collective,
+                    pos: Position::At(base + 1_000_000),
+                },
                 1_000_000,
             )
             .await
@@ -344,7 +368,7 @@ fn compute_costs_by_kind() {
     let scn = scenario(1, 1, &[]);
     let got = try_run(&scn, 2, 1, async |r| {
         let t0 = r.now();
-        r.compute(piotwin_sim::Compute::BtStep, 2e9).await;
+        r.compute(piotwin_sim::KernelKind::BtStep, 2e9).await;
         r.now() - t0
     })
     .unwrap();
@@ -358,7 +382,7 @@ fn deterministic_for_a_seed() {
     let scn = scenario(2, 4, &[("latency_jitter", "0.5")]);
     let prog = async |r: &Rank| {
         let mut f = r
-            .open("/d", OpenMode::Create, true, FileApi::MpiIo)
+            .open("/d", OpenMode::Create, true, Api::MpiIo)
             .await
             .unwrap();
         let mut times = Vec::new();
@@ -366,9 +390,11 @@ fn deterministic_for_a_seed() {
             let off = (i * r.size() as u64 + r.rank() as u64) * 65536;
             r.xfer(
                 &mut f,
-                Access::Write,
-                Coord::Independent,
-                Pos::At(off),
+                Op {
+                    access: Access::Write,
+                    coord: Coordination::Independent,
+                    pos: Position::At(off),
+                },
                 65536,
             )
             .await

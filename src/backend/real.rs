@@ -26,11 +26,11 @@
 //! zero bytes) and calls `wait_all` with them; a `wait_all` holding no collective
 //! request is purely local.
 
-use piotwin_real::{Comm, File, Info, PosixFile, RealError, Reduce, Request};
+use piotwin_real::{Comm, File, Info, PosixFile, RealError, Request};
 
 use crate::ctx::{
-    Access, Api, Coordination, Hints, IoBuf, IoCtx, IoError, IoResult, Kernel, Op, OpenMode,
-    OpenOptions, Position, RankProgram, ReduceOp, Scope, View, block_on,
+    Access, Api, Coordination, Hints, IoBuf, IoCtx, IoError, IoResult, Kernel, Op, OpenOptions,
+    Position, RankProgram, ReduceOp, Scope, View, block_on,
 };
 
 /// Facts about the MPI job this process belongs to.
@@ -65,34 +65,6 @@ pub fn launch<P: RankProgram>(program: &P) -> Result<(JobInfo, P::Output), RealE
         },
         output,
     ))
-}
-
-impl From<RealError> for IoError {
-    fn from(e: RealError) -> IoError {
-        match e {
-            RealError::Mpi {
-                call,
-                path,
-                message,
-                ..
-            } => IoError::Call {
-                op: call.to_string(),
-                path: path.unwrap_or_default(),
-                message,
-            },
-            RealError::Os { call, path, source } => IoError::Call {
-                op: call.to_string(),
-                path,
-                message: source.to_string(),
-            },
-            RealError::Invalid { call, path, reason } => IoError::Call {
-                op: call.to_string(),
-                path: path.unwrap_or_default(),
-                message: reason,
-            },
-            other => IoError::Invalid(other.to_string()),
-        }
-    }
 }
 
 /// A rank's context over an MPI communicator (`MPI_COMM_WORLD` or a split of it).
@@ -184,11 +156,6 @@ impl IoCtx for RealCtx {
         self.comm.bcast_u64(value, root)
     }
     async fn allreduce_f64(&self, value: f64, op: ReduceOp) -> f64 {
-        let op = match op {
-            ReduceOp::Sum => Reduce::Sum,
-            ReduceOp::Min => Reduce::Min,
-            ReduceOp::Max => Reduce::Max,
-        };
         self.comm.allreduce_f64(value, op)
     }
     async fn allgather_f64(&self, value: f64) -> Vec<f64> {
@@ -207,11 +174,7 @@ impl IoCtx for RealCtx {
     }
 
     async fn open(&self, path: &str, opts: &OpenOptions) -> IoResult<RealFile> {
-        let mode = match opts.mode {
-            OpenMode::Create => piotwin_real::OpenMode::Create,
-            OpenMode::CreateReadWrite => piotwin_real::OpenMode::CreateReadWrite,
-            OpenMode::Read => piotwin_real::OpenMode::Read,
-        };
+        let mode = opts.mode;
         Ok(RealFile(match opts.api {
             Api::Posix => FileKind::Posix(PosixFile::open(path, mode)?),
             Api::MpiIo => {

@@ -44,8 +44,8 @@ use std::pin::Pin;
 
 use crate::ctx::Repeat;
 use crate::ctx::{
-    Access, Api, Coordination, Hints, IoBuf, IoCtx, IoError, IoResult, Kernel, KernelKind, Op,
-    OpenMode, OpenOptions, Position, RankProgram, ReduceOp, Scope, View,
+    Api, Coordination, Hints, IoBuf, IoCtx, IoResult, Kernel, Op, OpenOptions, Position,
+    RankProgram, ReduceOp, Scope, View,
 };
 use piotwin_sim::{FfObservation, FfOffer, FfPlan, FfPointer, Scenario, SimError};
 
@@ -258,32 +258,6 @@ fn fewest(plan: &FfPlan) -> u64 {
     plan.min_skip.max(FF_MIN_SKIP)
 }
 
-fn access(a: Access) -> piotwin_sim::Access {
-    match a {
-        Access::Write => piotwin_sim::Access::Write,
-        Access::Read => piotwin_sim::Access::Read,
-    }
-}
-
-fn op_parts(op: Op) -> (piotwin_sim::Access, piotwin_sim::Coord, piotwin_sim::Pos) {
-    let coord = match op.coord {
-        Coordination::Independent => piotwin_sim::Coord::Independent,
-        Coordination::Collective => piotwin_sim::Coord::Collective,
-    };
-    let pos = match op.pos {
-        Position::At(o) => piotwin_sim::Pos::At(o),
-        Position::SharedPointer => piotwin_sim::Pos::SharedPointer,
-    };
-    (access(op.access), coord, pos)
-}
-
-fn io_error(e: piotwin_sim::FileError) -> IoError {
-    match e {
-        piotwin_sim::FileError::Call { op, path, message } => IoError::Call { op, path, message },
-        piotwin_sim::FileError::Invalid(m) => IoError::Invalid(m),
-    }
-}
-
 impl IoCtx for SimCtx {
     type Buf = SimBuf;
     type File = SimFile;
@@ -309,11 +283,6 @@ impl IoCtx for SimCtx {
         self.rank.bcast_u64(value, root).await
     }
     async fn allreduce_f64(&self, value: f64, op: ReduceOp) -> f64 {
-        let op = match op {
-            ReduceOp::Sum => piotwin_sim::Reduce::Sum,
-            ReduceOp::Min => piotwin_sim::Reduce::Min,
-            ReduceOp::Max => piotwin_sim::Reduce::Max,
-        };
         self.rank.allreduce_f64(value, op).await
     }
     async fn allgather_f64(&self, value: f64) -> Vec<f64> {
@@ -330,15 +299,6 @@ impl IoCtx for SimCtx {
     }
 
     async fn open(&self, path: &str, opts: &OpenOptions) -> IoResult<SimFile> {
-        let mode = match opts.mode {
-            OpenMode::Create => piotwin_sim::OpenMode::Create,
-            OpenMode::CreateReadWrite => piotwin_sim::OpenMode::CreateReadWrite,
-            OpenMode::Read => piotwin_sim::OpenMode::Read,
-        };
-        let api = match opts.api {
-            Api::Posix => piotwin_sim::FileApi::Posix,
-            Api::MpiIo => piotwin_sim::FileApi::MpiIo,
-        };
         // POSIX files take no MPI-IO hints.
         let hints = match opts.api {
             Api::MpiIo => opts.hints.clone(),
@@ -346,25 +306,22 @@ impl IoCtx for SimCtx {
         };
         let inner = self
             .rank
-            .open_with_hints(path, mode, opts.scope == Scope::Shared, api, &hints)
-            .await
-            .map_err(io_error)?;
+            .open_with_hints(
+                path,
+                opts.mode,
+                opts.scope == Scope::Shared,
+                opts.api,
+                &hints,
+            )
+            .await?;
         Ok(SimFile { inner })
     }
     async fn set_view(&self, file: &mut SimFile, view: &View) -> IoResult<()> {
-        self.rank
-            .set_view(&mut file.inner, view)
-            .await
-            .map_err(io_error)
+        self.rank.set_view(&mut file.inner, view).await
     }
     async fn xfer(&self, file: &mut SimFile, op: Op, buf: &mut SimBuf) -> IoResult<usize> {
         self.count_call(file, op);
-        let (a, c, p) = op_parts(op);
-        let n = self
-            .rank
-            .xfer(&mut file.inner, a, c, p, buf.len as u64)
-            .await
-            .map_err(io_error)?;
+        let n = self.rank.xfer(&mut file.inner, op, buf.len as u64).await?;
         Ok(n as usize)
     }
     async fn post(&self, file: &mut SimFile, op: Op, buf: SimBuf) -> IoResult<SimRequest> {
@@ -372,12 +329,7 @@ impl IoCtx for SimCtx {
         c.count += 1;
         c.odd = true;
         self.calls.set(c);
-        let (a, c, p) = op_parts(op);
-        let pending = self
-            .rank
-            .post(&mut file.inner, a, c, p, buf.len as u64)
-            .await
-            .map_err(io_error)?;
+        let pending = self.rank.post(&mut file.inner, op, buf.len as u64).await?;
         Ok(SimRequest { pending, buf })
     }
     async fn wait_all(
@@ -403,7 +355,7 @@ impl IoCtx for SimCtx {
         Ok(self.rank.file_size(&file.inner).await)
     }
     async fn set_info(&self, file: &mut SimFile, hints: &Hints) -> IoResult<()> {
-        self.rank.set_info(&mut file.inner, hints).map_err(io_error)
+        self.rank.set_info(&mut file.inner, hints)
     }
     fn hints_in_effect(&self, file: &SimFile) -> Hints {
         file.inner.hints_in_effect()
@@ -418,14 +370,7 @@ impl IoCtx for SimCtx {
     }
 
     async fn compute<R>(&self, kernel: Kernel, _work: impl FnOnce() -> R) -> Option<R> {
-        let kind = match kernel.kind {
-            KernelKind::Memcpy => piotwin_sim::Compute::Memcpy,
-            KernelKind::Fft => piotwin_sim::Compute::Fft,
-            KernelKind::BtStep => piotwin_sim::Compute::BtStep,
-            KernelKind::Flops => piotwin_sim::Compute::Flops,
-            KernelKind::Pattern => piotwin_sim::Compute::Pattern,
-        };
-        self.rank.compute(kind, kernel.amount).await;
+        self.rank.compute(kernel.kind, kernel.amount).await;
         None
     }
 

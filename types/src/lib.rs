@@ -1,5 +1,6 @@
-//! Plain descriptions shared by the twin (`piotwin-sim`) and the real back end
-//! (`piotwin-real`): MPI derived datatypes and MPI-IO hints.
+//! Plain descriptions shared by the benchmarks, the twin (`piotwin-sim`) and the
+//! real back end (`piotwin-real`): MPI derived datatypes, MPI-IO hints, and the
+//! vocabulary of accesses, open modes, reductions and I/O errors.
 //!
 //! What it is for: one Rust value that says "this rank's view of the file is the
 //! struct of these p subarrays" or "cb_nodes=4", which the real back end turns into
@@ -12,6 +13,11 @@
 mod datatype;
 mod flatten;
 mod hints;
+mod vocab;
 
 pub use datatype::{DARG_DEFAULT, Datatype, Distrib, Extents, Order, TypeError, View, ViewExtents};
 pub use hints::{Hints, HintsError};
+pub use vocab::{
+    Access, Api, Coordination, IoError, IoResult, KernelKind, Op, OpenMode, Position, ReduceOp,
+    Repeat, Scope, within_budget,
+};

@@ -52,7 +52,7 @@ pub mod hints;
 pub mod sieving;
 pub mod two_phase;
 
-use crate::platform::Access;
+use piotwin_types::Access;
 
 /// One file-system request the MPI-IO layer made (recorded by [`crate::Twin::trace`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -8,7 +8,7 @@
 //! one (gaps larger than a window are skipped). Writes do read-modify-write:
 //! lock the window, read it, modify it, write it back, unlock.
 
-use crate::platform::Access;
+use piotwin_types::Access;
 
 use super::hints::{Effective, Switch};
 

@@ -15,7 +15,7 @@
 //! is O(ranks + kept extents + aggregators × rounds + the (rank, aggregator,
 //! round) triples that carry data).
 
-use crate::platform::Access;
+use piotwin_types::Access;
 
 use super::hints::{Effective, Switch};
 

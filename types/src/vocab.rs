@@ -1,0 +1,225 @@
+//! The MPI and I/O vocabulary every layer speaks: what an access is (read or
+//! write, independent or collective, at an offset or the shared pointer), how a
+//! file is opened, reductions, kernel kinds, a repetition's policy, and the one
+//! typed I/O error. Benchmarks (`piotwin`'s `IoCtx`), the twin and the real back
+//! end all use these same values: no layer translates one enum into another.
+
+/// Errors a back end reports to a benchmark.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum IoError {
+    /// An I/O call failed: the operation, the file and the back end's message
+    /// (in real mode, MPI's error string).
+    #[error("{op} on `{path}`: {message}")]
+    Call {
+        /// The call, e.g. `MPI_File_open` or `write_at_all`.
+        op: String,
+        /// The file it was applied to.
+        path: String,
+        /// What went wrong.
+        message: String,
+    },
+    /// A request the benchmark made is not allowed (e.g. a view on a POSIX file).
+    #[error("{0}")]
+    Invalid(String),
+}
+
+/// Result of a back-end call.
+pub type IoResult<T> = Result<T, IoError>;
+
+/// Read or write.
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize, serde::Deserialize,
+)]
+pub enum Access {
+    /// Move data from memory to the file.
+    Write,
+    /// Move data from the file to memory.
+    Read,
+}
+
+/// Whether all ranks of the file's communicator take part in the call.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
+pub enum Coordination {
+    /// Each rank on its own (`MPI_File_write_at`, `MPI_File_write_shared`).
+    Independent,
+    /// Every rank of the file's communicator calls (`MPI_File_write_at_all`,
+    /// `MPI_File_write_ordered`): collective buffering applies.
+    Collective,
+}
+
+/// Where in the file an access starts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
+pub enum Position {
+    /// An explicit offset, in etypes of the current view (bytes with the default view).
+    At(u64),
+    /// The shared file pointer: `Independent` is `MPI_File_write_shared`,
+    /// `Collective` is `MPI_File_write_ordered` (rank order).
+    SharedPointer,
+}
+
+/// One data-path operation: the whole of a data-path call's "what".
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
+pub struct Op {
+    /// Read or write.
+    pub access: Access,
+    /// Independent or collective.
+    pub coord: Coordination,
+    /// Explicit offset or shared file pointer.
+    pub pos: Position,
+}
+
+impl Op {
+    /// `MPI_File_write_at` / `pwrite`.
+    pub fn write_at(offset: u64) -> Op {
+        Op {
+            access: Access::Write,
+            coord: Coordination::Independent,
+            pos: Position::At(offset),
+        }
+    }
+    /// `MPI_File_read_at` / `pread`.
+    pub fn read_at(offset: u64) -> Op {
+        Op {
+            access: Access::Read,
+            coord: Coordination::Independent,
+            pos: Position::At(offset),
+        }
+    }
+    /// `MPI_File_write_at_all`.
+    pub fn write_at_all(offset: u64) -> Op {
+        Op {
+            access: Access::Write,
+            coord: Coordination::Collective,
+            pos: Position::At(offset),
+        }
+    }
+    /// `MPI_File_read_at_all`.
+    pub fn read_at_all(offset: u64) -> Op {
+        Op {
+            access: Access::Read,
+            coord: Coordination::Collective,
+            pos: Position::At(offset),
+        }
+    }
+    /// `MPI_File_write_ordered`.
+    pub fn write_ordered() -> Op {
+        Op {
+            access: Access::Write,
+            coord: Coordination::Collective,
+            pos: Position::SharedPointer,
+        }
+    }
+    /// `MPI_File_read_ordered`.
+    pub fn read_ordered() -> Op {
+        Op {
+            access: Access::Read,
+            coord: Coordination::Collective,
+            pos: Position::SharedPointer,
+        }
+    }
+    /// `MPI_File_write_shared`.
+    pub fn write_shared() -> Op {
+        Op {
+            access: Access::Write,
+            coord: Coordination::Independent,
+            pos: Position::SharedPointer,
+        }
+    }
+    /// `MPI_File_read_shared`.
+    pub fn read_shared() -> Op {
+        Op {
+            access: Access::Read,
+            coord: Coordination::Independent,
+            pos: Position::SharedPointer,
+        }
+    }
+    /// The same operation with `access` and `coord` as given, at `offset`.
+    pub fn at(access: Access, coord: Coordination, offset: u64) -> Op {
+        Op {
+            access,
+            coord,
+            pos: Position::At(offset),
+        }
+    }
+}
+
+/// The I/O library a file is opened through.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
+pub enum Api {
+    /// POSIX `open`/`pwrite`/`pread`/`fsync` (IOR `-a POSIX`, BTIO `fortran`):
+    /// always independent, byte offsets, no views, no hints.
+    Posix,
+    /// MPI-IO (ROMIO semantics): views, collective buffering, data sieving, hints.
+    MpiIo,
+}
+
+/// How a file is opened.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
+pub enum OpenMode {
+    /// Create if missing, write only (`MPI_MODE_CREATE | MPI_MODE_WRONLY`).
+    /// An existing file is not truncated: delete it first for a fresh file.
+    Create,
+    /// Create if missing, read and write.
+    CreateReadWrite,
+    /// Existing file, read only.
+    Read,
+}
+
+/// Who opens the file together.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
+pub enum Scope {
+    /// All ranks of this context open the one file (a collective open).
+    Shared,
+    /// This rank alone opens its own file (`MPI_COMM_SELF`): file per process.
+    Private,
+}
+
+/// Reduction operators for an all-reduce.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum ReduceOp {
+    /// Sum.
+    Sum,
+    /// Minimum.
+    Min,
+    /// Maximum.
+    Max,
+}
+
+/// The class of a compute kernel: the twin costs each at its own calibrated rate.
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize, serde::Deserialize,
+)]
+pub enum KernelKind {
+    /// Memory copy; `amount` in bytes.
+    Memcpy,
+    /// Complex 1-D FFTs (rustfft); `amount` in flops (5·n·log2 n per transform).
+    Fft,
+    /// One NPB BT time step; `amount` in flops (NPB's operation count).
+    BtStep,
+    /// Anything else; `amount` in flops.
+    Flops,
+    /// Generating or checking a benchmark's data pattern (IOR's per-byte pattern
+    /// filled before each write and compared after each read); `amount` in bytes.
+    /// Real runs do it inside the timed region, so the twin charges it too.
+    Pattern,
+}
+
+/// How often a repetition (`IoCtx::repeat`) runs its body.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Repeat {
+    /// Exactly this many times.
+    Count(u64),
+    /// b_eff_io's time-driven rule: at least once, a barrier after each run, and go on while
+    /// `elapsed·(r+1)/r ≤ budget` (seconds since the call began, `r` repetitions
+    /// done), decided on rank 0 and broadcast so every rank stops together.
+    TimeBudget {
+        /// The pattern's time budget Tp in seconds.
+        budget: f64,
+    },
+}
+
+/// [`Repeat::TimeBudget`]'s rule on rank 0: one more run after `done` runs
+/// that took `elapsed` seconds would still end within `budget`.
+pub fn within_budget(elapsed: f64, done: u64, budget: f64) -> bool {
+    elapsed * (done + 1) as f64 / done as f64 <= budget
+}
