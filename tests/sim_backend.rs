@@ -4,7 +4,7 @@ use piotwin::backend::sim::launch;
 use piotwin::ctx::{
     Api, Hints, IoBuf, IoCtx, Op, OpenMode, OpenOptions, RankProgram, ReduceOp, Scope,
 };
-use piotwin_sim::Scenario;
+use piotwin_sim::{Scenario, SimOptions};
 
 const BLOCK: usize = 1 << 20;
 
@@ -85,8 +85,8 @@ fn small_program_at_1024_ranks_is_plausible_and_deterministic() {
     // then the bound the checks below compute by hand.
     let scn = Scenario::from_str(UNCACHED_SSD, "uncached-ssd.toml").unwrap();
     let n = 1024;
-    let a = launch(&scn, n, scn.seed, &Program).unwrap();
-    let b = launch(&scn, n, scn.seed, &Program).unwrap();
+    let (a, _) = launch(&scn, n, SimOptions::seeded(scn.seed), &Program).unwrap();
+    let (b, _) = launch(&scn, n, SimOptions::seeded(scn.seed), &Program).unwrap();
     let bits = |v: &Vec<Out>| {
         v.iter()
             .map(|o| (o.0.to_bits(), o.1.to_bits(), o.5.to_bits()))

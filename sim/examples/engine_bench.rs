@@ -17,7 +17,7 @@ use std::future::Future;
 use std::pin::Pin;
 use std::time::Instant;
 
-use piotwin_sim::{Rank, Scenario, Twin};
+use piotwin_sim::{Rank, Scenario, SimOptions, Twin};
 use piotwin_types::{Access, Api, Coordination, Op, OpenMode, Position};
 
 type Task<'a> = Pin<Box<dyn Future<Output = ()> + 'a>>;
@@ -34,7 +34,7 @@ fn cpu_ns() -> Option<u64> {
 
 #[allow(clippy::disallowed_methods)] // timing the harness, not the model
 fn time<'a>(name: &str, scn: &Scenario, n: usize, body: impl AsyncFn(&Rank) + 'a) {
-    let twin = Twin::new(scn, n, 1).unwrap();
+    let twin = Twin::new(scn, n, SimOptions::seeded(1)).unwrap();
     let ranks: Vec<Rank> = (0..n).map(|r| twin.rank(r)).collect();
     let body = &body;
     let tasks: Vec<Task<'_>> = ranks

@@ -35,10 +35,10 @@
 //! max–min fairly ([`flow`]) and recomputed once per virtual instant.
 //!
 //! ```
-//! use piotwin_sim::{Scenario, Twin};
+//! use piotwin_sim::{Scenario, SimOptions, Twin};
 //! use piotwin_types::{Access, Api, Coordination, Op, OpenMode, Position};
 //! let scn = Scenario::from_str(include_str!("../../scenarios/default.toml"), "default.toml").unwrap();
-//! let twin = Twin::new(&scn, 2, scn.seed).unwrap();
+//! let twin = Twin::new(&scn, 2, SimOptions::seeded(scn.seed)).unwrap();
 //! let ranks: Vec<_> = (0..2).map(|r| twin.rank(r)).collect();
 //! let tasks = ranks.iter().map(|r| Box::pin(async move {
 //!     let mut f = r.open("/out", OpenMode::Create, true, Api::MpiIo).await.unwrap();
@@ -77,19 +77,19 @@
 mod cache;
 mod device;
 mod engine;
+mod ff;
 pub mod flow;
+mod mpi;
 mod platform;
 pub mod romio;
 pub mod scenario;
 mod storage;
 pub mod units;
-mod world;
 
+pub use ff::{FF_EPSILON, FfObservation, FfOffer, FfPlan, FfPointer};
+pub use mpi::{File, Pending, Rank, RunStats, SimOptions, Twin};
 pub use romio::FsRequest;
 pub use scenario::{Scenario, ScenarioError};
-pub use world::{
-    FF_EPSILON, FfObservation, FfOffer, FfPlan, FfPointer, File, Pending, Rank, RunStats, Twin,
-};
 
 /// An error that stops a simulation.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]

@@ -21,15 +21,15 @@
 //!   Each object is placed on its server's device at 1/64 of the device apart
 //!   (block-group style), so distinct files are far apart on a disk.
 //! * **Client page cache** (Linux write-back): writes copy into the cache at
-//!   the node's per-core page-cache write rate (`nodes.cache.write_bw`, by
+//!   the node's per-sim page-cache write rate (`nodes.cache.write_bw`, by
 //!   default its memcpy rate: allocating and accounting pages makes it slower
-//!   than a memcpy), over the memory bus and the rank's core, so a node's
+//!   than a memcpy), over the memory bus and the rank's sim, so a node's
 //!   copies scale with its cores and share them when oversubscribed (see
 //!   [`crate::platform`]), and are dirty; a flusher daemon per node writes the oldest
 //!   dirty data back while more than `dirty_background_ratio` is dirty;
 //!   writers wait while `dirty_ratio` is reached; `sync` writes the file's
 //!   dirty bytes back and waits; NFS also does that at close (close-to-open).
-//!   Reads of cached bytes cost a copy at the per-core read rate (`read_bw`); missing ones come from the servers
+//!   Reads of cached bytes cost a copy at the per-sim read rate (`read_bw`); missing ones come from the servers
 //!   and stay cached (LRU). A write invalidates other nodes' clean copies.
 //! * **Server cache**: write-back (writes end in server memory while under its
 //!   dirty limit; a flusher per server writes to the device) or write-through;
@@ -54,9 +54,9 @@ use crate::engine::{Engine, Signal};
 use crate::flow::{FlowNet, ResourceId};
 use piotwin_types::Access;
 
+use crate::mpi::Sim;
 use crate::platform::Platform;
 use crate::scenario::{FileSystem, FsKind, Scenario};
-use crate::world::Core;
 
 /// Bytes the flusher writes back per round (Linux writes back in chunks of
 /// `MAX_WRITEBACK_PAGES`-like batches; 16 MiB keeps flows few and large).
@@ -545,37 +545,37 @@ impl Storage {
     }
 }
 
-async fn wait_started(core: &Core, st: Started) {
+async fn wait_started(sim: &Sim, st: Started) {
     for s in &st.signals {
         s.wait().await;
     }
-    core.model.borrow_mut().storage.finish_remote(&st.queued);
+    sim.model.borrow_mut().storage.finish_remote(&st.queued);
 }
 
-async fn transfer(core: &Core, latency: f64, path: Vec<(ResourceId, f64)>, bytes: u64) {
-    let s = core.engine.borrow_mut().send(latency, path, bytes as f64);
+async fn transfer(sim: &Sim, latency: f64, path: Vec<(ResourceId, f64)>, bytes: u64) {
+    let s = sim.engine.borrow_mut().send(latency, path, bytes as f64);
     s.wait().await;
 }
 
 /// Writes back `list` (marked as writeback in `node`'s cache) and marks it clean.
-async fn write_back(core: &Core, node: usize, list: Vec<(usize, u64, u64)>) {
+async fn write_back(sim: &Sim, node: usize, list: Vec<(usize, u64, u64)>) {
     if list.is_empty() {
         return;
     }
     let done = Signal::new();
     let st = {
-        let mut m = core.model.borrow_mut();
+        let mut m = sim.model.borrow_mut();
         let m = &mut *m;
         let nc = m.storage.nodes[node].as_mut().expect("a cached node");
         for &(f, _, _) in &list {
             nc.inflight.push((f, done.clone()));
         }
-        let mut e = core.engine.borrow_mut();
+        let mut e = sim.engine.borrow_mut();
         m.storage
             .start_remote(&m.platform, &mut e, node, Access::Write, &list)
     };
-    wait_started(core, st).await;
-    let mut m = core.model.borrow_mut();
+    wait_started(sim, st).await;
+    let mut m = sim.model.borrow_mut();
     let nc = m.storage.nodes[node].as_mut().expect("a cached node");
     for &(f, a, b) in &list {
         nc.cache.set_state(f, a, b, State::Writeback, State::Clean);
@@ -592,16 +592,16 @@ async fn write_back(core: &Core, node: usize, list: Vec<(usize, u64, u64)>) {
 
 /// The write-back daemon of `node`'s page cache: while more than the
 /// background threshold is dirty, writes back the oldest dirty data.
-pub(crate) async fn node_flusher(core: &Core, node: usize) {
+pub(crate) async fn node_flusher(sim: &Sim, node: usize) {
     loop {
         let job = {
-            let mut m = core.model.borrow_mut();
+            let mut m = sim.model.borrow_mut();
             let nc = m.storage.nodes[node].as_mut().expect("a cached node");
             if nc.cache.dirty > nc.cache.background {
-                if core.engine.borrow().now() < nc.paused_until {
+                if sim.engine.borrow().now() < nc.paused_until {
                     // held by a fast-forward skip ([`Storage::write_back_at_once`])
                     let k = Signal::new();
-                    core.engine.borrow_mut().fire_at(nc.paused_until, k.clone());
+                    sim.engine.borrow_mut().fire_at(nc.paused_until, k.clone());
                     Err(k)
                 } else {
                     Ok(nc.cache.take_dirty(None, FLUSH_CHUNK))
@@ -613,17 +613,17 @@ pub(crate) async fn node_flusher(core: &Core, node: usize) {
             }
         };
         match job {
-            Ok(list) => write_back(core, node, list).await,
+            Ok(list) => write_back(sim, node, list).await,
             Err(k) => k.wait().await,
         }
     }
 }
 
 /// The write-back daemon of server `srv`'s cache: writes dirty data to the device.
-pub(crate) async fn server_flusher(core: &Core, srv: usize) {
+pub(crate) async fn server_flusher(sim: &Sim, srv: usize) {
     loop {
         let job = {
-            let mut m = core.model.borrow_mut();
+            let mut m = sim.model.borrow_mut();
             let c = m.storage.servers[srv]
                 .cache
                 .as_mut()
@@ -637,19 +637,19 @@ pub(crate) async fn server_flusher(core: &Core, srv: usize) {
             }
         };
         match job {
-            Ok(list) => server_write_back(core, srv, list).await,
+            Ok(list) => server_write_back(sim, srv, list).await,
             Err(k) => k.wait().await,
         }
     }
 }
 
 /// Writes `list` (file ranges marked writeback in `srv`'s cache) to its device.
-async fn server_write_back(core: &Core, srv: usize, list: Vec<(usize, u64, u64)>) {
+async fn server_write_back(sim: &Sim, srv: usize, list: Vec<(usize, u64, u64)>) {
     let mut st = Started::default();
     {
-        let mut m = core.model.borrow_mut();
+        let mut m = sim.model.borrow_mut();
         let s = &mut m.storage;
-        let mut e = core.engine.borrow_mut();
+        let mut e = sim.engine.borrow_mut();
         let now = e.now();
         for &(file, a, b) in &list {
             let pieces: Vec<(u64, u64)> = s
@@ -671,8 +671,8 @@ async fn server_write_back(core: &Core, srv: usize, list: Vec<(usize, u64, u64)>
             st.signals.push(e.send(delay, path, bytes as f64));
         }
     }
-    wait_started(core, st).await;
-    let mut m = core.model.borrow_mut();
+    wait_started(sim, st).await;
+    let mut m = sim.model.borrow_mut();
     let c = m.storage.servers[srv]
         .cache
         .as_mut()
@@ -687,7 +687,7 @@ async fn server_write_back(core: &Core, srv: usize, list: Vec<(usize, u64, u64)>
 /// makes other holders write back their dirty bytes there (reads). Returns the
 /// signal to fire when this access is done (it keeps the units busy until then).
 async fn lock(
-    core: &Core,
+    sim: &Sim,
     node: usize,
     file: usize,
     a: u64,
@@ -695,13 +695,13 @@ async fn lock(
     access: Access,
 ) -> Option<Signal> {
     let (g, revoke) = {
-        let m = core.model.borrow();
+        let m = sim.model.borrow();
         (m.storage.fs.lock_granularity?, m.storage.fs.lock_revoke)
     };
     let mine = Signal::new();
     for u in a / g..b.div_ceil(g) {
         let other = {
-            let mut m = core.model.borrow_mut();
+            let mut m = sim.model.borrow_mut();
             let units = m.storage.locks.entry(file).or_default();
             match units.get_mut(&u) {
                 Some(l) if l.holder != node => Some((l.holder, l.busy.clone())),
@@ -729,13 +729,13 @@ async fn lock(
             continue;
         };
         busy.wait().await;
-        flush(core, holder, file, u * g, (u + 1) * g).await;
-        let t = core.engine.borrow().now() + revoke;
+        flush(sim, holder, file, u * g, (u + 1) * g).await;
+        let t = sim.engine.borrow().now() + revoke;
         let s = Signal::new();
-        core.engine.borrow_mut().fire_at(t, s.clone());
+        sim.engine.borrow_mut().fire_at(t, s.clone());
         s.wait().await;
         if access == Access::Write {
-            let mut m = core.model.borrow_mut();
+            let mut m = sim.model.borrow_mut();
             let units = m.storage.locks.entry(file).or_default();
             units.insert(
                 u,
@@ -750,9 +750,9 @@ async fn lock(
 }
 
 /// Writes back `node`'s dirty bytes of `[a, b)` of `file` and waits for write-back in flight of it.
-pub(crate) async fn flush(core: &Core, node: usize, file: usize, a: u64, b: u64) {
+pub(crate) async fn flush(sim: &Sim, node: usize, file: usize, a: u64, b: u64) {
     let (list, inflight) = {
-        let mut m = core.model.borrow_mut();
+        let mut m = sim.model.borrow_mut();
         match m.storage.nodes[node].as_mut() {
             None => return,
             Some(nc) => (
@@ -765,7 +765,7 @@ pub(crate) async fn flush(core: &Core, node: usize, file: usize, a: u64, b: u64)
             ),
         }
     };
-    write_back(core, node, list).await;
+    write_back(sim, node, list).await;
     for s in inflight {
         s.wait().await;
     }
@@ -777,7 +777,7 @@ pub(crate) async fn flush(core: &Core, node: usize, file: usize, a: u64, b: u64)
 /// it decided on. Returns when every byte is where the file system puts it
 /// (a page cache, a server cache or a device).
 pub(crate) async fn io(
-    core: &Core,
+    sim: &Sim,
     rank: usize,
     node: usize,
     access: Access,
@@ -788,12 +788,12 @@ pub(crate) async fn io(
             continue;
         }
         let (a, b) = (off, off + len);
-        let held = lock(core, node, file, a, b, access).await;
-        let cached = core.model.borrow().storage.nodes[node].is_some();
+        let held = lock(sim, node, file, a, b, access).await;
+        let cached = sim.model.borrow().storage.nodes[node].is_some();
         match (access, cached) {
             (Access::Write, true) => loop {
                 let wait = {
-                    let mut m = core.model.borrow_mut();
+                    let mut m = sim.model.borrow_mut();
                     let nc = m.storage.nodes[node].as_mut().expect("cached");
                     if nc.cache.dirty + nc.cache.writeback + len > nc.cache.dirty_limit
                         && nc.cache.dirty + nc.cache.writeback > 0
@@ -817,10 +817,10 @@ pub(crate) async fn io(
         }
         match (access, cached) {
             (Access::Write, true) => {
-                let path = core.model.borrow().platform.cache_copy_path(rank, access);
-                transfer(core, 0.0, path, len).await;
+                let path = sim.model.borrow().platform.cache_copy_path(rank, access);
+                transfer(sim, 0.0, path, len).await;
                 let (fresh, res) = {
-                    let mut m = core.model.borrow_mut();
+                    let mut m = sim.model.borrow_mut();
                     let fresh = m.storage.write_cached(node, file, a, b);
                     (
                         fresh,
@@ -828,12 +828,12 @@ pub(crate) async fn io(
                     )
                 };
                 if let Some(res) = res.filter(|_| fresh > 0) {
-                    transfer(core, 0.0, vec![(res, 1.0)], fresh).await;
+                    transfer(sim, 0.0, vec![(res, 1.0)], fresh).await;
                 }
             }
             (Access::Read, true) => {
                 let (hits, misses, path) = {
-                    let mut m = core.model.borrow_mut();
+                    let mut m = sim.model.borrow_mut();
                     let path = m.platform.cache_copy_path(rank, access);
                     let size = m.file_size(file);
                     let end = m.storage.read_ahead(rank, node, file, a, b, size);
@@ -846,17 +846,17 @@ pub(crate) async fn io(
                 let list: Vec<(usize, u64, u64)> =
                     misses.iter().map(|&(x, y)| (file, x, y)).collect();
                 let st = {
-                    let mut m = core.model.borrow_mut();
+                    let mut m = sim.model.borrow_mut();
                     let m = &mut *m;
-                    let mut e = core.engine.borrow_mut();
+                    let mut e = sim.engine.borrow_mut();
                     m.storage
                         .start_remote(&m.platform, &mut e, node, access, &list)
                 };
                 if hit > 0 {
-                    crate::world::node_flow(core, rank, path, hit as f64).await;
+                    crate::mpi::node_flow(sim, rank, path, hit as f64).await;
                 }
-                wait_started(core, st).await;
-                let mut m = core.model.borrow_mut();
+                wait_started(sim, st).await;
+                let mut m = sim.model.borrow_mut();
                 m.storage.cached_on.entry(file).or_default().insert(node);
                 let nc = m.storage.nodes[node].as_mut().expect("cached");
                 for (x, y) in misses {
@@ -866,13 +866,13 @@ pub(crate) async fn io(
             }
             (_, false) => {
                 let st = {
-                    let mut m = core.model.borrow_mut();
+                    let mut m = sim.model.borrow_mut();
                     let m = &mut *m;
-                    let mut e = core.engine.borrow_mut();
+                    let mut e = sim.engine.borrow_mut();
                     m.storage
                         .start_remote(&m.platform, &mut e, node, access, &[(file, a, b)])
                 };
-                wait_started(core, st).await;
+                wait_started(sim, st).await;
             }
         }
         if let Some(s) = held {
@@ -883,10 +883,10 @@ pub(crate) async fn io(
 
 /// `fsync`: `node` writes back its dirty bytes of `file`; servers with a
 /// write-back cache write theirs to their devices (NFS COMMIT, OST sync).
-pub(crate) async fn sync(core: &Core, node: usize, file: usize) {
-    flush(core, node, file, 0, u64::MAX).await;
+pub(crate) async fn sync(sim: &Sim, node: usize, file: usize) {
+    flush(sim, node, file, 0, u64::MAX).await;
     let jobs: Vec<(usize, Vec<(usize, u64, u64)>)> = {
-        let mut m = core.model.borrow_mut();
+        let mut m = sim.model.borrow_mut();
         m.storage
             .servers
             .iter_mut()
@@ -899,15 +899,15 @@ pub(crate) async fn sync(core: &Core, node: usize, file: usize) {
             .collect()
     };
     for (srv, list) in jobs {
-        server_write_back(core, srv, list).await;
+        server_write_back(sim, srv, list).await;
     }
 }
 
 /// What `close` costs beyond metadata: NFS clients write back the file's dirty data.
-pub(crate) async fn close(core: &Core, node: usize, file: usize) {
-    let nfs = core.model.borrow().storage.fs.kind == FsKind::Nfs;
+pub(crate) async fn close(sim: &Sim, node: usize, file: usize) {
+    let nfs = sim.model.borrow().storage.fs.kind == FsKind::Nfs;
     if nfs {
-        sync(core, node, file).await;
+        sync(sim, node, file).await;
     }
 }
 

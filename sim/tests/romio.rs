@@ -6,7 +6,7 @@ use std::cell::RefCell;
 use std::future::Future;
 use std::pin::Pin;
 
-use piotwin_sim::{FsRequest, Scenario, Twin};
+use piotwin_sim::{FsRequest, Scenario, SimOptions, Twin};
 use piotwin_types::{Access, Api, Coordination, Op, OpenMode, Position};
 use piotwin_types::{DARG_DEFAULT, Datatype, Distrib, Hints, Order, View};
 
@@ -36,11 +36,11 @@ fn run(
     h: &Hints,
     views: &[View],
     lens: &[u64],
-    coord: Coord,
+    coord: Coordination,
 ) -> (Vec<(usize, Access, u64, u64)>, Hints) {
     const FILL: u64 = 1 << 20;
     let scn = cluster();
-    let twin = Twin::new(&scn, ranks, 1).unwrap();
+    let twin = Twin::new(&scn, ranks, SimOptions::seeded(1)).unwrap();
     twin.record_requests();
     let rs: Vec<_> = (0..ranks).map(|r| twin.rank(r)).collect();
     let eff = RefCell::new(Hints::new());
@@ -353,7 +353,7 @@ fn independent_noncontiguous_writes_sieve_under_locks() {
 #[test]
 fn bad_hint_values_are_refused_at_open() {
     let scn = cluster();
-    let twin = Twin::new(&scn, 1, 1).unwrap();
+    let twin = Twin::new(&scn, 1, SimOptions::seeded(1)).unwrap();
     let r = twin.rank(0);
     let err = RefCell::new(None);
     let task = Box::pin(async {

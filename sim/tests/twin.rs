@@ -368,7 +368,7 @@ fn compute_costs_by_kind() {
     let scn = scenario(1, 1, &[]);
     let got = try_run(&scn, 2, 1, async |r| {
         let t0 = r.now();
-        r.compute(piotwin_sim::KernelKind::BtStep, 2e9).await;
+        r.compute(piotwin_types::KernelKind::BtStep, 2e9).await;
         r.now() - t0
     })
     .unwrap();

@@ -302,7 +302,9 @@ mod tests {
         )
         .unwrap();
         let p = Pingpong { params: params() };
-        let outs = crate::backend::sim::launch(&scenario, 3, 1, &p).unwrap();
+        let (outs, _) =
+            crate::backend::sim::launch(&scenario, 3, piotwin_sim::SimOptions::seeded(1), &p)
+                .unwrap();
         let rows = &outs[0].rows;
         assert_eq!(rows.len(), 4);
         assert!(

@@ -59,9 +59,6 @@ pub(crate) fn normalize_args(argv: Vec<OsString>) -> Vec<OsString> {
 pub(crate) struct BeffIoCliArgs {
     #[command(flatten)]
     bench: BeffIoArgs,
-    /// Twin only: simulate every repetition (no fast-forward of steady repetitions).
-    #[arg(long)]
-    exact: bool,
     #[command(flatten)]
     pub(super) common: CommonArgs,
 }
@@ -71,13 +68,11 @@ pub(crate) struct BeffIoCliArgs {
 fn environment(mode: Mode, run: &RunInfo) -> std::collections::BTreeMap<String, String> {
     let mut env = run.environment.clone();
     if mode == Mode::Sim {
-        let ff = if piotwin::backend::sim::fast_forward() {
-            format!(
-                "on, {} iterations skipped (summed over ranks)",
-                piotwin::backend::sim::skipped_iterations()
-            )
-        } else {
-            "off (--exact)".to_string()
+        let ff = match run.fast_forward {
+            Some((true, skipped)) => {
+                format!("on, {skipped} iterations skipped (summed over ranks)")
+            }
+            _ => "off (--exact)".to_string(),
         };
         env.insert("fast_forward".to_string(), ff);
     }
@@ -143,7 +138,6 @@ impl BeffIoCliArgs {
         )
         .map_err(|e| CliError::Usage(e.to_string()))?;
         cfg.progress = true;
-        piotwin::backend::sim::set_fast_forward(!self.exact);
         if common.is_real() && !Path::new(&cfg.path).is_dir() {
             return Err(CliError::Usage(format!(
                 "-p `{}`: the scratch directory does not exist (or is not a directory)",

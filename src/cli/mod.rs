@@ -45,7 +45,7 @@ use clap::{Args, Parser, Subcommand};
 use piotwin::backend;
 use piotwin::ctx::{Hints, RankProgram};
 use piotwin::report::{Mode, RunReport, compare as report_compare};
-use piotwin_sim::Scenario;
+use piotwin_sim::{Scenario, SimOptions};
 
 /// What went wrong, and so the exit code.
 #[derive(Debug)]
@@ -234,6 +234,9 @@ pub(crate) struct CommonArgs {
     #[arg(long, value_name = "N", help_heading = "Where it runs", allow_hyphen_values = true,
           value_parser = clap::value_parser!(u64).range(1..))]
     ranks: Option<u64>,
+    /// Twin only: simulate every repetition of a time- or count-driven loop (no fast-forward of steady repetitions).
+    #[arg(long, help_heading = "Where it runs")]
+    exact: bool,
     /// Dry run (IOR's dryRun): run the benchmark's logic on --ranks N ranks with zero-cost I/O, no MPI, no scenario. Times are overhead only; no report is written.
     #[arg(long, help_heading = "Where it runs")]
     dry_run: bool,
@@ -271,6 +274,8 @@ pub(crate) enum Backend {
         scenario: Box<Scenario>,
         /// Simulated ranks.
         ranks: u64,
+        /// Fast-forward steady repetitions (off with `--exact`).
+        fast_forward: bool,
     },
     /// Zero-cost I/O on `ranks` ranks.
     Null {
@@ -359,6 +364,9 @@ impl CommonArgs {
         if !self.set.is_empty() && self.sim.is_none() {
             return usage("--set overrides a scenario value: it needs --sim SCENARIO".into());
         }
+        if self.exact && self.sim.is_none() {
+            return usage("--exact applies to twin runs (--sim SCENARIO --ranks N) only".into());
+        }
         let backend = match (&self.sim, self.dry_run, self.ranks) {
             (Some(path), _, Some(ranks)) => {
                 let scenario = Scenario::load_with(path, &self.set)
@@ -367,6 +375,7 @@ impl CommonArgs {
                     path: path.clone(),
                     scenario: Box::new(scenario),
                     ranks,
+                    fast_forward: !self.exact,
                 }
             }
             (Some(_), _, None) => {
@@ -450,6 +459,9 @@ pub(crate) struct RunInfo {
     pub(crate) ranks: u64,
     /// Host and MPI library, or scenario and seed.
     pub(crate) environment: BTreeMap<String, String>,
+    /// A twin run's fast-forward: whether it was on, and the iterations it
+    /// skipped (summed over ranks).
+    pub(crate) fast_forward: Option<(bool, u64)>,
 }
 
 /// What the CLI needs from a benchmark's program besides running it.
@@ -496,6 +508,7 @@ pub(crate) fn execute<P: CliBenchmark>(program: &P, common: &Common) -> Result<(
                     label,
                     ranks: job.size as u64,
                     environment,
+                    fast_forward: None,
                 },
                 job.rank == 0,
             )
@@ -504,8 +517,13 @@ pub(crate) fn execute<P: CliBenchmark>(program: &P, common: &Common) -> Result<(
             path,
             scenario,
             ranks,
+            fast_forward,
         } => {
-            let outs = backend::sim::launch(scenario, *ranks as usize, common.seed, program)
+            let options = SimOptions {
+                seed: common.seed,
+                fast_forward: *fast_forward,
+            };
+            let (outs, stats) = backend::sim::launch(scenario, *ranks as usize, options, program)
                 .map_err(|e| CliError::Runtime(format!("the twin failed: {e}")))?;
             let out = outs.into_iter().next().expect("a twin run has rank 0");
             let (name, _) = scenario_identity(scenario);
@@ -526,6 +544,7 @@ pub(crate) fn execute<P: CliBenchmark>(program: &P, common: &Common) -> Result<(
                     label,
                     ranks: *ranks,
                     environment,
+                    fast_forward: Some((*fast_forward, stats.skipped)),
                 },
                 true,
             )
@@ -542,6 +561,7 @@ pub(crate) fn execute<P: CliBenchmark>(program: &P, common: &Common) -> Result<(
                     label,
                     ranks: *ranks,
                     environment: BTreeMap::new(),
+                    fast_forward: None,
                 },
                 true,
             )

@@ -4,7 +4,7 @@ use std::cell::RefCell;
 use std::future::Future;
 use std::pin::Pin;
 
-use piotwin_sim::{Rank, Scenario, SimError, Twin};
+use piotwin_sim::{Rank, Scenario, SimError, SimOptions, Twin};
 
 type Task<'a> = Pin<Box<dyn Future<Output = ()> + 'a>>;
 
@@ -17,7 +17,7 @@ pub fn try_run<T: 'static>(
     seed: u64,
     body: impl AsyncFn(&Rank) -> T,
 ) -> Result<Vec<T>, SimError> {
-    let twin = Twin::new(scn, n, seed)?;
+    let twin = Twin::new(scn, n, SimOptions::seeded(seed))?;
     let ranks: Vec<Rank> = (0..n).map(|r| twin.rank(r)).collect();
     let out: Vec<RefCell<Option<T>>> = (0..n).map(|_| RefCell::new(None)).collect();
     let body = &body;

@@ -1,0 +1,135 @@
+//! File-system requests of a rank: the seam between the MPI layer and the
+//! storage model (recorded in the trace and in the fast-forward's log), and
+//! the extents of an access through a view.
+
+use piotwin_types::{Access, Datatype, View};
+
+use crate::ff::FF_CLASS_EOF;
+use crate::ff::FfReq;
+use crate::mpi::Model;
+use crate::mpi::Sim;
+use crate::mpi::Wait;
+use crate::mpi::cpu;
+use crate::romio::FsRequest;
+use crate::storage::{self};
+
+/// The extents of `len` bytes at `offset` etypes through `view`, lazily.
+pub(crate) fn view_extents(view: &View, offset: u64, len: u64) -> ViewRuns<'_> {
+    if len == 0 {
+        ViewRuns::One(None)
+    } else if let Some(unit) = basic_view(view) {
+        ViewRuns::One(Some((view.disp + offset * unit, len)))
+    } else {
+        ViewRuns::Walk(view.extents(offset, len))
+    }
+}
+
+/// The etype size of a view whose filetype is its etype, a basic type (the
+/// default byte view, b_eff_io's view of doubles): its data lie contiguous
+/// from `disp`, with no filetype to flatten.
+pub(crate) fn basic_view(v: &View) -> Option<u64> {
+    (matches!(v.etype, Datatype::Byte | Datatype::Double) && v.filetype == v.etype)
+        .then(|| v.etype.size())
+}
+
+/// The extents of [`view_extents`]: one run of a contiguous view without a
+/// walk (or an allocation) per call, else the view's flattened walk.
+pub(crate) enum ViewRuns<'v> {
+    One(Option<(u64, u64)>),
+    Walk(piotwin_types::ViewExtents<'v>),
+}
+
+impl Iterator for ViewRuns<'_> {
+    type Item = (u64, u64);
+    fn next(&mut self) -> Option<(u64, u64)> {
+        match self {
+            ViewRuns::One(run) => run.take(),
+            ViewRuns::Walk(walk) => walk.next(),
+        }
+    }
+}
+
+/// Bytes of an access that lie before the end of file `inode` (what a read returns).
+pub(crate) fn readable(m: &Model, inode: usize, view: &View, offset: u64, len: u64) -> u64 {
+    let size = m.files[inode].size;
+    view_extents(view, offset, len)
+        .map(|(o, l)| l.min(size.saturating_sub(o)))
+        .sum()
+}
+
+/// File-system requests `ext` = (offset, bytes) of file `inode` by world rank
+/// `world`, one after the other (reads stop at the end of the file; writes grow
+/// it); recorded in the trace when it is on. Returns the bytes moved.
+pub(crate) async fn fs_io(
+    sim: &Sim,
+    world: usize,
+    inode: usize,
+    access: Access,
+    ext: &[(u64, u64)],
+) -> u64 {
+    // one system call per request (reads at the end of file included), on the rank's sim
+    let syscalls = {
+        let m = sim.model.borrow();
+        let calls = ext.iter().filter(|e| e.1 > 0).count();
+        calls as f64 * m.platform.syscall(m.platform.node_of(world))
+    };
+    if syscalls > 0.0 {
+        cpu(sim, world, syscalls).await;
+    }
+    let (node, reqs) = {
+        let mut m = sim.model.borrow_mut();
+        let size = m.files[inode].size;
+        let reqs: Vec<(usize, u64, u64)> = ext
+            .iter()
+            .map(|&(off, len)| {
+                let n = match access {
+                    Access::Write => len,
+                    Access::Read => len.min(size.saturating_sub(off)),
+                };
+                (inode, off, n)
+            })
+            .filter(|r| r.2 > 0)
+            .collect();
+        if let Some(t) = m.trace.as_mut() {
+            t.extend(reqs.iter().map(|&(file, offset, len)| FsRequest {
+                rank: world,
+                file,
+                access,
+                offset,
+                len,
+            }));
+        }
+        let node = m.platform.node_of(world);
+        let Model { ff, storage, .. } = &mut *m;
+        if let Some(log) = ff.log[world].as_mut() {
+            log.extend(ext.iter().filter(|e| e.1 > 0).map(|&(off, len)| FfReq {
+                file: inode,
+                write: access == Access::Write,
+                off,
+                len,
+                class: match access {
+                    Access::Write => storage.write_class(node, len),
+                    Access::Read if off + len > size => FF_CLASS_EOF,
+                    Access::Read => storage.read_class(node, inode, off, off + len),
+                },
+            }));
+        }
+        m.waiting[world] = Wait::Io;
+        (node, reqs)
+    };
+    storage::io(sim, world, node, access, &reqs).await;
+    let mut m = sim.model.borrow_mut();
+    m.waiting[world] = Wait::Running;
+    if access == Access::Write {
+        grow(&mut m, &reqs);
+    }
+    reqs.iter().map(|r| r.2).sum()
+}
+
+/// Files grow to the end of the writes `reqs` = (inode, offset, bytes).
+pub(crate) fn grow(m: &mut Model, reqs: &[(usize, u64, u64)]) {
+    for &(inode, off, len) in reqs {
+        let f = &mut m.files[inode];
+        f.size = f.size.max(off + len);
+    }
+}

@@ -1,0 +1,566 @@
+//! MPI-IO files of a rank: open and close, views and hints, the data calls
+//! (blocking and nonblocking), sync, size, delete.
+
+use std::cell::Cell;
+use std::rc::Rc;
+
+use piotwin_types::{
+    Access, Api, Coordination, Datatype, Hints, IoError, Op, OpenMode, Position, View,
+};
+
+use crate::Rank;
+use crate::engine::Signal;
+use crate::mpi::Model;
+use crate::mpi::Wait;
+use crate::mpi::comm::CollOut;
+use crate::mpi::comm::Comm;
+use crate::mpi::comm::Contrib;
+use crate::mpi::comm::Kind;
+use crate::mpi::fsio::readable;
+use crate::mpi::romio::independent_io;
+use crate::romio::hints::Effective;
+use crate::storage::{self};
+
+pub(crate) struct FileMeta {
+    pub(crate) size: u64,
+}
+
+pub(crate) struct SharedPtr {
+    /// Position in etypes.
+    pub(crate) pos: u64,
+    /// Virtual time the pointer's lock is free again.
+    pub(crate) free_at: f64,
+}
+
+/// An open file of one rank.
+pub struct File {
+    pub(crate) inode: usize,
+    pub(crate) path: String,
+    pub(crate) api: Api,
+    pub(crate) mode: OpenMode,
+    pub(crate) comm: Rc<Comm>,
+    pub(crate) rank: usize,
+    pub(crate) seq: Cell<u64>,
+    pub(crate) view: View,
+    pub(crate) ptr: usize,
+    /// The MPI-IO hints in effect.
+    pub(crate) hints: Rc<Effective>,
+    /// The hints given at open and by later `set_info` calls.
+    pub(crate) given: Hints,
+    /// Collective data accesses made so far (numbers the calls).
+    pub(crate) cseq: Cell<u64>,
+}
+
+/// A started nonblocking access, completed by [`Rank::wait_all`].
+pub struct Pending {
+    pub(crate) started: Option<Signal>,
+    pub(crate) access: Access,
+    pub(crate) deferred: Option<(u64, u64)>,
+    pub(crate) bytes: u64,
+}
+
+pub(crate) fn is_byte_view(v: &View) -> bool {
+    v.etype == Datatype::Byte && v.filetype == Datatype::Byte
+}
+
+/// Size of the view's etype in bytes (the default byte view needs no flattening).
+pub(crate) fn etype_size(v: &View) -> u64 {
+    if v.etype == Datatype::Byte {
+        1
+    } else {
+        v.etype.size().max(1)
+    }
+}
+
+impl Rank {
+    /// Opens `path`: all ranks of this communicator together when `shared`
+    /// (create once, then one open per rank at the metadata server), else this rank alone.
+    pub async fn open(
+        &self,
+        path: &str,
+        mode: OpenMode,
+        shared: bool,
+        api: Api,
+    ) -> Result<File, IoError> {
+        self.open_with_hints(path, mode, shared, api, &Hints::new())
+            .await
+    }
+
+    /// [`Rank::open`] with MPI-IO hints (`MPI_Info`), resolved as ROMIO does
+    /// (see [`File::hints_in_effect`]); a hint value ROMIO would not take is an
+    /// error naming it. Every rank of a shared open must give the same hints.
+    pub async fn open_with_hints(
+        &self,
+        path: &str,
+        mode: OpenMode,
+        shared: bool,
+        api: Api,
+        hints: &Hints,
+    ) -> Result<File, IoError> {
+        let hints_given = hints;
+        if api == Api::MpiIo {
+            self.call_cost(|c| c.open).await;
+        }
+        let (rank, opened) = if shared && self.size() > 1 {
+            let out = self
+                .collective(
+                    &self.comm,
+                    self.rank,
+                    &self.seq,
+                    Contrib::None,
+                    Kind::Open(path, mode),
+                )
+                .await;
+            let opened = match out.get() {
+                Some(CollOut::Opened(r)) => r.clone(),
+                _ => unreachable!("open yields a file"),
+            };
+            (self.rank, opened)
+        } else {
+            let (done, opened) = {
+                let mut m = self.sim.model.borrow_mut();
+                let now = self.now();
+                let node = m.platform.node_of(self.world);
+                let (cost, opened) = open_inode(&mut m, path, mode);
+                let opened = opened.map(|(i, p)| (i, p, m.new_comm(vec![self.world])));
+                (m.md_op(now, node, cost), opened)
+            };
+            self.until(done, Wait::Io).await;
+            (0, opened)
+        };
+        let (inode, ptr, comm) = opened?;
+        let hints = self
+            .resolve_hints(&comm, hints)
+            .map_err(|e| IoError::Call {
+                op: "open".into(),
+                path: path.into(),
+                message: e,
+            })?;
+        Ok(File {
+            inode,
+            path: path.to_string(),
+            api,
+            mode,
+            comm,
+            rank,
+            seq: Cell::new(0),
+            view: View::bytes(),
+            ptr,
+            hints,
+            given: hints_given.clone(),
+            cseq: Cell::new(0),
+        })
+    }
+
+    /// `MPI_File_set_info` (collective over the file's ranks): lays `hints` over
+    /// those given so far. As in ROMIO, the aggregator list and the striping are
+    /// fixed when the file is opened; buffer sizes and the collective-buffering
+    /// and data-sieving switches take effect for the following calls.
+    pub fn set_info(&self, file: &mut File, hints: &Hints) -> Result<(), IoError> {
+        if file.api == Api::Posix {
+            return Err(IoError::Invalid(format!(
+                "set_info on `{}`: POSIX files take no hints",
+                file.path
+            )));
+        }
+        let given = file.given.merged(hints);
+        let mut eff = (*self
+            .resolve_hints(&file.comm, &given)
+            .map_err(|e| IoError::Call {
+                op: "set_info".into(),
+                path: file.path.clone(),
+                message: e,
+            })?)
+        .clone();
+        eff.aggregators = file.hints.aggregators.clone();
+        eff.striping_unit = file.hints.striping_unit;
+        eff.striping_factor = file.hints.striping_factor;
+        file.hints = Rc::new(eff);
+        file.given = given;
+        Ok(())
+    }
+
+    /// The hints in effect on a file of communicator `comm` (resolved once per
+    /// collective open and shared by its ranks).
+    pub(crate) fn resolve_hints(
+        &self,
+        comm: &Comm,
+        given: &Hints,
+    ) -> Result<Rc<Effective>, String> {
+        let mut m = self.sim.model.borrow_mut();
+        let n = comm.members.len();
+        if let Some((h, eff, left)) = m.opened_hints.get_mut(&comm.id)
+            && h == given
+        {
+            let eff = eff.clone();
+            *left -= 1;
+            if *left == 0 {
+                m.opened_hints.remove(&comm.id);
+            }
+            return Ok(eff);
+        }
+        let nodes: Vec<usize> = comm
+            .members
+            .iter()
+            .map(|&w| m.platform.node_of(w))
+            .collect();
+        let eff = Rc::new(Effective::resolve(given, &nodes, &m.fs)?);
+        if n > 1 && !m.opened_hints.contains_key(&comm.id) {
+            m.opened_hints
+                .insert(comm.id, (given.clone(), eff.clone(), n - 1));
+        }
+        Ok(eff)
+    }
+
+    /// Sets `file`'s view (collective over the file's ranks). MPI-IO files only;
+    /// resets the shared file pointer.
+    pub async fn set_view(&self, file: &mut File, view: &View) -> Result<(), IoError> {
+        if file.api == Api::Posix {
+            return Err(IoError::Invalid(format!(
+                "set_view on `{}`: POSIX files have no views",
+                file.path
+            )));
+        }
+        self.collective(
+            &file.comm,
+            file.rank,
+            &file.seq,
+            Contrib::None,
+            Kind::SetView(file.ptr),
+        )
+        .await;
+        file.view = view.clone();
+        Ok(())
+    }
+
+    pub(crate) fn check(
+        &self,
+        file: &File,
+        access: Access,
+        coord: Coordination,
+        pos: Position,
+    ) -> Result<(), IoError> {
+        if file.api == Api::MpiIo && file.hints.no_indep_rw && coord == Coordination::Independent {
+            return Err(IoError::Invalid(format!(
+                "`{}` was opened with romio_no_indep_rw=true: only collective accesses are allowed",
+                file.path
+            )));
+        }
+        if file.api == Api::Posix
+            && (coord == Coordination::Collective || pos == Position::SharedPointer)
+        {
+            return Err(IoError::Invalid(format!(
+                "`{}` is a POSIX file: only independent accesses at explicit offsets are possible",
+                file.path
+            )));
+        }
+        let denied = match access {
+            Access::Write => file.mode == OpenMode::Read,
+            Access::Read => file.mode == OpenMode::Create,
+        };
+        if denied {
+            let (op, why) = match access {
+                Access::Write => ("write", "the file is open read-only"),
+                Access::Read => ("read", "the file is open write-only"),
+            };
+            return Err(IoError::Call {
+                op: op.into(),
+                path: file.path.clone(),
+                message: why.into(),
+            });
+        }
+        Ok(())
+    }
+
+    /// `MPI_File_*_shared`: takes the shared pointer under its lock (one update at a
+    /// time, `mpiio.shared_pointer` each) and advances it by `len` bytes; returns
+    /// the offset (in etypes) this access starts at.
+    pub(crate) async fn take_shared_pointer(&self, file: &File, len: u64) -> u64 {
+        let (ready, off) = {
+            let mut m = self.sim.model.borrow_mut();
+            let cost = m.shared_pointer_cost;
+            let now = self.now();
+            let p = &mut m.ptrs[file.ptr];
+            let begin = now.max(p.free_at);
+            p.free_at = begin + cost;
+            let off = p.pos;
+            p.pos += len / etype_size(&file.view);
+            (begin + cost, off)
+        };
+        self.until(ready, Wait::Io).await;
+        off
+    }
+
+    /// Moves `len` bytes as `access`/`coord`/`pos` say; returns the bytes moved
+    /// (short at end of file for reads). MPI-IO accesses go through ROMIO's
+    /// methods (see [`crate::romio`]); POSIX ones are one request per call.
+    pub async fn xfer(&self, file: &mut File, op: Op, len: u64) -> Result<u64, IoError> {
+        self.count_call(file, op);
+        let Op { access, coord, pos } = op;
+        self.check(file, access, coord, pos)?;
+        if file.api == Api::MpiIo && coord == Coordination::Independent {
+            self.call_cost(|c| c.independent_call).await;
+        }
+        let esize = etype_size(&file.view);
+        match (coord, pos) {
+            (Coordination::Independent, Position::At(off)) => {
+                Ok(self.independent(file, access, off, len).await)
+            }
+            (Coordination::Collective, Position::At(off)) => {
+                Ok(self.collective_io(file, access, off, len).await)
+            }
+            (Coordination::Independent, Position::SharedPointer) => {
+                let off = self.take_shared_pointer(file, len).await;
+                Ok(self.independent(file, access, off, len).await)
+            }
+            (Coordination::Collective, Position::SharedPointer) => {
+                // ROMIO's ordered calls: offsets by rank order after one update of
+                // the shared pointer, then a collective access at those offsets.
+                let out = self
+                    .collective(
+                        &file.comm,
+                        file.rank,
+                        &file.seq,
+                        Contrib::U64(len / esize),
+                        Kind::Ordered(file.ptr),
+                    )
+                    .await;
+                let off = match out.get() {
+                    Some(CollOut::Offsets(o)) => o[file.rank],
+                    _ => unreachable!("ordered access yields offsets"),
+                };
+                Ok(self.collective_io(file, access, off, len).await)
+            }
+        }
+    }
+
+    /// Starts a nonblocking access. Independent ones start now; collective ones
+    /// are deferred and completed together by [`Rank::wait_all`].
+    pub async fn post(&self, file: &mut File, op: Op, len: u64) -> Result<Pending, IoError> {
+        self.count_nonblocking();
+        let Op { access, coord, pos } = op;
+        self.check(file, access, coord, pos)?;
+        if file.api == Api::MpiIo && coord == Coordination::Independent {
+            self.call_cost(|c| c.independent_call).await;
+        }
+        match (coord, pos) {
+            (Coordination::Independent, Position::At(off)) => {
+                let (started, bytes) = self.spawn_independent(file, access, off, len);
+                Ok(Pending { access, started: Some(started), deferred: None, bytes })
+            }
+            (Coordination::Collective, Position::At(off)) => Ok(Pending { access, started: None, deferred: Some((off, len)), bytes: 0 }),
+            (Coordination::Independent, Position::SharedPointer) => {
+                let off = self.take_shared_pointer(file, len).await;
+                let (started, bytes) = self.spawn_independent(file, access, off, len);
+                Ok(Pending { access, started: Some(started), deferred: None, bytes })
+            }
+            (Coordination::Collective, Position::SharedPointer) => Err(IoError::Invalid(
+                "nonblocking ordered (collective shared-pointer) access does not exist in MPI; use the blocking call".into(),
+            )),
+        }
+    }
+
+    /// Completes `reqs`; returns the bytes each moved. If any was posted as
+    /// collective, every rank of the file must call this with the same
+    /// collective requests in the same order: each is then done as one
+    /// collective access (ROMIO's nonblocking collectives run the same two-phase
+    /// schedule), in the order posted, after the independent ones completed.
+    pub async fn wait_all(&self, file: &mut File, reqs: Vec<Pending>) -> Vec<u64> {
+        let mut out: Vec<u64> = reqs.iter().map(|r| r.bytes).collect();
+        for r in &reqs {
+            if let Some(s) = &r.started {
+                self.wait(s, Wait::Io).await;
+            }
+        }
+        for (i, r) in reqs.iter().enumerate() {
+            if let Some((off, len)) = r.deferred {
+                out[i] = self.collective_io(file, r.access, off, len).await;
+            }
+        }
+        out
+    }
+
+    /// This rank's MPI-IO access of `len` bytes at `off` etypes of `file`'s view,
+    /// done independently as ROMIO does it (contiguous, data sieving or one
+    /// request per extent); returns the bytes moved.
+    pub(crate) async fn independent(&self, file: &File, access: Access, off: u64, len: u64) -> u64 {
+        independent_io(
+            &self.sim,
+            self.world,
+            file.inode,
+            &file.view,
+            &file.hints,
+            access,
+            off,
+            len,
+        )
+        .await
+    }
+
+    /// Starts an independent access as a task of its own; the signal fires when it is done.
+    pub(crate) fn spawn_independent(
+        &self,
+        file: &File,
+        access: Access,
+        off: u64,
+        len: u64,
+    ) -> (Signal, u64) {
+        let done = Signal::new();
+        let (sim, fired, world) = (self.sim.clone(), done.clone(), self.world);
+        let (inode, view, hints) = (file.inode, file.view.clone(), file.hints.clone());
+        let bytes = match access {
+            Access::Write => len,
+            Access::Read => readable(&self.sim.model.borrow(), inode, &view, off, len),
+        };
+        self.sim.spawned.borrow_mut().push(Box::pin(async move {
+            independent_io(&sim, world, inode, &view, &hints, access, off, len).await;
+            fired.fire();
+        }));
+        (done, bytes)
+    }
+}
+
+impl Rank {
+    /// Flushes `file` to stable storage: a server round trip plus the scenario's
+    /// sync cost (collective over the file's ranks for MPI-IO).
+    pub async fn sync(&self, file: &mut File) {
+        if file.api == Api::MpiIo {
+            self.collective(
+                &file.comm,
+                file.rank,
+                &file.seq,
+                Contrib::None,
+                Kind::Barrier,
+            )
+            .await;
+        }
+        let node = self.sim.model.borrow().platform.node_of(self.world);
+        self.sim.model.borrow_mut().waiting[self.world] = Wait::Io;
+        storage::sync(&self.sim, node, file.inode).await;
+        let t = {
+            let m = self.sim.model.borrow();
+            self.now() + m.platform.server_rtt(node) + m.md.sync
+        };
+        self.until(t, Wait::Io).await;
+    }
+
+    /// Makes the next read of `file` from this rank's node cold: [`Rank::sync`]
+    /// (dirty pages written back, costing device time), then the file's clean
+    /// pages evicted from the node's page cache (`fsync` + `posix_fadvise(DONTNEED)`).
+    pub async fn drop_cache(&self, file: &mut File) {
+        self.sync(file).await;
+        let mut m = self.sim.model.borrow_mut();
+        let node = m.platform.node_of(self.world);
+        storage::drop_clean(&mut m.storage, node, file.inode);
+    }
+
+    /// Current size of `file` in bytes (one server round trip).
+    pub async fn file_size(&self, file: &File) -> u64 {
+        let t = {
+            let m = self.sim.model.borrow();
+            self.now() + m.platform.server_rtt(m.platform.node_of(self.world))
+        };
+        self.until(t, Wait::Io).await;
+        self.sim.model.borrow().files[file.inode].size
+    }
+
+    /// Closes `file` (collective over the file's ranks when it was opened shared).
+    pub async fn close(&self, file: File) {
+        if file.api == Api::MpiIo {
+            self.call_cost(|c| c.close).await;
+        }
+        let node = self.sim.model.borrow().platform.node_of(self.world);
+        self.sim.model.borrow_mut().waiting[self.world] = Wait::Io;
+        self.sim
+            .model
+            .borrow_mut()
+            .storage
+            .forget_stream(self.world, file.inode);
+        storage::close(&self.sim, node, file.inode).await;
+        if file.comm.members.len() > 1 {
+            self.collective(&file.comm, file.rank, &file.seq, Contrib::None, Kind::Close)
+                .await;
+        } else {
+            let t = {
+                let mut m = self.sim.model.borrow_mut();
+                let node = m.platform.node_of(self.world);
+                let cost = m.md.close;
+                m.md_op(self.now(), node, cost)
+            };
+            self.until(t, Wait::Io).await;
+        }
+    }
+
+    /// Deletes `path` if it exists (a metadata operation; open handles keep their data).
+    pub async fn delete(&self, path: &str) {
+        let t = {
+            let mut m = self.sim.model.borrow_mut();
+            let mut size = 0;
+            if let Some(inode) = m.by_path.remove(path) {
+                size = m.files[inode].size;
+                storage::delete(&mut m.storage, inode);
+            }
+            let node = m.platform.node_of(self.world);
+            let cost = match m.md.delete_bw.is_finite() {
+                true => m.md.delete + size as f64 / m.md.delete_bw,
+                false => m.md.delete,
+            };
+            m.md_op(self.now(), node, cost)
+        };
+        self.until(t, Wait::Io).await;
+    }
+}
+
+impl File {
+    /// The path it was opened as.
+    pub fn path(&self) -> &str {
+        &self.path
+    }
+
+    /// The I/O library it was opened through.
+    pub fn api(&self) -> Api {
+        self.api
+    }
+
+    /// The MPI-IO hints in effect, with the keys MPICH's `MPI_File_get_info`
+    /// reports (none for POSIX files).
+    pub fn hints_in_effect(&self) -> Hints {
+        match self.api {
+            Api::MpiIo => self.hints.to_hints(),
+            Api::Posix => Hints::new(),
+        }
+    }
+}
+
+/// Looks up or creates `path`'s inode as `mode` says; returns (metadata cost, result).
+pub(crate) fn open_inode(
+    m: &mut Model,
+    path: &str,
+    mode: OpenMode,
+) -> (f64, Result<(usize, usize), IoError>) {
+    let (cost, inode) = match (m.by_path.get(path), mode) {
+        (Some(&i), _) => (m.md.open, Ok(i)),
+        (None, OpenMode::Read) => (
+            m.md.open,
+            Err(IoError::Call {
+                op: "open".into(),
+                path: path.into(),
+                message: "No such file or directory".into(),
+            }),
+        ),
+        (None, _) => {
+            m.files.push(FileMeta { size: 0 });
+            let i = m.files.len() - 1;
+            m.by_path.insert(path.to_string(), i);
+            (m.md.create, Ok(i))
+        }
+    };
+    let r = inode.map(|i| {
+        m.ptrs.push(SharedPtr {
+            pos: 0,
+            free_at: 0.0,
+        });
+        (i, m.ptrs.len() - 1)
+    });
+    (cost, r)
+}
