@@ -74,8 +74,6 @@
 //!   in ROMIO*, Frontiers 1999).
 #![warn(missing_docs, unreachable_pub)]
 
-mod cache;
-mod device;
 mod engine;
 mod ff;
 pub mod flow;

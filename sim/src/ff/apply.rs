@@ -5,9 +5,10 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use crate::FfPlan;
 use crate::Rank;
-use crate::mpi::Model;
 use crate::mpi::Wait;
-use crate::mpi::node_flow;
+use crate::mpi::mpiio::SharedPtr;
+use crate::storage::Storage;
+use crate::storage::node_flow;
 use piotwin_types::Access;
 
 /// One skip of ranks in step ([`Rank::ff_skip_in_step`]): each rank's node
@@ -64,119 +65,118 @@ pub(crate) fn tiled_reads(plans: &[(usize, &FfPlan)]) -> TiledReads {
     out
 }
 
-impl Model {
-    /// The fast-forward's state-only effect of skipping `k` iterations of
-    /// `plans` (each with its rank's node; see [`Rank::ff_skip`]). Writes that
-    /// ranks of several nodes make into the same extent-lock units are applied
-    /// iteration by iteration, ranks in order; the others stream by stream,
-    /// the strided reads of a node's ranks that tile one block per iteration
-    /// (ordered reads through a shared pointer) as that block's stream.
-    pub(crate) fn ff_apply(&mut self, plans: &[(usize, &FfPlan)], k: u64) {
-        let contended = self.ff_contended(plans, k);
-        let tiled = tiled_reads(plans);
-        for &(node, file, block) in &tiled.blocks {
-            self.storage
-                .apply_strided(node, Access::Read, file, block, k);
-        }
-        for (i, &(node, plan)) in plans.iter().enumerate() {
-            for (q, r) in plan.reqs.iter().enumerate() {
-                let access = if r.write { Access::Write } else { Access::Read };
-                if !contended.contains(&(i, q)) && !tiled.members.contains(&(i, q)) {
-                    self.storage
-                        .apply_strided(node, access, r.file, (r.off, r.len, plan.shift), k);
-                }
-                if r.write {
-                    let end = r.off + k * plan.shift + r.len;
-                    let f = &mut self.files[r.file];
-                    f.size = f.size.max(end);
-                }
+/// The fast-forward's state-only effect of skipping `k` iterations of
+/// `plans` (each with its rank's node; see [`Rank::ff_skip`]). Writes that
+/// ranks of several nodes make into the same extent-lock units are applied
+/// iteration by iteration, ranks in order; the others stream by stream,
+/// the strided reads of a node's ranks that tile one block per iteration
+/// (ordered reads through a shared pointer) as that block's stream.
+pub(crate) fn apply_skip(
+    storage: &mut Storage,
+    ptrs: &mut [SharedPtr],
+    plans: &[(usize, &FfPlan)],
+    k: u64,
+) {
+    let contended = contended(storage, plans, k);
+    let tiled = tiled_reads(plans);
+    for &(node, file, block) in &tiled.blocks {
+        storage.apply_strided(node, Access::Read, file, block, k);
+    }
+    for (i, &(node, plan)) in plans.iter().enumerate() {
+        for (q, r) in plan.reqs.iter().enumerate() {
+            let access = if r.write { Access::Write } else { Access::Read };
+            if !contended.contains(&(i, q)) && !tiled.members.contains(&(i, q)) {
+                storage.apply_strided(node, access, r.file, (r.off, r.len, plan.shift), k);
             }
-            if let Some((p, step)) = plan.pointer
-                && p.lead
-            {
-                self.ptrs[p.ptr].pos += k * step;
+            if r.write {
+                let end = r.off + k * plan.shift + r.len;
+                storage.grow(r.file, end);
             }
         }
-        // Nodes that write none of a file's contended stretch and hold none
-        // of it lose nothing to its writes: leave them out of each write's
-        // invalidation (k writes times every node that ever cached the file).
-        let mut stretch: BTreeMap<usize, (u64, u64, BTreeSet<usize>)> = BTreeMap::new();
+        if let Some((p, step)) = plan.pointer
+            && p.lead
+        {
+            ptrs[p.ptr].pos += k * step;
+        }
+    }
+    // Nodes that write none of a file's contended stretch and hold none
+    // of it lose nothing to its writes: leave them out of each write's
+    // invalidation (k writes times every node that ever cached the file).
+    let mut stretch: BTreeMap<usize, (u64, u64, BTreeSet<usize>)> = BTreeMap::new();
+    for &(i, q) in &contended {
+        let (node, plan) = plans[i];
+        let r = plan.reqs[q];
+        let e = stretch
+            .entry(r.file)
+            .or_insert((u64::MAX, 0, BTreeSet::new()));
+        e.0 = e.0.min(r.off + plan.shift);
+        e.1 = e.1.max(r.off + k * plan.shift + r.len);
+        e.2.insert(node);
+    }
+    let idle: Vec<(usize, Vec<usize>)> = stretch
+        .iter()
+        .map(|(&f, (lo, hi, writers))| (f, storage.take_idle(f, *lo, *hi, writers)))
+        .collect();
+    for j in 1..=k {
         for &(i, q) in &contended {
             let (node, plan) = plans[i];
             let r = plan.reqs[q];
-            let e = stretch
-                .entry(r.file)
-                .or_insert((u64::MAX, 0, BTreeSet::new()));
-            e.0 = e.0.min(r.off + plan.shift);
-            e.1 = e.1.max(r.off + k * plan.shift + r.len);
-            e.2.insert(node);
-        }
-        let idle: Vec<(usize, Vec<usize>)> = stretch
-            .iter()
-            .map(|(&f, (lo, hi, writers))| (f, self.storage.take_idle(f, *lo, *hi, writers)))
-            .collect();
-        for j in 1..=k {
-            for &(i, q) in &contended {
-                let (node, plan) = plans[i];
-                let r = plan.reqs[q];
-                let a = r.off + j * plan.shift;
-                self.storage
-                    .apply(node, Access::Write, r.file, a, a + r.len);
-            }
-        }
-        for (f, nodes) in idle {
-            self.storage.restore_idle(f, nodes);
-        }
-        for &(node, plan) in plans {
-            if let Some(share) = plan.written_back {
-                let bytes: u64 = plan.reqs.iter().filter(|r| r.write).map(|r| r.len).sum();
-                let until = plan.end + k as f64 * plan.delta;
-                let out = (share * (k * bytes) as f64) as u64;
-                self.storage.write_back_at_once(node, out, until);
-            }
+            let a = r.off + j * plan.shift;
+            storage.apply(node, Access::Write, r.file, a, a + r.len);
         }
     }
+    for (f, nodes) in idle {
+        storage.restore_idle(f, nodes);
+    }
+    for &(node, plan) in plans {
+        if let Some(share) = plan.written_back {
+            let bytes: u64 = plan.reqs.iter().filter(|r| r.write).map(|r| r.len).sum();
+            let until = plan.end + k as f64 * plan.delta;
+            let out = (share * (k * bytes) as f64) as u64;
+            storage.write_back_at_once(node, out, until);
+        }
+    }
+}
 
-    /// The (plan, request) pairs of `plans` writing files where the skipped
-    /// writes of ranks of different nodes share extent-lock units.
-    pub(crate) fn ff_contended(
-        &self,
-        plans: &[(usize, &FfPlan)],
-        k: u64,
-    ) -> BTreeSet<(usize, usize)> {
-        let mut out = BTreeSet::new();
-        let Some(g) = self.storage.lock_granularity() else {
-            return out;
-        };
-        // per file: every write stream
-        let mut spans: BTreeMap<usize, Vec<WriteSpan>> = BTreeMap::new();
-        for (i, &(node, plan)) in plans.iter().enumerate() {
-            for (q, r) in plan.reqs.iter().enumerate().filter(|(_, r)| r.write) {
-                let (a, b) = (r.off + plan.shift, r.off + k * plan.shift + r.len);
-                spans
-                    .entry(r.file)
-                    .or_default()
-                    .push((a / g, (b - 1) / g, node, i, q));
-            }
+/// The (plan, request) pairs of `plans` writing files where the skipped
+/// writes of ranks of different nodes share extent-lock units.
+pub(crate) fn contended(
+    storage: &Storage,
+    plans: &[(usize, &FfPlan)],
+    k: u64,
+) -> BTreeSet<(usize, usize)> {
+    let mut out = BTreeSet::new();
+    let Some(g) = storage.lock_granularity() else {
+        return out;
+    };
+    // per file: every write stream
+    let mut spans: BTreeMap<usize, Vec<WriteSpan>> = BTreeMap::new();
+    for (i, &(node, plan)) in plans.iter().enumerate() {
+        for (q, r) in plan.reqs.iter().enumerate().filter(|(_, r)| r.write) {
+            let (a, b) = (r.off + plan.shift, r.off + k * plan.shift + r.len);
+            spans
+                .entry(r.file)
+                .or_default()
+                .push((a / g, (b - 1) / g, node, i, q));
         }
-        for list in spans.values_mut() {
-            list.sort_unstable();
-            // the furthest unit each node's streams reach so far
-            let mut reach: BTreeMap<usize, u64> = BTreeMap::new();
-            let shared = list.iter().any(|&(lo, hi, node, ..)| {
-                let met = reach
-                    .iter()
-                    .any(|(&other, &end)| other != node && end >= lo);
-                let e = reach.entry(node).or_insert(hi);
-                *e = (*e).max(hi);
-                met
-            });
-            if shared {
-                out.extend(list.iter().map(|&(.., i, q)| (i, q)));
-            }
-        }
-        out
     }
+    for list in spans.values_mut() {
+        list.sort_unstable();
+        // the furthest unit each node's streams reach so far
+        let mut reach: BTreeMap<usize, u64> = BTreeMap::new();
+        let shared = list.iter().any(|&(lo, hi, node, ..)| {
+            let met = reach
+                .iter()
+                .any(|(&other, &end)| other != node && end >= lo);
+            let e = reach.entry(node).or_insert(hi);
+            *e = (*e).max(hi);
+            met
+        });
+        if shared {
+            out.extend(list.iter().map(|&(.., i, q)| (i, q)));
+        }
+    }
+    out
 }
 
 impl Rank {
@@ -186,9 +186,14 @@ impl Rank {
     /// shared pointer, then sleeps until `k·Δ` after the last observation.
     pub async fn ff_skip(&self, plan: &FfPlan, k: u64) {
         {
+            let node = self.sim.platform.node_of(self.world);
             let mut m = self.sim.model.borrow_mut();
-            let node = m.platform.node_of(self.world);
-            m.ff_apply(&[(node, plan)], k);
+            apply_skip(
+                &mut self.sim.storage.borrow_mut(),
+                &mut m.ptrs,
+                &[(node, plan)],
+                k,
+            );
         }
         self.ff_advance_reads(plan, k);
         self.ff_sleep(plan, k).await;
@@ -212,7 +217,7 @@ impl Rank {
                 let round = m.ff.skips.remove(&id).expect("entered above");
                 let plans: Vec<(usize, &FfPlan)> =
                     round.iter().flatten().map(|(node, p)| (*node, p)).collect();
-                m.ff_apply(&plans, k);
+                apply_skip(&mut self.sim.storage.borrow_mut(), &mut m.ptrs, &plans, k);
             }
         }
         self.ff_advance_reads(plan, k);
@@ -222,7 +227,7 @@ impl Rank {
     /// [`Rank::ff_skip`] for a [local](FfPlan::local) plan, without the other
     /// ranks: the skipped iterations' reads change no state but this rank's
     /// read-ahead streams. Their flows over the node's shared resources (CPU
-    /// work on a sim it shares, page-cache copies over the memory bus) run
+    /// work on a core it shares, page-cache copies over the memory bus) run
     /// as `k` iterations' worth in one flow per path, one after another as
     /// the iterations ran them, taking their max–min fair share; then the rank
     /// sleeps for the rest of `k·Δ` (the window's time outside those flows).
@@ -243,17 +248,12 @@ impl Rank {
             .await;
     }
 
-    /// The most iterations of the [local](FfPlan::local) `plan` (at most `k`)
-    /// this rank may skip alone: its skipped reads, checked on the cache as it
-    /// is, must stay cached while the node's other ranks go on filling it
-    /// ([`FF_EVICTION_MARGIN`] times over) at the window's rate or at the
-
     /// This rank's read-ahead streams go on after the `k` skipped iterations of `plan`.
     pub(crate) fn ff_advance_reads(&self, plan: &FfPlan, k: u64) {
-        let mut m = self.sim.model.borrow_mut();
+        let mut storage = self.sim.storage.borrow_mut();
         for r in plan.reqs.iter().filter(|r| !r.write) {
             let next = r.off + k * plan.shift + r.len;
-            m.storage.advance_stream(self.world, r.file, next);
+            storage.advance_stream(self.world, r.file, next);
         }
     }
 

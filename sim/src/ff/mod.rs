@@ -17,11 +17,10 @@ pub use observe::{FfObservation, FfPointer};
 pub use plan::{FF_EPSILON, FfPlan};
 pub(crate) use repeat::Repetitions;
 
-use crate::mpi::Path;
 use rustc_hash::FxHashMap;
 
 /// The fast-forward's state in the model: per world rank, its request log and
-/// last observation, its load on its node's shared resources; the rounds of
+/// last observation; the rounds of
 /// offers and skips under way; the iterations skipped so far.
 pub(crate) struct FfState {
     /// Per world rank: its file-system requests since the fast-forward last
@@ -34,12 +33,6 @@ pub(crate) struct FfState {
     /// cache miss per rank and iteration at 1024 ranks), and the requests'
     /// buffer reused as the next log.
     pub(crate) last: Vec<(Vec<FfReq>, Option<PointerAt>)>,
-    /// Per world rank: its flows over its node's shared resources (CPU work
-    /// on a sim it shares, page-cache reads over the memory bus) summed from
-    /// the start, by path: units moved; for [`Rank::ff_skip_alone`].
-    pub(crate) work: Vec<Vec<(Path, f64)>>,
-    /// Per world rank: virtual time it spent waiting for those flows, summed.
-    pub(crate) busy: Vec<f64>,
     /// Offers of ranks that skip on their own ([`Rank::ff_offer`]), by
     /// (communicator, key): every rank's offer, and how many have read the result.
     pub(crate) offers: FxHashMap<(u32, u64), Offers>,
@@ -55,8 +48,6 @@ impl FfState {
         FfState {
             log: vec![None; ranks],
             last: vec![(Vec::new(), None); ranks],
-            work: vec![Vec::new(); ranks],
-            busy: vec![0.0; ranks],
             offers: FxHashMap::default(),
             skips: FxHashMap::default(),
             skipped: 0,

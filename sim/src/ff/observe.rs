@@ -179,12 +179,14 @@ impl Rank {
             spare.clear();
             *log = spare;
         }
+        let mut storage = self.sim.storage.borrow_mut();
+        let load = self.sim.load.borrow();
         FfObservation {
             end: self.now(),
-            levels: m.storage.levels(node),
-            work: m.ff.work[w].iter().map(|w| w.1).collect(),
-            busy: m.ff.busy[w],
-            inserted: m.storage.inserted(node),
+            levels: storage.levels(node),
+            work: load.work[w].iter().map(|w| w.1).collect(),
+            busy: load.busy[w],
+            inserted: storage.inserted(node),
             follow,
         }
     }

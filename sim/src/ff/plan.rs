@@ -5,7 +5,7 @@ use crate::FfPointer;
 use crate::Rank;
 use crate::ff::FfReq;
 use crate::ff::repeating;
-use crate::mpi::Path;
+use crate::storage::Path;
 use crate::storage::{self};
 
 /// A skip every rank may take: the result of [`Rank::ff_plan`].
@@ -206,18 +206,18 @@ impl Rank {
         // 4. the skipped reads are served from where the last ones were.
         let reqs = self.sim.model.borrow().ff.last[self.world].0.clone();
         {
-            let m = self.sim.model.borrow();
-            let node = m.platform.node_of(self.world);
+            let m = self.sim.storage.borrow();
+            let node = self.sim.platform.node_of(self.world);
             // 3. (the node's page cache writing back all along, at a known share)
-            if m.storage.writing_back(node) {
+            if m.writing_back(node) {
                 written_back = Some(written_back_share(&window[0], &window[w - 1])?);
             }
             for r in reqs.iter().filter(|r| !r.write) {
-                let size = m.files[r.file].size;
+                let size = m.size(r.file);
                 let alike = |j: u64| -> bool {
                     let a = r.off + shift;
                     let b = r.off + j * shift + r.len;
-                    b <= size && m.storage.read_class(node, r.file, a, b) == r.class
+                    b <= size && m.read_class(node, r.file, a, b) == r.class
                 };
                 let mut hi = k.min(size / shift.max(1) + 1);
                 if !alike(1) {
@@ -238,8 +238,7 @@ impl Rank {
                 if shift > r.len {
                     let piece = |j: u64| -> bool {
                         let a = r.off + j * shift;
-                        a + r.len <= size
-                            && m.storage.read_class(node, r.file, a, a + r.len) == r.class
+                        a + r.len <= size && m.read_class(node, r.file, a, a + r.len) == r.class
                     };
                     while lo < k.min(most) && piece(lo + 1) {
                         lo += 1;
@@ -251,7 +250,7 @@ impl Rank {
         // 5. head movements of device-served requests within the bound.
         let mut min_skip = 0;
         let device = reqs.iter().filter(|r| r.class == storage::CLASS_DEVICE);
-        let crossing = self.sim.model.borrow().storage.crossing();
+        let crossing = self.sim.storage.borrow().crossing();
         if let Some(cost) = crossing
             && shift > 0
         {
@@ -268,7 +267,7 @@ impl Rank {
             }
         }
         let (first, now) = (&window[0], &window[w - 1]);
-        let paths = &self.sim.model.borrow().ff.work[self.world];
+        let paths = &self.sim.load.borrow().work[self.world];
         let load = now
             .work
             .iter()
@@ -306,9 +305,9 @@ impl Rank {
     /// b_eff_io 4.4 % above `--exact` without the bound, 3.1 % with the
     /// window's rate alone, 0.4 % with this one).
     pub fn ff_alone_bound(&self, plan: &FfPlan, k: u64) -> u64 {
-        let m = self.sim.model.borrow();
-        let node = m.platform.node_of(self.world);
-        let rate = plan.inserted.max(m.platform.nic_bw(node));
+        let m = self.sim.storage.borrow();
+        let node = self.sim.platform.node_of(self.world);
+        let rate = plan.inserted.max(self.sim.platform.nic_bw(node));
         let per_iteration = FF_EVICTION_MARGIN * rate * plan.delta;
         if per_iteration <= 0.0 {
             return k;
@@ -317,7 +316,7 @@ impl Rank {
         let mut bound = k;
         for r in plan.reqs.iter().filter(|r| !r.write) {
             let (a, b) = (r.off + plan.shift, r.off + k * plan.shift + r.len);
-            let room = m.storage.room_before_evicting(node, r.file, a, b, enough);
+            let room = m.room_before_evicting(node, r.file, a, b, enough);
             bound = bound.min((room as f64 / per_iteration).floor() as u64);
         }
         bound

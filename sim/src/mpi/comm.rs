@@ -1,7 +1,7 @@
 //! Communicators and collectives: rendezvous of a communicator's ranks, the
 //! cost models of the collectives, point-to-point messages.
 
-use std::cell::{Cell, OnceCell};
+use std::cell::{Cell, OnceCell, RefCell};
 use std::collections::{BTreeMap, VecDeque};
 use std::rc::Rc;
 
@@ -12,6 +12,7 @@ use crate::engine::{Engine, Signal};
 use crate::mpi::Model;
 use crate::mpi::Wait;
 use crate::mpi::mpiio::open_inode;
+use crate::storage::Storage;
 
 pub(crate) struct Comm {
     pub(crate) id: u32,
@@ -144,7 +145,7 @@ impl Rank {
             if z.arrived == n {
                 let z = m.rendezvous.remove(&(comm.id, s)).expect("present");
                 let mut e = self.sim.engine.borrow_mut();
-                complete(&mut m, &mut e, comm, kind, z);
+                complete(&mut m, &mut e, &self.sim.storage, comm, kind, z);
             }
         }
         self.wait(
@@ -341,6 +342,7 @@ pub(crate) fn post_message(
 pub(crate) fn complete(
     m: &mut Model,
     e: &mut Engine,
+    storage: &RefCell<Storage>,
     comm: &Comm,
     kind: Kind<'_>,
     mut z: Rendezvous,
@@ -442,7 +444,7 @@ pub(crate) fn complete(
             (barrier_t, CollOut::Unit)
         }
         Kind::Open(path, mode) => {
-            let (cost, opened) = open_inode(m, path, mode);
+            let (cost, opened) = open_inode(m, &mut storage.borrow_mut(), path, mode);
             // The first rank's call creates (or opens); the others then open the existing file.
             let mut times = Vec::with_capacity(n);
             for (i, &w) in comm.members.iter().enumerate() {

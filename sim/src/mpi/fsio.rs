@@ -6,12 +6,11 @@ use piotwin_types::{Access, Datatype, View};
 
 use crate::ff::FF_CLASS_EOF;
 use crate::ff::FfReq;
-use crate::mpi::Model;
 use crate::mpi::Sim;
 use crate::mpi::Wait;
 use crate::mpi::cpu;
 use crate::romio::FsRequest;
-use crate::storage::{self};
+use crate::storage::{self, Storage};
 
 /// The extents of `len` bytes at `offset` etypes through `view`, lazily.
 pub(crate) fn view_extents(view: &View, offset: u64, len: u64) -> ViewRuns<'_> {
@@ -50,8 +49,8 @@ impl Iterator for ViewRuns<'_> {
 }
 
 /// Bytes of an access that lie before the end of file `inode` (what a read returns).
-pub(crate) fn readable(m: &Model, inode: usize, view: &View, offset: u64, len: u64) -> u64 {
-    let size = m.files[inode].size;
+pub(crate) fn readable(s: &Storage, inode: usize, view: &View, offset: u64, len: u64) -> u64 {
+    let size = s.size(inode);
     view_extents(view, offset, len)
         .map(|(o, l)| l.min(size.saturating_sub(o)))
         .sum()
@@ -67,7 +66,7 @@ pub(crate) async fn fs_io(
     access: Access,
     ext: &[(u64, u64)],
 ) -> u64 {
-    // one system call per request (reads at the end of file included), on the rank's sim
+    // one system call per request (reads at the end of file included), on the rank's core
     let syscalls = {
         let m = sim.model.borrow();
         let calls = ext.iter().filter(|e| e.1 > 0).count();
@@ -78,7 +77,8 @@ pub(crate) async fn fs_io(
     }
     let (node, reqs) = {
         let mut m = sim.model.borrow_mut();
-        let size = m.files[inode].size;
+        let storage = sim.storage.borrow();
+        let size = storage.size(inode);
         let reqs: Vec<(usize, u64, u64)> = ext
             .iter()
             .map(|&(off, len)| {
@@ -100,8 +100,7 @@ pub(crate) async fn fs_io(
             }));
         }
         let node = m.platform.node_of(world);
-        let Model { ff, storage, .. } = &mut *m;
-        if let Some(log) = ff.log[world].as_mut() {
+        if let Some(log) = m.ff.log[world].as_mut() {
             log.extend(ext.iter().filter(|e| e.1 > 0).map(|&(off, len)| FfReq {
                 file: inode,
                 write: access == Access::Write,
@@ -121,15 +120,11 @@ pub(crate) async fn fs_io(
     let mut m = sim.model.borrow_mut();
     m.waiting[world] = Wait::Running;
     if access == Access::Write {
-        grow(&mut m, &reqs);
+        // files grow to the end of the writes
+        let mut storage = sim.storage.borrow_mut();
+        for &(inode, off, len) in &reqs {
+            storage.grow(inode, off + len);
+        }
     }
     reqs.iter().map(|r| r.2).sum()
-}
-
-/// Files grow to the end of the writes `reqs` = (inode, offset, bytes).
-pub(crate) fn grow(m: &mut Model, reqs: &[(usize, u64, u64)]) {
-    for &(inode, off, len) in reqs {
-        let f = &mut m.files[inode];
-        f.size = f.size.max(off + len);
-    }
 }

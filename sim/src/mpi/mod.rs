@@ -19,7 +19,7 @@
 //!   update at a time, `mpiio.shared_pointer` each); `write_ordered` gives offsets
 //!   by rank order (prefix sum) after one update;
 //! * metadata (open, create, close, delete) queue at the server one at a time;
-//! * software costs on the rank's sim (CPU work, shared by processor sharing on
+//! * software costs on the rank's core (CPU work, shared by processor sharing on
 //!   an oversubscribed node, see [`crate::platform`]): `mpiio.independent_call`
 //!   per independent MPI-IO data call, `mpiio.collective_call` per collective
 //!   one (on top of its modelled messages), `mpiio.open`/`close` per rank of an
@@ -50,11 +50,10 @@ use rustc_hash::FxHashMap;
 use crate::SimError;
 use crate::engine::{self, Engine, Executor, Signal, Task};
 use crate::ff::FfState;
-use crate::flow::{FlowNet, ResourceId};
+use crate::flow::FlowNet;
 use crate::mpi::comm::Comm;
 use crate::mpi::comm::Mailbox;
 use crate::mpi::comm::Rendezvous;
-use crate::mpi::mpiio::FileMeta;
 use crate::mpi::mpiio::SharedPtr;
 use crate::mpi::romio::CollIo;
 use crate::mpi::romio::PlanMemo;
@@ -62,7 +61,7 @@ use crate::platform::Platform;
 use crate::romio::FsRequest;
 use crate::romio::hints::Effective;
 use crate::scenario::{FileSystem, Metadata, MpiIo, Scenario};
-use crate::storage::{self, Storage};
+use crate::storage::{self, Load, Machine, Storage, node_flow};
 /// Counters of a finished run.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct RunStats {
@@ -115,14 +114,12 @@ pub(crate) enum Wait {
 }
 
 pub(crate) struct Model {
-    pub(crate) platform: Platform,
-    pub(crate) storage: Storage,
+    /// The machine's platform (shared: fixed once built).
+    pub(crate) platform: Rc<Platform>,
     pub(crate) md: Metadata,
     pub(crate) shared_pointer_cost: f64,
     /// MPI-IO software costs per call (CPU seconds on the calling rank).
     pub(crate) mpiio: MpiIo,
-    pub(crate) files: Vec<FileMeta>,
-    pub(crate) by_path: BTreeMap<String, usize>,
     pub(crate) md_free_at: f64,
     pub(crate) next_comm: u32,
     pub(crate) rendezvous: FxHashMap<(u32, u64), Rendezvous>,
@@ -148,11 +145,6 @@ pub(crate) struct Model {
 }
 
 impl Model {
-    /// The size of file `inode` in bytes.
-    pub(crate) fn file_size(&self, inode: usize) -> u64 {
-        self.files[inode].size
-    }
-
     pub(crate) fn new_comm(&mut self, members: Vec<usize>) -> Rc<Comm> {
         let (lat, bw) = self.platform.message_params(&members);
         self.next_comm += 1;
@@ -174,14 +166,22 @@ impl Model {
     }
 }
 
-/// The engine and the model of one simulation; tasks reach both through it.
+/// One simulation's state, by layer: the machine (engine, platform, storage)
+/// and the MPI layer's model; rank tasks reach both through it.
 pub(crate) struct Sim {
-    pub(crate) engine: RefCell<Engine>,
+    pub(crate) machine: Machine,
     pub(crate) model: RefCell<Model>,
     /// Tasks started by tasks (nonblocking I/O), picked up by the executor.
     pub(crate) spawned: RefCell<Vec<Task<'static>>>,
     /// Whether repetitions fast-forward ([`SimOptions::fast_forward`]).
     pub(crate) fast_forward: bool,
+}
+
+impl std::ops::Deref for Sim {
+    type Target = Machine;
+    fn deref(&self) -> &Machine {
+        &self.machine
+    }
 }
 
 /// One simulation of a scenario with a fixed number of ranks.
@@ -202,14 +202,12 @@ impl Twin {
         let mut platform = Platform::build(scenario, ranks, &mut flows).map_err(SimError::Setup)?;
         let storage = Storage::build(scenario, &platform, options.seed, &mut flows);
         platform.add_cpus(&mut flows);
+        let platform = Rc::new(platform);
         let mut model = Model {
-            platform,
-            storage,
+            platform: platform.clone(),
             md: scenario.metadata.clone(),
             shared_pointer_cost: scenario.mpiio.shared_pointer,
             mpiio: scenario.mpiio.clone(),
-            files: Vec::new(),
-            by_path: BTreeMap::new(),
             md_free_at: 0.0,
             next_comm: 0,
             rendezvous: FxHashMap::default(),
@@ -226,7 +224,12 @@ impl Twin {
         };
         let world = model.new_comm((0..ranks).collect());
         let sim = Rc::new(Sim {
-            engine: RefCell::new(Engine::new(flows)),
+            machine: Machine {
+                engine: RefCell::new(Engine::new(flows)),
+                platform,
+                storage: RefCell::new(storage),
+                load: RefCell::new(Load::new(ranks)),
+            },
             model: RefCell::new(model),
             spawned: RefCell::new(Vec::new()),
             fast_forward: options.fast_forward,
@@ -271,8 +274,8 @@ impl Twin {
         let mut exec = Executor::new(tasks);
         let sim = &*self.sim;
         let (nodes, servers) = {
-            let m = sim.model.borrow();
-            (m.storage.cached_nodes(), m.storage.write_back_servers())
+            let s = sim.storage.borrow();
+            (s.cached_nodes(), s.write_back_servers())
         };
         for n in nodes {
             exec.add(Box::pin(storage::node_flusher(sim, n)), true);
@@ -319,35 +322,14 @@ impl Twin {
     }
 }
 
-/// `seconds` of CPU work of world rank `world`: a delay where it has a sim of
+/// `seconds` of CPU work of world rank `world`: a delay where it has a core of
 /// its own, else shared with its node's other ranks ([`crate::platform::Platform::cpu_path`]).
 pub(crate) async fn cpu(sim: &Sim, world: usize, seconds: f64) {
-    let path = sim.model.borrow().platform.cpu_path(world);
+    let path = sim.platform.cpu_path(world);
     match path {
         None => delay(sim, seconds).await,
         Some(path) => node_flow(sim, world, path, seconds.max(0.0)).await,
     }
-}
-
-/// A flow path: resources and the units each carries per unit of the flow.
-pub(crate) type Path = Vec<(ResourceId, f64)>;
-
-/// `units` over `path`, a flow of world rank `world` over its node's shared
-/// resources, counted for the fast-forward ([`Model::ff_work`], [`Model::ff_busy`]).
-pub(crate) async fn node_flow(sim: &Sim, world: usize, path: Path, units: f64) {
-    let start = {
-        let mut m = sim.model.borrow_mut();
-        let work = &mut m.ff.work[world];
-        match work.iter_mut().find(|(p, _)| *p == path) {
-            Some((_, u)) => *u += units,
-            None => work.push((path.clone(), units)),
-        }
-        sim.engine.borrow().now()
-    };
-    let s = sim.engine.borrow_mut().send(0.0, path, units);
-    s.wait().await;
-    let now = sim.engine.borrow().now();
-    sim.model.borrow_mut().ff.busy[world] += now - start;
 }
 
 /// Waits `seconds` of virtual time.

@@ -19,11 +19,7 @@ use crate::mpi::comm::Kind;
 use crate::mpi::fsio::readable;
 use crate::mpi::romio::independent_io;
 use crate::romio::hints::Effective;
-use crate::storage::{self};
-
-pub(crate) struct FileMeta {
-    pub(crate) size: u64,
-}
+use crate::storage::{self, Storage};
 
 pub(crate) struct SharedPtr {
     /// Position in etypes.
@@ -121,7 +117,8 @@ impl Rank {
                 let mut m = self.sim.model.borrow_mut();
                 let now = self.now();
                 let node = m.platform.node_of(self.world);
-                let (cost, opened) = open_inode(&mut m, path, mode);
+                let (cost, opened) =
+                    open_inode(&mut m, &mut self.sim.storage.borrow_mut(), path, mode);
                 let opened = opened.map(|(i, p)| (i, p, m.new_comm(vec![self.world])));
                 (m.md_op(now, node, cost), opened)
             };
@@ -410,7 +407,7 @@ impl Rank {
         let (inode, view, hints) = (file.inode, file.view.clone(), file.hints.clone());
         let bytes = match access {
             Access::Write => len,
-            Access::Read => readable(&self.sim.model.borrow(), inode, &view, off, len),
+            Access::Read => readable(&self.sim.storage.borrow(), inode, &view, off, len),
         };
         self.sim.spawned.borrow_mut().push(Box::pin(async move {
             independent_io(&sim, world, inode, &view, &hints, access, off, len).await;
@@ -449,9 +446,8 @@ impl Rank {
     /// pages evicted from the node's page cache (`fsync` + `posix_fadvise(DONTNEED)`).
     pub async fn drop_cache(&self, file: &mut File) {
         self.sync(file).await;
-        let mut m = self.sim.model.borrow_mut();
-        let node = m.platform.node_of(self.world);
-        storage::drop_clean(&mut m.storage, node, file.inode);
+        let node = self.sim.platform.node_of(self.world);
+        storage::drop_clean(&mut self.sim.storage.borrow_mut(), node, file.inode);
     }
 
     /// Current size of `file` in bytes (one server round trip).
@@ -461,7 +457,7 @@ impl Rank {
             self.now() + m.platform.server_rtt(m.platform.node_of(self.world))
         };
         self.until(t, Wait::Io).await;
-        self.sim.model.borrow().files[file.inode].size
+        self.sim.storage.borrow().size(file.inode)
     }
 
     /// Closes `file` (collective over the file's ranks when it was opened shared).
@@ -472,9 +468,8 @@ impl Rank {
         let node = self.sim.model.borrow().platform.node_of(self.world);
         self.sim.model.borrow_mut().waiting[self.world] = Wait::Io;
         self.sim
-            .model
-            .borrow_mut()
             .storage
+            .borrow_mut()
             .forget_stream(self.world, file.inode);
         storage::close(&self.sim, node, file.inode).await;
         if file.comm.members.len() > 1 {
@@ -496,9 +491,10 @@ impl Rank {
         let t = {
             let mut m = self.sim.model.borrow_mut();
             let mut size = 0;
-            if let Some(inode) = m.by_path.remove(path) {
-                size = m.files[inode].size;
-                storage::delete(&mut m.storage, inode);
+            let mut storage = self.sim.storage.borrow_mut();
+            if let Some(inode) = storage.unlink(path) {
+                size = storage.size(inode);
+                storage::delete(&mut storage, inode);
             }
             let node = m.platform.node_of(self.world);
             let cost = match m.md.delete_bw.is_finite() {
@@ -535,11 +531,12 @@ impl File {
 /// Looks up or creates `path`'s inode as `mode` says; returns (metadata cost, result).
 pub(crate) fn open_inode(
     m: &mut Model,
+    storage: &mut Storage,
     path: &str,
     mode: OpenMode,
 ) -> (f64, Result<(usize, usize), IoError>) {
-    let (cost, inode) = match (m.by_path.get(path), mode) {
-        (Some(&i), _) => (m.md.open, Ok(i)),
+    let (cost, inode) = match (storage.lookup(path), mode) {
+        (Some(i), _) => (m.md.open, Ok(i)),
         (None, OpenMode::Read) => (
             m.md.open,
             Err(IoError::Call {
@@ -548,12 +545,7 @@ pub(crate) fn open_inode(
                 message: "No such file or directory".into(),
             }),
         ),
-        (None, _) => {
-            m.files.push(FileMeta { size: 0 });
-            let i = m.files.len() - 1;
-            m.by_path.insert(path.to_string(), i);
-            (m.md.create, Ok(i))
-        }
+        (None, _) => (m.md.create, Ok(storage.create(path))),
     };
     let r = inode.map(|i| {
         m.ptrs.push(SharedPtr {

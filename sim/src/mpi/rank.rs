@@ -12,8 +12,8 @@ use crate::mpi::Sim;
 use crate::mpi::Wait;
 use crate::mpi::comm::Comm;
 use crate::mpi::cpu;
-use crate::mpi::node_flow;
 use crate::scenario::MpiIo;
+use crate::storage::node_flow;
 /// A rank's handle on a communicator (`MPI_COMM_WORLD` from [`Twin::rank`], others from [`Rank::split`]).
 pub struct Rank {
     pub(crate) sim: Rc<Sim>,
@@ -79,7 +79,7 @@ impl Rank {
     }
 
     /// Computes `amount` of `kind` work (bytes for memcpy, flops otherwise) at the
-    /// node's per-sim rate for that kind (sharing the cores on an oversubscribed node).
+    /// node's per-core rate for that kind (sharing the cores on an oversubscribed node).
     pub async fn compute(&self, kind: KernelKind, amount: f64) {
         let (t, shared) = {
             let m = self.sim.model.borrow();

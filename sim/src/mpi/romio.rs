@@ -102,13 +102,13 @@ impl Rank {
                 match access {
                     Access::Write => len,
                     Access::Read => {
-                        let m = self.sim.model.borrow();
+                        let s = self.sim.storage.borrow();
                         // the file domains span every rank's data
                         let end = tp.domains.iter().flatten().map(|d| d.1).max();
-                        if end.is_some_and(|e| e <= m.files[file.inode].size) {
+                        if end.is_some_and(|e| e <= s.size(file.inode)) {
                             len
                         } else {
-                            readable(&m, file.inode, &file.view, off, len)
+                            readable(&s, file.inode, &file.view, off, len)
                         }
                     }
                 }
@@ -461,7 +461,7 @@ pub(crate) async fn independent_io(
             }
             match access {
                 Access::Write => len,
-                Access::Read => readable(&sim.model.borrow(), inode, view, off, len),
+                Access::Read => readable(&sim.storage.borrow(), inode, view, off, len),
             }
         }
     }

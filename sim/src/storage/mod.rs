@@ -21,15 +21,15 @@
 //!   Each object is placed on its server's device at 1/64 of the device apart
 //!   (block-group style), so distinct files are far apart on a disk.
 //! * **Client page cache** (Linux write-back): writes copy into the cache at
-//!   the node's per-sim page-cache write rate (`nodes.cache.write_bw`, by
+//!   the node's per-core page-cache write rate (`nodes.cache.write_bw`, by
 //!   default its memcpy rate: allocating and accounting pages makes it slower
-//!   than a memcpy), over the memory bus and the rank's sim, so a node's
+//!   than a memcpy), over the memory bus and the rank's machine, so a node's
 //!   copies scale with its cores and share them when oversubscribed (see
 //!   [`crate::platform`]), and are dirty; a flusher daemon per node writes the oldest
 //!   dirty data back while more than `dirty_background_ratio` is dirty;
 //!   writers wait while `dirty_ratio` is reached; `sync` writes the file's
 //!   dirty bytes back and waits; NFS also does that at close (close-to-open).
-//!   Reads of cached bytes cost a copy at the per-sim read rate (`read_bw`); missing ones come from the servers
+//!   Reads of cached bytes cost a copy at the per-core read rate (`read_bw`); missing ones come from the servers
 //!   and stay cached (LRU). A write invalidates other nodes' clean copies.
 //! * **Server cache**: write-back (writes end in server memory while under its
 //!   dirty limit; a flusher per server writes to the device) or write-through;
@@ -40,6 +40,7 @@
 //!   have it write back its dirty bytes in the unit, pay `lock_revoke`. Two
 //!   writers of one unit therefore serialise.
 
+use std::cell::RefCell;
 use std::collections::{BTreeMap, BTreeSet};
 use std::rc::Rc;
 
@@ -48,15 +49,69 @@ use rustc_hash::FxHashMap;
 use rand::{Rng, SeedableRng};
 use rand_pcg::Pcg64;
 
-use crate::cache::{Cache, State};
-use crate::device::{self, Layout, Unit};
+pub(crate) mod cache;
+pub(crate) mod device;
+
+use cache::{Cache, State};
+use device::{Layout, Unit};
+
 use crate::engine::{Engine, Signal};
 use crate::flow::{FlowNet, ResourceId};
 use piotwin_types::Access;
 
-use crate::mpi::Sim;
 use crate::platform::Platform;
 use crate::scenario::{FileSystem, FsKind, Scenario};
+
+/// What the storage layer runs on, and every layer above shares: the engine
+/// (time, tasks, flows), the platform (placement, paths, costs; fixed once
+/// built), the storage state, and each rank's load on its node's shared
+/// resources.
+pub(crate) struct Machine {
+    pub(crate) engine: RefCell<Engine>,
+    pub(crate) platform: Rc<Platform>,
+    pub(crate) storage: RefCell<Storage>,
+    pub(crate) load: RefCell<Load>,
+}
+
+/// Per world rank: its flows over its node's shared resources (CPU work on a
+/// core it shares, page-cache copies over the memory bus), summed from the
+/// start by path (units moved), and the virtual time it waited for them. The
+/// fast-forward reads them to carry a skipped stretch's load
+/// (`Rank::ff_skip_alone`).
+pub(crate) struct Load {
+    pub(crate) work: Vec<Vec<(Path, f64)>>,
+    pub(crate) busy: Vec<f64>,
+}
+
+impl Load {
+    pub(crate) fn new(ranks: usize) -> Load {
+        Load {
+            work: vec![Vec::new(); ranks],
+            busy: vec![0.0; ranks],
+        }
+    }
+}
+
+/// A flow path: resources and the units each carries per unit of the flow.
+pub(crate) type Path = Vec<(ResourceId, f64)>;
+
+/// `units` over `path`, a flow of world rank `rank` over its node's shared
+/// resources, counted in [`Machine::load`].
+pub(crate) async fn node_flow(machine: &Machine, rank: usize, path: Path, units: f64) {
+    let start = {
+        let mut load = machine.load.borrow_mut();
+        let work = &mut load.work[rank];
+        match work.iter_mut().find(|(p, _)| *p == path) {
+            Some((_, u)) => *u += units,
+            None => work.push((path.clone(), units)),
+        }
+        machine.engine.borrow().now()
+    };
+    let s = machine.engine.borrow_mut().send(0.0, path, units);
+    s.wait().await;
+    let now = machine.engine.borrow().now();
+    machine.load.borrow_mut().busy[rank] += now - start;
+}
 
 /// Bytes the flusher writes back per round (Linux writes back in chunks of
 /// `MAX_WRITEBACK_PAGES`-like batches; 16 MiB keeps flows few and large).
@@ -137,6 +192,9 @@ struct LockUnit {
 
 /// State of the storage system: servers, devices, caches, layouts, locks.
 pub(crate) struct Storage {
+    /// The namespace: each file's inode by path, and its size in bytes.
+    names: BTreeMap<String, usize>,
+    sizes: Vec<u64>,
     fs: FileSystem,
     units: Vec<Unit>,
     servers: Vec<Srv>,
@@ -278,6 +336,8 @@ impl Storage {
         }
         debug_assert_eq!(nodes.len(), platform.node_count());
         Storage {
+            names: BTreeMap::new(),
+            sizes: Vec::new(),
             fs: scn.filesystem.clone(),
             units,
             servers,
@@ -537,6 +597,35 @@ impl Storage {
         st
     }
 
+    /// The inode of `path`, if it exists.
+    pub(crate) fn lookup(&self, path: &str) -> Option<usize> {
+        self.names.get(path).copied()
+    }
+
+    /// Creates `path` (empty); returns its inode.
+    pub(crate) fn create(&mut self, path: &str) -> usize {
+        self.sizes.push(0);
+        let inode = self.sizes.len() - 1;
+        self.names.insert(path.to_string(), inode);
+        inode
+    }
+
+    /// Removes `path` from the namespace; returns its inode if it existed.
+    pub(crate) fn unlink(&mut self, path: &str) -> Option<usize> {
+        self.names.remove(path)
+    }
+
+    /// The size of file `inode` in bytes.
+    pub(crate) fn size(&self, inode: usize) -> u64 {
+        self.sizes[inode]
+    }
+
+    /// File `inode` grows to at least `end` bytes.
+    pub(crate) fn grow(&mut self, inode: usize, end: u64) {
+        let size = &mut self.sizes[inode];
+        *size = (*size).max(end);
+    }
+
     /// Bookkeeping once started remote requests completed.
     pub(crate) fn finish_remote(&mut self, queued: &[(usize, u64)]) {
         for &(u, end) in queued {
@@ -545,38 +634,39 @@ impl Storage {
     }
 }
 
-async fn wait_started(sim: &Sim, st: Started) {
+async fn wait_started(machine: &Machine, st: Started) {
     for s in &st.signals {
         s.wait().await;
     }
-    sim.model.borrow_mut().storage.finish_remote(&st.queued);
+    machine.storage.borrow_mut().finish_remote(&st.queued);
 }
 
-async fn transfer(sim: &Sim, latency: f64, path: Vec<(ResourceId, f64)>, bytes: u64) {
-    let s = sim.engine.borrow_mut().send(latency, path, bytes as f64);
+async fn transfer(machine: &Machine, latency: f64, path: Vec<(ResourceId, f64)>, bytes: u64) {
+    let s = machine
+        .engine
+        .borrow_mut()
+        .send(latency, path, bytes as f64);
     s.wait().await;
 }
 
 /// Writes back `list` (marked as writeback in `node`'s cache) and marks it clean.
-async fn write_back(sim: &Sim, node: usize, list: Vec<(usize, u64, u64)>) {
+async fn write_back(machine: &Machine, node: usize, list: Vec<(usize, u64, u64)>) {
     if list.is_empty() {
         return;
     }
     let done = Signal::new();
     let st = {
-        let mut m = sim.model.borrow_mut();
-        let m = &mut *m;
-        let nc = m.storage.nodes[node].as_mut().expect("a cached node");
+        let mut m = machine.storage.borrow_mut();
+        let nc = m.nodes[node].as_mut().expect("a cached node");
         for &(f, _, _) in &list {
             nc.inflight.push((f, done.clone()));
         }
-        let mut e = sim.engine.borrow_mut();
-        m.storage
-            .start_remote(&m.platform, &mut e, node, Access::Write, &list)
+        let mut e = machine.engine.borrow_mut();
+        m.start_remote(&machine.platform, &mut e, node, Access::Write, &list)
     };
-    wait_started(sim, st).await;
-    let mut m = sim.model.borrow_mut();
-    let nc = m.storage.nodes[node].as_mut().expect("a cached node");
+    wait_started(machine, st).await;
+    let mut m = machine.storage.borrow_mut();
+    let nc = m.nodes[node].as_mut().expect("a cached node");
     for &(f, a, b) in &list {
         nc.cache.set_state(f, a, b, State::Writeback, State::Clean);
     }
@@ -592,16 +682,19 @@ async fn write_back(sim: &Sim, node: usize, list: Vec<(usize, u64, u64)>) {
 
 /// The write-back daemon of `node`'s page cache: while more than the
 /// background threshold is dirty, writes back the oldest dirty data.
-pub(crate) async fn node_flusher(sim: &Sim, node: usize) {
+pub(crate) async fn node_flusher(machine: &Machine, node: usize) {
     loop {
         let job = {
-            let mut m = sim.model.borrow_mut();
-            let nc = m.storage.nodes[node].as_mut().expect("a cached node");
+            let mut m = machine.storage.borrow_mut();
+            let nc = m.nodes[node].as_mut().expect("a cached node");
             if nc.cache.dirty > nc.cache.background {
-                if sim.engine.borrow().now() < nc.paused_until {
+                if machine.engine.borrow().now() < nc.paused_until {
                     // held by a fast-forward skip ([`Storage::write_back_at_once`])
                     let k = Signal::new();
-                    sim.engine.borrow_mut().fire_at(nc.paused_until, k.clone());
+                    machine
+                        .engine
+                        .borrow_mut()
+                        .fire_at(nc.paused_until, k.clone());
                     Err(k)
                 } else {
                     Ok(nc.cache.take_dirty(None, FLUSH_CHUNK))
@@ -613,21 +706,18 @@ pub(crate) async fn node_flusher(sim: &Sim, node: usize) {
             }
         };
         match job {
-            Ok(list) => write_back(sim, node, list).await,
+            Ok(list) => write_back(machine, node, list).await,
             Err(k) => k.wait().await,
         }
     }
 }
 
 /// The write-back daemon of server `srv`'s cache: writes dirty data to the device.
-pub(crate) async fn server_flusher(sim: &Sim, srv: usize) {
+pub(crate) async fn server_flusher(machine: &Machine, srv: usize) {
     loop {
         let job = {
-            let mut m = sim.model.borrow_mut();
-            let c = m.storage.servers[srv]
-                .cache
-                .as_mut()
-                .expect("a cached server");
+            let mut m = machine.storage.borrow_mut();
+            let c = m.servers[srv].cache.as_mut().expect("a cached server");
             if c.cache.dirty > 0 {
                 Ok(c.cache.take_dirty(None, FLUSH_CHUNK))
             } else {
@@ -637,19 +727,19 @@ pub(crate) async fn server_flusher(sim: &Sim, srv: usize) {
             }
         };
         match job {
-            Ok(list) => server_write_back(sim, srv, list).await,
+            Ok(list) => server_write_back(machine, srv, list).await,
             Err(k) => k.wait().await,
         }
     }
 }
 
 /// Writes `list` (file ranges marked writeback in `srv`'s cache) to its device.
-async fn server_write_back(sim: &Sim, srv: usize, list: Vec<(usize, u64, u64)>) {
+async fn server_write_back(machine: &Machine, srv: usize, list: Vec<(usize, u64, u64)>) {
     let mut st = Started::default();
     {
-        let mut m = sim.model.borrow_mut();
-        let s = &mut m.storage;
-        let mut e = sim.engine.borrow_mut();
+        let mut m = machine.storage.borrow_mut();
+        let s = &mut *m;
+        let mut e = machine.engine.borrow_mut();
         let now = e.now();
         for &(file, a, b) in &list {
             let pieces: Vec<(u64, u64)> = s
@@ -671,12 +761,9 @@ async fn server_write_back(sim: &Sim, srv: usize, list: Vec<(usize, u64, u64)>) 
             st.signals.push(e.send(delay, path, bytes as f64));
         }
     }
-    wait_started(sim, st).await;
-    let mut m = sim.model.borrow_mut();
-    let c = m.storage.servers[srv]
-        .cache
-        .as_mut()
-        .expect("a cached server");
+    wait_started(machine, st).await;
+    let mut m = machine.storage.borrow_mut();
+    let c = m.servers[srv].cache.as_mut().expect("a cached server");
     for &(f, a, b) in &list {
         c.cache.set_state(f, a, b, State::Writeback, State::Clean);
     }
@@ -687,7 +774,7 @@ async fn server_write_back(sim: &Sim, srv: usize, list: Vec<(usize, u64, u64)>) 
 /// makes other holders write back their dirty bytes there (reads). Returns the
 /// signal to fire when this access is done (it keeps the units busy until then).
 async fn lock(
-    sim: &Sim,
+    machine: &Machine,
     node: usize,
     file: usize,
     a: u64,
@@ -695,14 +782,14 @@ async fn lock(
     access: Access,
 ) -> Option<Signal> {
     let (g, revoke) = {
-        let m = sim.model.borrow();
-        (m.storage.fs.lock_granularity?, m.storage.fs.lock_revoke)
+        let m = machine.storage.borrow();
+        (m.fs.lock_granularity?, m.fs.lock_revoke)
     };
     let mine = Signal::new();
     for u in a / g..b.div_ceil(g) {
         let other = {
-            let mut m = sim.model.borrow_mut();
-            let units = m.storage.locks.entry(file).or_default();
+            let mut m = machine.storage.borrow_mut();
+            let units = m.locks.entry(file).or_default();
             match units.get_mut(&u) {
                 Some(l) if l.holder != node => Some((l.holder, l.busy.clone())),
                 Some(l) => {
@@ -729,14 +816,14 @@ async fn lock(
             continue;
         };
         busy.wait().await;
-        flush(sim, holder, file, u * g, (u + 1) * g).await;
-        let t = sim.engine.borrow().now() + revoke;
+        flush(machine, holder, file, u * g, (u + 1) * g).await;
+        let t = machine.engine.borrow().now() + revoke;
         let s = Signal::new();
-        sim.engine.borrow_mut().fire_at(t, s.clone());
+        machine.engine.borrow_mut().fire_at(t, s.clone());
         s.wait().await;
         if access == Access::Write {
-            let mut m = sim.model.borrow_mut();
-            let units = m.storage.locks.entry(file).or_default();
+            let mut m = machine.storage.borrow_mut();
+            let units = m.locks.entry(file).or_default();
             units.insert(
                 u,
                 LockUnit {
@@ -750,10 +837,10 @@ async fn lock(
 }
 
 /// Writes back `node`'s dirty bytes of `[a, b)` of `file` and waits for write-back in flight of it.
-pub(crate) async fn flush(sim: &Sim, node: usize, file: usize, a: u64, b: u64) {
+pub(crate) async fn flush(machine: &Machine, node: usize, file: usize, a: u64, b: u64) {
     let (list, inflight) = {
-        let mut m = sim.model.borrow_mut();
-        match m.storage.nodes[node].as_mut() {
+        let mut m = machine.storage.borrow_mut();
+        match m.nodes[node].as_mut() {
             None => return,
             Some(nc) => (
                 nc.cache.take_dirty(Some((file, a, b)), u64::MAX),
@@ -765,7 +852,7 @@ pub(crate) async fn flush(sim: &Sim, node: usize, file: usize, a: u64, b: u64) {
             ),
         }
     };
-    write_back(sim, node, list).await;
+    write_back(machine, node, list).await;
     for s in inflight {
         s.wait().await;
     }
@@ -777,7 +864,7 @@ pub(crate) async fn flush(sim: &Sim, node: usize, file: usize, a: u64, b: u64) {
 /// it decided on. Returns when every byte is where the file system puts it
 /// (a page cache, a server cache or a device).
 pub(crate) async fn io(
-    sim: &Sim,
+    machine: &Machine,
     rank: usize,
     node: usize,
     access: Access,
@@ -788,13 +875,13 @@ pub(crate) async fn io(
             continue;
         }
         let (a, b) = (off, off + len);
-        let held = lock(sim, node, file, a, b, access).await;
-        let cached = sim.model.borrow().storage.nodes[node].is_some();
+        let held = lock(machine, node, file, a, b, access).await;
+        let cached = machine.storage.borrow().nodes[node].is_some();
         match (access, cached) {
             (Access::Write, true) => loop {
                 let wait = {
-                    let mut m = sim.model.borrow_mut();
-                    let nc = m.storage.nodes[node].as_mut().expect("cached");
+                    let mut m = machine.storage.borrow_mut();
+                    let nc = m.nodes[node].as_mut().expect("cached");
                     if nc.cache.dirty + nc.cache.writeback + len > nc.cache.dirty_limit
                         && nc.cache.dirty + nc.cache.writeback > 0
                     {
@@ -817,27 +904,24 @@ pub(crate) async fn io(
         }
         match (access, cached) {
             (Access::Write, true) => {
-                let path = sim.model.borrow().platform.cache_copy_path(rank, access);
-                transfer(sim, 0.0, path, len).await;
+                let path = machine.platform.cache_copy_path(rank, access);
+                transfer(machine, 0.0, path, len).await;
                 let (fresh, res) = {
-                    let mut m = sim.model.borrow_mut();
-                    let fresh = m.storage.write_cached(node, file, a, b);
-                    (
-                        fresh,
-                        m.storage.nodes[node].as_ref().and_then(|nc| nc.fresh),
-                    )
+                    let mut m = machine.storage.borrow_mut();
+                    let fresh = m.write_cached(node, file, a, b);
+                    (fresh, m.nodes[node].as_ref().and_then(|nc| nc.fresh))
                 };
                 if let Some(res) = res.filter(|_| fresh > 0) {
-                    transfer(sim, 0.0, vec![(res, 1.0)], fresh).await;
+                    transfer(machine, 0.0, vec![(res, 1.0)], fresh).await;
                 }
             }
             (Access::Read, true) => {
                 let (hits, misses, path) = {
-                    let mut m = sim.model.borrow_mut();
-                    let path = m.platform.cache_copy_path(rank, access);
-                    let size = m.file_size(file);
-                    let end = m.storage.read_ahead(rank, node, file, a, b, size);
-                    let nc = m.storage.nodes[node].as_mut().expect("cached");
+                    let mut m = machine.storage.borrow_mut();
+                    let path = machine.platform.cache_copy_path(rank, access);
+                    let size = m.size(file);
+                    let end = m.read_ahead(rank, node, file, a, b, size);
+                    let nc = m.nodes[node].as_mut().expect("cached");
                     let (h, mi) = nc.cache.lookup(file, a, end);
                     (h, mi, path)
                 };
@@ -846,19 +930,17 @@ pub(crate) async fn io(
                 let list: Vec<(usize, u64, u64)> =
                     misses.iter().map(|&(x, y)| (file, x, y)).collect();
                 let st = {
-                    let mut m = sim.model.borrow_mut();
-                    let m = &mut *m;
-                    let mut e = sim.engine.borrow_mut();
-                    m.storage
-                        .start_remote(&m.platform, &mut e, node, access, &list)
+                    let mut m = machine.storage.borrow_mut();
+                    let mut e = machine.engine.borrow_mut();
+                    m.start_remote(&machine.platform, &mut e, node, access, &list)
                 };
                 if hit > 0 {
-                    crate::mpi::node_flow(sim, rank, path, hit as f64).await;
+                    node_flow(machine, rank, path, hit as f64).await;
                 }
-                wait_started(sim, st).await;
-                let mut m = sim.model.borrow_mut();
-                m.storage.cached_on.entry(file).or_default().insert(node);
-                let nc = m.storage.nodes[node].as_mut().expect("cached");
+                wait_started(machine, st).await;
+                let mut m = machine.storage.borrow_mut();
+                m.cached_on.entry(file).or_default().insert(node);
+                let nc = m.nodes[node].as_mut().expect("cached");
                 for (x, y) in misses {
                     nc.cache.insert(file, x, y, State::Clean);
                 }
@@ -866,13 +948,11 @@ pub(crate) async fn io(
             }
             (_, false) => {
                 let st = {
-                    let mut m = sim.model.borrow_mut();
-                    let m = &mut *m;
-                    let mut e = sim.engine.borrow_mut();
-                    m.storage
-                        .start_remote(&m.platform, &mut e, node, access, &[(file, a, b)])
+                    let mut m = machine.storage.borrow_mut();
+                    let mut e = machine.engine.borrow_mut();
+                    m.start_remote(&machine.platform, &mut e, node, access, &[(file, a, b)])
                 };
-                wait_started(sim, st).await;
+                wait_started(machine, st).await;
             }
         }
         if let Some(s) = held {
@@ -883,12 +963,11 @@ pub(crate) async fn io(
 
 /// `fsync`: `node` writes back its dirty bytes of `file`; servers with a
 /// write-back cache write theirs to their devices (NFS COMMIT, OST sync).
-pub(crate) async fn sync(sim: &Sim, node: usize, file: usize) {
-    flush(sim, node, file, 0, u64::MAX).await;
+pub(crate) async fn sync(machine: &Machine, node: usize, file: usize) {
+    flush(machine, node, file, 0, u64::MAX).await;
     let jobs: Vec<(usize, Vec<(usize, u64, u64)>)> = {
-        let mut m = sim.model.borrow_mut();
-        m.storage
-            .servers
+        let mut m = machine.storage.borrow_mut();
+        m.servers
             .iter_mut()
             .enumerate()
             .filter_map(|(i, s)| {
@@ -899,15 +978,15 @@ pub(crate) async fn sync(sim: &Sim, node: usize, file: usize) {
             .collect()
     };
     for (srv, list) in jobs {
-        server_write_back(sim, srv, list).await;
+        server_write_back(machine, srv, list).await;
     }
 }
 
 /// What `close` costs beyond metadata: NFS clients write back the file's dirty data.
-pub(crate) async fn close(sim: &Sim, node: usize, file: usize) {
-    let nfs = sim.model.borrow().storage.fs.kind == FsKind::Nfs;
+pub(crate) async fn close(machine: &Machine, node: usize, file: usize) {
+    let nfs = machine.storage.borrow().fs.kind == FsKind::Nfs;
     if nfs {
-        sync(sim, node, file).await;
+        sync(machine, node, file).await;
     }
 }
 
