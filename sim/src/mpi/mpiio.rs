@@ -48,11 +48,18 @@ pub struct File {
 }
 
 /// A started nonblocking access, completed by [`Rank::wait_all`].
-pub struct Pending {
-    pub(crate) started: Option<Signal>,
-    pub(crate) access: Access,
-    pub(crate) deferred: Option<(u64, u64)>,
-    pub(crate) bytes: u64,
+pub struct Pending(Started);
+
+/// Where an access stands once started.
+enum Started {
+    /// Done: the bytes moved.
+    Done(u64),
+    /// An independent access running as a task of its own: the signal it
+    /// fires when done, and the bytes it moves.
+    Running(Signal, u64),
+    /// A collective access done at [`Rank::wait_all`]: read or write, offset
+    /// (etypes), length.
+    Deferred(Access, u64, u64),
 }
 
 pub(crate) fn is_byte_view(v: &View) -> bool {
@@ -293,41 +300,9 @@ impl Rank {
     /// methods (see [`crate::romio`]); POSIX ones are one request per call.
     pub async fn xfer(&self, file: &mut File, op: Op, len: u64) -> Result<u64, IoError> {
         self.count_call(file, op);
-        let Op { access, coord, pos } = op;
-        self.check(file, access, coord, pos)?;
-        if file.api == Api::MpiIo && coord == Coordination::Independent {
-            self.call_cost(|c| c.independent_call).await;
-        }
-        let esize = etype_size(&file.view);
-        match (coord, pos) {
-            (Coordination::Independent, Position::At(off)) => {
-                Ok(self.independent(file, access, off, len).await)
-            }
-            (Coordination::Collective, Position::At(off)) => {
-                Ok(self.collective_io(file, access, off, len).await)
-            }
-            (Coordination::Independent, Position::SharedPointer) => {
-                let off = self.take_shared_pointer(file, len).await;
-                Ok(self.independent(file, access, off, len).await)
-            }
-            (Coordination::Collective, Position::SharedPointer) => {
-                // ROMIO's ordered calls: offsets by rank order after one update of
-                // the shared pointer, then a collective access at those offsets.
-                let out = self
-                    .collective(
-                        &file.comm,
-                        file.rank,
-                        &file.seq,
-                        Contrib::U64(len / esize),
-                        Kind::Ordered(file.ptr),
-                    )
-                    .await;
-                let off = match out.get() {
-                    Some(CollOut::Offsets(o)) => o[file.rank],
-                    _ => unreachable!("ordered access yields offsets"),
-                };
-                Ok(self.collective_io(file, access, off, len).await)
-            }
+        match self.start(file, op, len, true).await? {
+            Started::Done(moved) => Ok(moved),
+            _ => unreachable!("a blocking access completes as it starts"),
         }
     }
 
@@ -335,25 +310,69 @@ impl Rank {
     /// are deferred and completed together by [`Rank::wait_all`].
     pub async fn post(&self, file: &mut File, op: Op, len: u64) -> Result<Pending, IoError> {
         self.count_nonblocking();
+        self.start(file, op, len, false).await.map(Pending)
+    }
+
+    /// An access as `op` says, blocking or not (one code path for both): the
+    /// checks and the call's CPU cost, then, blocking, the access done; else an
+    /// independent access started as a task of its own and a collective one
+    /// deferred to [`Rank::wait_all`].
+    async fn start(
+        &self,
+        file: &mut File,
+        op: Op,
+        len: u64,
+        blocking: bool,
+    ) -> Result<Started, IoError> {
         let Op { access, coord, pos } = op;
         self.check(file, access, coord, pos)?;
         if file.api == Api::MpiIo && coord == Coordination::Independent {
             self.call_cost(|c| c.independent_call).await;
         }
-        match (coord, pos) {
-            (Coordination::Independent, Position::At(off)) => {
-                let (started, bytes) = self.spawn_independent(file, access, off, len);
-                Ok(Pending { access, started: Some(started), deferred: None, bytes })
-            }
-            (Coordination::Collective, Position::At(off)) => Ok(Pending { access, started: None, deferred: Some((off, len)), bytes: 0 }),
+        let off = match (coord, pos) {
+            (_, Position::At(off)) => off,
             (Coordination::Independent, Position::SharedPointer) => {
-                let off = self.take_shared_pointer(file, len).await;
-                let (started, bytes) = self.spawn_independent(file, access, off, len);
-                Ok(Pending { access, started: Some(started), deferred: None, bytes })
+                self.take_shared_pointer(file, len).await
             }
-            (Coordination::Collective, Position::SharedPointer) => Err(IoError::Invalid(
-                "nonblocking ordered (collective shared-pointer) access does not exist in MPI; use the blocking call".into(),
-            )),
+            (Coordination::Collective, Position::SharedPointer) if blocking => {
+                self.ordered_offset(file, len).await
+            }
+            (Coordination::Collective, Position::SharedPointer) => {
+                return Err(IoError::Invalid(
+                    "nonblocking ordered (collective shared-pointer) access does not exist in MPI; use the blocking call".into(),
+                ));
+            }
+        };
+        Ok(match (coord, blocking) {
+            (Coordination::Independent, true) => {
+                Started::Done(self.independent(file, access, off, len).await)
+            }
+            (Coordination::Collective, true) => {
+                Started::Done(self.collective_io(file, access, off, len).await)
+            }
+            (Coordination::Independent, false) => {
+                let (started, bytes) = self.spawn_independent(file, access, off, len);
+                Started::Running(started, bytes)
+            }
+            (Coordination::Collective, false) => Started::Deferred(access, off, len),
+        })
+    }
+
+    /// ROMIO's ordered calls: offsets by rank order after one update of the
+    /// shared pointer; returns this rank's (etypes).
+    async fn ordered_offset(&self, file: &File, len: u64) -> u64 {
+        let out = self
+            .collective(
+                &file.comm,
+                file.rank,
+                &file.seq,
+                Contrib::U64(len / etype_size(&file.view)),
+                Kind::Ordered(file.ptr),
+            )
+            .await;
+        match out.get() {
+            Some(CollOut::Offsets(o)) => o[file.rank],
+            _ => unreachable!("ordered access yields offsets"),
         }
     }
 
@@ -363,15 +382,20 @@ impl Rank {
     /// collective access (ROMIO's nonblocking collectives run the same two-phase
     /// schedule), in the order posted, after the independent ones completed.
     pub async fn wait_all(&self, file: &mut File, reqs: Vec<Pending>) -> Vec<u64> {
-        let mut out: Vec<u64> = reqs.iter().map(|r| r.bytes).collect();
-        for r in &reqs {
-            if let Some(s) = &r.started {
-                self.wait(s, Wait::Io).await;
+        let mut out = vec![0; reqs.len()];
+        for (i, Pending(r)) in reqs.iter().enumerate() {
+            match r {
+                Started::Done(moved) => out[i] = *moved,
+                Started::Running(s, bytes) => {
+                    self.wait(s, Wait::Io).await;
+                    out[i] = *bytes;
+                }
+                Started::Deferred(..) => {}
             }
         }
-        for (i, r) in reqs.iter().enumerate() {
-            if let Some((off, len)) = r.deferred {
-                out[i] = self.collective_io(file, r.access, off, len).await;
+        for (i, Pending(r)) in reqs.iter().enumerate() {
+            if let Started::Deferred(access, off, len) = *r {
+                out[i] = self.collective_io(file, access, off, len).await;
             }
         }
         out

@@ -5,7 +5,7 @@
 
 use piotwin_types::Hints;
 
-use crate::scenario::{FileSystem, FsKind};
+use crate::scenario::FileSystem;
 
 /// A `romio_cb_*` / `romio_ds_*` switch.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -165,20 +165,14 @@ impl Effective {
                 }
             }
         }
-        let (fs_type, striping_unit, striping_factor) = match fs.kind {
-            FsKind::Local => (
-                "UFS: Generic ROMIO driver for all UNIX-like file systems",
-                0,
-                None,
-            ),
-            FsKind::Nfs => ("NFS:", 0, None),
-            FsKind::Parallel => ("LUSTRE:", fs.stripe_size, Some(fs.stripe_count)),
-        };
+        let driver = crate::storage::fs::kind(fs).romio();
+        let (fs_type, striping_unit, striping_factor) =
+            (driver.fs_type, driver.striping_unit, driver.striping_factor);
         // On a parallel file system the file's layout is the file system's (the
         // twin stripes every file alike), so that is what is in effect; elsewhere
         // ROMIO's generic driver only uses `striping_unit` to align file domains.
-        let striping_unit = match (fs.kind, hints.get("striping_unit")) {
-            (FsKind::Parallel, _) | (_, None) => striping_unit,
+        let striping_unit = match (driver.layout_fixed, hints.get("striping_unit")) {
+            (true, _) | (_, None) => striping_unit,
             (_, Some(_)) => bytes(hints, "striping_unit", 1)?,
         };
         let no_indep_rw = match hints.get("romio_no_indep_rw").map(str::trim) {

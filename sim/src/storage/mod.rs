@@ -1,6 +1,6 @@
 //! The file-system layer: what a rank's data requests cost on the storage system.
 //!
-//! **The seam.** Everything above (the MPI-IO semantics in `world`, and the
+//! **The seam.** Everything above (the MPI-IO semantics in `mpi`, and the
 //! ROMIO-like collective buffering and data sieving that sit on top of it)
 //! hands this layer, per rank, a list of `(file, offset, len)` requests and
 //! read or write ([`io`]); plus `sync`, `close` and `delete` hooks. Below, a
@@ -14,16 +14,13 @@
 //!  read:  the same backwards; cached bytes (client, then server) at memory speed
 //! ```
 //!
-//! * **File systems**: local and NFS-like map a file to its one server;
-//!   parallel ones stripe it (Lustre manual, "Managing File Layout"): stripe
-//!   `k` of size `stripe_size` goes to server `(first + k mod stripe_count) mod
-//!   servers`, `first` round-robin over files, at object offset `⌊k/stripe_count⌋·stripe_size`.
-//!   Each object is placed on its server's device at 1/64 of the device apart
+//! * **File systems** ([`fs`]): local and NFS-like map a file to its one
+//!   server; parallel ones stripe it over the servers. Each object is placed on its server's device at 1/64 of the device apart
 //!   (block-group style), so distinct files are far apart on a disk.
 //! * **Client page cache** (Linux write-back): writes copy into the cache at
 //!   the node's per-core page-cache write rate (`nodes.cache.write_bw`, by
 //!   default its memcpy rate: allocating and accounting pages makes it slower
-//!   than a memcpy), over the memory bus and the rank's machine, so a node's
+//!   than a memcpy), over the memory bus and the rank's core, so a node's
 //!   copies scale with its cores and share them when oversubscribed (see
 //!   [`crate::platform`]), and are dirty; a flusher daemon per node writes the oldest
 //!   dirty data back while more than `dirty_background_ratio` is dirty;
@@ -51,16 +48,18 @@ use rand_pcg::Pcg64;
 
 pub(crate) mod cache;
 pub(crate) mod device;
+pub(crate) mod fs;
 
 use cache::{Cache, State};
 use device::{Layout, Unit};
+use fs::{FileSystemKind, Pieces};
 
 use crate::engine::{Engine, Signal};
 use crate::flow::{FlowNet, ResourceId};
 use piotwin_types::Access;
 
 use crate::platform::Platform;
-use crate::scenario::{FileSystem, FsKind, Scenario};
+use crate::scenario::{FileSystem, Scenario};
 
 /// What the storage layer runs on, and every layer above shares: the engine
 /// (time, tasks, flows), the platform (placement, paths, costs; fixed once
@@ -196,6 +195,8 @@ pub(crate) struct Storage {
     names: BTreeMap<String, usize>,
     sizes: Vec<u64>,
     fs: FileSystem,
+    /// What distinguishes its kind of file system.
+    kind: Box<dyn FileSystemKind>,
     units: Vec<Unit>,
     servers: Vec<Srv>,
     nodes: Vec<Option<NodeCache>>,
@@ -240,9 +241,6 @@ impl Levels {
             .chain(self.servers.iter())
     }
 }
-
-/// Pieces of a request at one server: (file offset, object offset, length).
-type Pieces = Vec<(u64, u64, u64)>;
 
 /// Started flows of remote requests: their signals and HDD queue entries to drop.
 #[derive(Default)]
@@ -339,6 +337,7 @@ impl Storage {
             names: BTreeMap::new(),
             sizes: Vec::new(),
             fs: scn.filesystem.clone(),
+            kind: fs::kind(&scn.filesystem),
             units,
             servers,
             nodes,
@@ -424,28 +423,7 @@ impl Storage {
 
     /// Splits `[a, b)` of `file` into per-server pieces, servers ascending.
     fn map(&self, file: usize, a: u64, b: u64) -> BTreeMap<usize, Pieces> {
-        let mut out: BTreeMap<usize, Pieces> = BTreeMap::new();
-        if self.fs.kind != FsKind::Parallel {
-            out.insert(0, vec![(a, a, b - a)]);
-            return out;
-        }
-        let (ss, sc) = (self.fs.stripe_size, self.fs.stripe_count as u64);
-        let n = self.servers.len() as u64;
-        let first = (file as u64 * sc) % n;
-        let mut x = a;
-        while x < b {
-            let k = x / ss;
-            let take = (ss - x % ss).min(b - x);
-            let srv = ((first + k % sc) % n) as usize;
-            let obj = (k / sc) * ss + x % ss;
-            let v = out.entry(srv).or_default();
-            match v.last_mut() {
-                Some(l) if l.0 + l.2 == x && l.1 + l.2 == obj => l.2 += take,
-                _ => v.push((x, obj, take)),
-            }
-            x += take;
-        }
-        out
+        self.kind.map(file, a, b, self.servers.len())
     }
 
     /// Device offset of `obj` offset of `file`'s object on server `srv`.
@@ -984,8 +962,8 @@ pub(crate) async fn sync(machine: &Machine, node: usize, file: usize) {
 
 /// What `close` costs beyond metadata: NFS clients write back the file's dirty data.
 pub(crate) async fn close(machine: &Machine, node: usize, file: usize) {
-    let nfs = machine.storage.borrow().fs.kind == FsKind::Nfs;
-    if nfs {
+    let flush = machine.storage.borrow().kind.flush_on_close();
+    if flush {
         sync(machine, node, file).await;
     }
 }
@@ -1082,8 +1060,7 @@ impl Storage {
     /// disk per server and each file on one server). Every server has the same device.
     pub(crate) fn crossing(&self) -> Option<[f64; 2]> {
         let (raid, cost) = device::positioning(&self.units, &self.servers[0].layout)?;
-        let striped = self.fs.kind == FsKind::Parallel && self.fs.stripe_count > 1;
-        (raid || striped).then_some(cost)
+        (raid || self.kind.stripes_across_servers()).then_some(cost)
     }
 
     /// The extent-lock unit in bytes, if the file system locks.
