@@ -76,9 +76,10 @@ use std::path::PathBuf;
 
 use piotwin_types::Hints;
 
+use crate::bench::common::agree::first_failure;
+
 use crate::ctx::{
-    Access, Api, IoBuf, IoCtx, IoError, Kernel, Op, OpenMode, OpenOptions, RankProgram, ReduceOp,
-    Scope,
+    Access, Api, IoBuf, IoCtx, IoError, Kernel, Op, OpenMode, OpenOptions, RankProgram, Scope,
 };
 
 pub use layout::{
@@ -569,45 +570,6 @@ async fn delete_files<C: IoCtx>(ctx: &C, plan: &FtioPlan, p: u64) -> Result<(), 
     Ok(())
 }
 
-/// Agree on the outcome of a step that every rank has finished (a collective:
-/// it also synchronises the ranks like a barrier). `Ok` on every rank when every
-/// rank succeeded; otherwise every rank gets the same message, naming the
-/// lowest failing rank and its error (the text is broadcast from that rank).
-async fn agree<C: IoCtx>(ctx: &C, step: &str, result: Result<(), FtioError>) -> Result<(), String> {
-    let rank = ctx.rank();
-    let mine = if result.is_err() {
-        rank as f64
-    } else {
-        f64::INFINITY
-    };
-    let who = ctx.allreduce_f64(mine, ReduceOp::Min).await;
-    if !who.is_finite() {
-        return Ok(());
-    }
-    let who = who as usize;
-    let text = match &result {
-        Err(e) if who == rank => format!("{step}: rank {rank}: {e}"),
-        _ => String::new(),
-    };
-    Err(bcast_text(ctx, &text, who).await)
-}
-
-/// Broadcast `text` from `root` (length, then 8 bytes per `bcast_u64`).
-async fn bcast_text<C: IoCtx>(ctx: &C, text: &str, root: usize) -> String {
-    let len = ctx.bcast_u64(text.len() as u64, root).await as usize;
-    let mut bytes = Vec::with_capacity(len);
-    let mine = text.as_bytes();
-    for k in (0..len).step_by(8) {
-        let mut word = [0u8; 8];
-        if let Some(src) = mine.get(k..(k + 8).min(len)) {
-            word[..src.len()].copy_from_slice(src);
-        }
-        let word = ctx.bcast_u64(u64::from_le_bytes(word), root).await;
-        bytes.extend_from_slice(&word.to_le_bytes()[..(len - k).min(8)]);
-    }
-    String::from_utf8_lossy(&bytes).into_owned()
-}
-
 /// One rank's state through the run.
 struct RankRun<'a, C: IoCtx> {
     ctx: &'a C,
@@ -648,7 +610,7 @@ impl<'a, C: IoCtx> RankRun<'a, C> {
             Phase::TransposeExchange => self.transpose_exchange(&mut m).await,
             Phase::Dft2 => self.dft_series_and_close(&mut m).await,
         };
-        agree(ctx, phase.name(), result).await?;
+        first_failure(ctx, phase.name(), result).await?;
         self.phases.push(PhaseStats {
             wall_s: ctx.wtime() - t0,
             ..m.st
@@ -850,7 +812,7 @@ impl<'a, C: IoCtx> RankRun<'a, C> {
         }
         let total_s = ctx.wtime() - t_start;
         let result = self.verify().await.map(|v| *verification = v);
-        agree(ctx, "verification", result).await?;
+        first_failure(ctx, "verification", result).await?;
         Ok(total_s)
     }
 }
@@ -872,7 +834,7 @@ async fn run_rank<C: IoCtx>(plan: &FtioPlan, ctx: &C) -> (FtioRankOutput, Hints,
     };
     let mut verification = Verification::default();
     // A leftover file from an earlier run is removed before the clock starts.
-    let cleared = agree(ctx, "removing old files", delete_files(ctx, plan, p).await).await;
+    let cleared = first_failure(ctx, "removing old files", delete_files(ctx, plan, p).await).await;
     let outcome = match cleared {
         Ok(()) => run.run(&mut verification).await,
         Err(e) => Err(e),
@@ -886,7 +848,8 @@ async fn run_rank<C: IoCtx>(plan: &FtioPlan, ctx: &C) -> (FtioRankOutput, Hints,
         let _ = ctx.close(file).await;
     }
     if !plan.keep {
-        let removed = agree(ctx, "removing the files", delete_files(ctx, plan, p).await).await;
+        let removed =
+            first_failure(ctx, "removing the files", delete_files(ctx, plan, p).await).await;
         if failure.is_none() {
             failure = removed.err();
         }

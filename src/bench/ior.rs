@@ -43,91 +43,13 @@ use crate::ctx::{
 };
 use crate::report::{Mode, RunReport, Table};
 
+use super::common::agree::first_mismatch;
+use super::common::options::{OptionError, format_size, opt_err};
+use super::common::pattern::{Mismatch, fill, permute, verify};
+use super::common::stats::stats;
+
 /// 2^20 bytes.
 const MIB: f64 = 1_048_576.0;
-
-/// An error in the probe's options: names the option, the value and what is allowed.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct OptionError {
-    /// The option, e.g. `-t`.
-    pub option: String,
-    /// The value given.
-    pub value: String,
-    /// What is wrong and what is allowed.
-    pub reason: String,
-}
-
-impl std::fmt::Display for OptionError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self.value.as_str() {
-            "" => write!(f, "{}: {}", self.option, self.reason),
-            value => write!(f, "{} `{value}`: {}", self.option, self.reason),
-        }
-    }
-}
-
-impl std::error::Error for OptionError {}
-
-fn opt_err(option: &str, value: impl ToString, reason: impl Into<String>) -> OptionError {
-    OptionError {
-        option: option.into(),
-        value: value.to_string(),
-        reason: reason.into(),
-    }
-}
-
-/// Parses a size the way IOR does: a whole number of bytes with an optional unit
-/// `k`, `m`, `g`, `t` (powers of 1024; `K`, `KiB`, `kb` … mean the same).
-/// Zero, negative and overflowing sizes are refused.
-pub fn parse_size(text: &str) -> Result<u64, String> {
-    let t = text.trim();
-    let allowed = "use a whole number of bytes with an optional unit k, m, g or t (powers of 1024), e.g. 4k, 1m, 2g";
-    if t.starts_with('-') {
-        return Err(format!("sizes must be positive; {allowed}"));
-    }
-    let split = t.find(|c: char| !c.is_ascii_digit()).unwrap_or(t.len());
-    let (digits, unit) = t.split_at(split);
-    if digits.is_empty() {
-        return Err(format!("not a size; {allowed}"));
-    }
-    let shift = match unit.to_ascii_lowercase().as_str() {
-        "" | "b" => 0,
-        "k" | "kb" | "kib" => 10,
-        "m" | "mb" | "mib" => 20,
-        "g" | "gb" | "gib" => 30,
-        "t" | "tb" | "tib" => 40,
-        _ => return Err(format!("unknown unit `{unit}`; {allowed}")),
-    };
-    let n: u64 = digits
-        .parse()
-        .map_err(|_| format!("too large; {allowed}"))?;
-    if n == 0 {
-        return Err(format!("sizes must be at least 1 byte; {allowed}"));
-    }
-    n.checked_mul(1u64 << shift)
-        .ok_or_else(|| format!("too large (over 2^64 bytes); {allowed}"))
-}
-
-/// A size in IOR's compact style: `4 MiB`, `256 KiB`, `100 bytes`.
-pub fn format_size(bytes: u64) -> String {
-    const UNITS: [(u64, &str); 4] = [
-        (1 << 40, "TiB"),
-        (1 << 30, "GiB"),
-        (1 << 20, "MiB"),
-        (1 << 10, "KiB"),
-    ];
-    for (f, u) in UNITS {
-        if bytes >= f && bytes.is_multiple_of(f) {
-            return format!("{} {}", bytes / f, u);
-        }
-    }
-    for (f, u) in UNITS {
-        if bytes >= f {
-            return format!("{:.2} {}", bytes as f64 / f as f64, u);
-        }
-    }
-    format!("{bytes} bytes")
-}
 
 /// The probe's options (IOR's names in the field docs).
 #[derive(Debug, Clone, PartialEq, serde::Serialize)]
@@ -313,124 +235,6 @@ impl IorParams {
         }
         v
     }
-}
-
-/// SplitMix64's finaliser (Steele, Lea & Flood, OOPSLA 2014): a bijective 64-bit mix.
-fn mix64(mut z: u64) -> u64 {
-    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-    z ^ (z >> 31)
-}
-
-/// The `i`-th element (`i < n`) of a pseudo-random permutation of `0..n` chosen by
-/// `key`: a 4-round balanced Feistel network on the smallest even-bit power of two
-/// ≥ n, with cycle walking back into `0..n` (Black & Rogaway, "Ciphers with
-/// arbitrary finite domains", CT-RSA 2002). O(1) memory, so `-z` costs nothing
-/// per transfer at any scale, and it is the same on every machine.
-pub fn permute(i: u64, n: u64, key: u64) -> u64 {
-    assert!(i < n, "permute: index {i} out of 0..{n}");
-    if n <= 1 {
-        return i;
-    }
-    let bits = 64 - (n - 1).leading_zeros();
-    let half = bits.div_ceil(2);
-    let mask = (1u64 << half) - 1;
-    let mut x = i;
-    loop {
-        let (mut l, mut r) = (x >> half, x & mask);
-        for round in 0..4u64 {
-            let f = mix64(key ^ mix64(r ^ (round << 56))) & mask;
-            (l, r) = (r, l ^ f);
-        }
-        x = (l << half) | r;
-        if x < n {
-            return x;
-        }
-    }
-}
-
-/// The key of file `file_id`'s pattern for `seed` (computed once per buffer).
-fn pattern_key(seed: u64, file_id: u64) -> u64 {
-    mix64(seed ^ mix64(file_id))
-}
-
-/// The 8-byte pattern word number `word` of the file whose key is `key`.
-fn pattern_word(key: u64, word: u64) -> [u8; 8] {
-    mix64(key ^ word).to_le_bytes()
-}
-
-/// Fills `buf` with the data that belongs at `offset` of file `file_id`: byte `o`
-/// of the file is byte `o mod 8` (little-endian) of the pattern word `o / 8`.
-pub fn fill(buf: &mut [u8], seed: u64, file_id: u64, offset: u64) {
-    let key = pattern_key(seed, file_id);
-    let mut i = 0;
-    while i < buf.len() {
-        let o = offset + i as u64;
-        let w = pattern_word(key, o / 8);
-        let start = (o % 8) as usize;
-        let n = (8 - start).min(buf.len() - i);
-        buf[i..i + n].copy_from_slice(&w[start..start + n]);
-        i += n;
-    }
-}
-
-/// A byte read back that differs from what was written.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Mismatch {
-    /// File offset of the byte.
-    pub offset: u64,
-    /// The byte written there.
-    pub expected: u8,
-    /// The byte read.
-    pub got: u8,
-}
-
-impl Mismatch {
-    /// "rank R reading `FILE` at offset O: expected 0xEE, got 0xGG", as the
-    /// verification errors of IOR and IOzone report their first mismatch.
-    pub fn at(&self, rank: u64, file: &str) -> String {
-        format!(
-            "rank {rank} reading `{file}` at offset {}: expected 0x{:02x}, got 0x{:02x}",
-            self.offset, self.expected, self.got
-        )
-    }
-}
-
-/// Compares `buf`, read from `offset` of file `file_id`, with the pattern
-/// [`fill`] writes; returns the number of differing bytes and the first one.
-pub fn verify(buf: &[u8], seed: u64, file_id: u64, offset: u64) -> (u64, Option<Mismatch>) {
-    let key = pattern_key(seed, file_id);
-    let (mut count, mut first) = (0u64, None);
-    let mut i = 0;
-    while i < buf.len() {
-        let o = offset + i as u64;
-        let w = pattern_word(key, o / 8);
-        let start = (o % 8) as usize;
-        let n = (8 - start).min(buf.len() - i);
-        // Whole words compare as integers: the check then costs about what the
-        // fill does (it runs inside the timed region of a real read).
-        let same = match n {
-            8 => {
-                u64::from_le_bytes(buf[i..i + 8].try_into().expect("8 bytes"))
-                    == u64::from_le_bytes(w)
-            }
-            _ => buf[i..i + n] == w[start..start + n],
-        };
-        if !same {
-            for k in 0..n {
-                if buf[i + k] != w[start + k] {
-                    count += 1;
-                    first.get_or_insert(Mismatch {
-                        offset: o + k as u64,
-                        expected: w[start + k],
-                        got: buf[i + k],
-                    });
-                }
-            }
-        }
-        i += n;
-    }
-    (count, first)
 }
 
 /// One access of one repetition, reduced over all ranks.
@@ -758,31 +562,14 @@ impl RankProgram for Ior {
                 if access == Access::Read {
                     let total = ctx.allreduce_f64(st.mismatches as f64, ReduceOp::Sum).await;
                     if total > 0.0 {
-                        let mine = if st.first.is_some() {
-                            rank as f64
-                        } else {
-                            f64::INFINITY
-                        };
-                        let who = ctx.allreduce_f64(mine, ReduceOp::Min).await as usize;
-                        let m = st.first.unwrap_or(Mismatch {
-                            offset: 0,
-                            expected: 0,
-                            got: 0,
-                        });
-                        let offset = ctx.bcast_u64(m.offset, who).await;
-                        let expected = ctx.bcast_u64(m.expected as u64, who).await as u8;
-                        let got = ctx.bcast_u64(m.got as u64, who).await as u8;
+                        let (who, first) = first_mismatch(ctx, st.first).await;
                         let role = p.role_rank(Access::Read, who as u64, ranks);
                         out.verify_errors.push(VerifyError {
                             iter,
                             count: total as u64,
                             rank: who as u64,
                             file: p.file_name(role),
-                            first: Mismatch {
-                                offset,
-                                expected,
-                                got,
-                            },
+                            first,
                         });
                     }
                 }
@@ -816,19 +603,6 @@ impl RankProgram for Ior {
         out.hints = hints.unwrap_or_default();
         out
     }
-}
-
-/// Max, min, mean and population standard deviation (IOR's) of `xs`.
-pub fn stats(xs: &[f64]) -> (f64, f64, f64, f64) {
-    if xs.is_empty() {
-        return (0.0, 0.0, 0.0, 0.0);
-    }
-    let n = xs.len() as f64;
-    let max = xs.iter().copied().fold(f64::NEG_INFINITY, f64::max);
-    let min = xs.iter().copied().fold(f64::INFINITY, f64::min);
-    let mean = xs.iter().sum::<f64>() / n;
-    let var = xs.iter().map(|x| (x - mean) * (x - mean)).sum::<f64>() / n;
-    (max, min, mean, var.sqrt())
 }
 
 const REP_COLUMNS: [&str; 11] = [
@@ -1129,6 +903,7 @@ fn summary(out: &IorOutput, access: Access) -> Option<Summary> {
 mod tests {
     use super::*;
     use crate::backend::fault::{Call, Fault, WithFault};
+    use crate::bench::common::options::parse_size;
 
     fn params() -> IorParams {
         IorParams {
@@ -1159,13 +934,14 @@ mod tests {
         assert_eq!(parse_size("2g"), Ok(2 << 30));
         assert_eq!(parse_size("3MiB"), Ok(3 << 20));
         assert_eq!(parse_size("100"), Ok(100));
-        assert!(parse_size("0").unwrap_err().contains("at least 1 byte"));
-        assert!(parse_size("-4k").unwrap_err().contains("positive"));
-        assert!(parse_size("4x").unwrap_err().contains("unknown unit `x`"));
-        assert!(parse_size("k").unwrap_err().contains("not a size"));
+        assert!(parse_size("0").unwrap_err().0.contains("at least 1 byte"));
+        assert!(parse_size("-4k").unwrap_err().0.contains("positive"));
+        assert!(parse_size("4x").unwrap_err().0.contains("unknown unit `x`"));
+        assert!(parse_size("k").unwrap_err().0.contains("not a size"));
         assert!(
             parse_size("99999999999t")
                 .unwrap_err()
+                .0
                 .contains("too large")
         );
         assert_eq!(format_size(4 << 20), "4 MiB");

@@ -48,7 +48,9 @@ use std::fmt::Write as _;
 
 use serde::{Deserialize, Serialize};
 
-use crate::bench::ior::{Mismatch, OptionError, fill, format_size, parse_size, permute};
+use crate::bench::common::agree::{first_mismatch, lowest_rank};
+use crate::bench::common::options::{OptionError, format_size, parse_size};
+use crate::bench::common::pattern::{Mismatch, fill, permute};
 use crate::ctx::{
     Access, Api, Coordination, Hints, IoBuf, IoCtx, Op, OpenMode, OpenOptions, RankProgram,
     ReduceOp, Scope,
@@ -832,17 +834,6 @@ impl Iozone {
         ctx.delete(&name).await.err().map(|e| e.to_string())
     }
 
-    /// The lowest rank where `mine` holds, agreed by all; `None` if it holds nowhere.
-    async fn lowest<C: IoCtx>(ctx: &C, mine: bool) -> Option<u64> {
-        let mine = if mine {
-            ctx.rank() as f64
-        } else {
-            f64::INFINITY
-        };
-        let who = ctx.allreduce_f64(mine, ReduceOp::Min).await;
-        who.is_finite().then_some(who as u64)
-    }
-
     /// The message for a failure agreed at rank `who`.
     fn failure_text(ctx_rank: u64, who: u64, what: &str, error: &Option<String>) -> String {
         match error {
@@ -865,14 +856,14 @@ impl RankProgram for Iozone {
         'combos: for (k, &(s, r)) in combos.iter().enumerate() {
             // A fresh file for this file × record size.
             let removed = self.remove(ctx).await;
-            if let Some(who) = Self::lowest(ctx, removed.is_some()).await {
+            if let Some(who) = lowest_rank(ctx, removed.is_some()).await.map(|w| w as u64) {
                 let what = format!("removing the old test file before {}", combo_name(s, r));
                 out.failure = Some(Self::failure_text(rank, who, &what, &removed));
                 break;
             }
             for &pass in &passes {
                 let st = self.pass(ctx, pass, (s, r), &mut hints).await;
-                if let Some(who) = Self::lowest(ctx, st.error.is_some()).await {
+                if let Some(who) = lowest_rank(ctx, st.error.is_some()).await.map(|w| w as u64) {
                     let what = format!("{} of {}", pass.name(), combo_name(s, r));
                     out.failure = Some(Self::failure_text(rank, who, &what, &st.error));
                     break 'combos;
@@ -906,15 +897,7 @@ impl RankProgram for Iozone {
                 if !write {
                     let total = ctx.allreduce_f64(st.mismatches as f64, ReduceOp::Sum).await;
                     if total > 0.0 {
-                        let who = Self::lowest(ctx, st.first.is_some())
-                            .await
-                            .expect("a rank found the mismatches")
-                            as usize;
-                        let m = st.first.unwrap_or(Mismatch {
-                            offset: 0,
-                            expected: 0,
-                            got: 0,
-                        });
+                        let (who, first) = first_mismatch(ctx, st.first).await;
                         out.verify_errors.push(VerifyError {
                             test: pass,
                             file_bytes: s,
@@ -922,11 +905,7 @@ impl RankProgram for Iozone {
                             count: total as u64,
                             rank: who as u64,
                             file: p.file_name(who as u64, ranks),
-                            first: Mismatch {
-                                offset: ctx.bcast_u64(m.offset, who).await,
-                                expected: ctx.bcast_u64(m.expected as u64, who).await as u8,
-                                got: ctx.bcast_u64(m.got as u64, who).await as u8,
-                            },
+                            first,
                         });
                     }
                 }
@@ -951,7 +930,7 @@ impl RankProgram for Iozone {
             // Delete what this run created, even after a failure.
             ctx.barrier().await;
             let removed = self.remove(ctx).await;
-            if let Some(who) = Self::lowest(ctx, removed.is_some()).await
+            if let Some(who) = lowest_rank(ctx, removed.is_some()).await.map(|w| w as u64)
                 && out.failure.is_none()
             {
                 out.failure = Some(Self::failure_text(

@@ -2,6 +2,7 @@
 
 pub mod beff_io;
 pub mod btio;
+pub mod common;
 pub mod ftio;
 pub mod ior;
 pub mod iozone;

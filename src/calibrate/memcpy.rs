@@ -79,7 +79,7 @@ pub fn measure_delete(
 /// Fills `reps` times at each size a buffer with IOR's data pattern, and checks
 /// it as often: each fill and each check is one timed sample of its size.
 pub fn measure_pattern(sizes: &[u64], reps: usize) -> Vec<CopySample> {
-    use crate::bench::ior::{fill, verify};
+    use crate::bench::common::pattern::{fill, verify};
     let max = sizes.iter().copied().max().unwrap_or(0) as usize;
     let mut buf = vec![0u8; max];
     let mut out = Vec::with_capacity(2 * sizes.len() * reps);

@@ -133,7 +133,9 @@ impl ProbeResults {
             Probe::Ior => {
                 let transfer = flag_value(&step.args, "-t")
                     .ok_or("IOR step without -t")
-                    .and_then(|t| crate::bench::ior::parse_size(t).map_err(|_| "bad -t"))?;
+                    .and_then(|t| {
+                        crate::bench::common::options::parse_size(t).map_err(|_| "bad -t")
+                    })?;
                 for r in rows(
                     &report,
                     &["access", "bw_mib_s", "latency_s", "open_s", "close_s"],

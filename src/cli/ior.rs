@@ -3,7 +3,8 @@
 use std::path::Path;
 
 use clap::{Args, ValueEnum};
-use piotwin::bench::ior::{Ior, IorOutput, IorParams, parse_size};
+use piotwin::bench::common::options::parse_size;
+use piotwin::bench::ior::{Ior, IorOutput, IorParams};
 use piotwin::ctx::Api;
 use piotwin::report::{Mode, RunReport};
 
@@ -44,7 +45,7 @@ pub(super) enum ApiArg {
 }
 
 fn size_arg(text: &str) -> Result<u64, String> {
-    parse_size(text)
+    parse_size(text).map_err(|e| e.to_string())
 }
 
 /// IOR's options.

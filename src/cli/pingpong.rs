@@ -2,7 +2,7 @@
 //! into the [`Pingpong`] program.
 
 use clap::Args;
-use piotwin::bench::ior::parse_size;
+use piotwin::bench::common::options::parse_size;
 use piotwin::bench::pingpong::{Pingpong, PingpongOutput, PingpongParams};
 use piotwin::report::{Mode, RunReport};
 
@@ -33,6 +33,7 @@ fn sizes_arg(text: &str) -> Result<SizeList, String> {
         .map(parse_size)
         .collect::<Result<_, _>>()
         .map(SizeList)
+        .map_err(|e| e.to_string())
 }
 
 /// The probe's options and the common ones.

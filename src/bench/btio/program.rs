@@ -10,6 +10,7 @@ use std::cell::RefCell;
 
 use piotwin_types::Hints;
 
+use crate::bench::common::agree::lowest_rank;
 use crate::ctx::{
     Access, Api, Coordination, IoBuf, IoCtx, IoError, IoResult, Kernel, KernelKind, Op, OpenMode,
     OpenOptions, RankProgram, ReduceOp, Scope,
@@ -71,12 +72,9 @@ async fn agree<C: IoCtx>(
     if !min_e.is_finite() {
         return Verification::Successful;
     }
-    let me = if my_e == min_e {
-        ctx.rank() as f64
-    } else {
-        f64::INFINITY
-    };
-    let owner = ctx.allreduce_f64(me, ReduceOp::Min).await as usize;
+    let owner = lowest_rank(ctx, my_e == min_e)
+        .await
+        .expect("the rank that found the smallest element");
     let got_bits = ctx.bcast_u64(mine.map_or(0, |f| f.got_bits), owner).await;
     let offset = ctx
         .bcast_u64(mine.map_or(0, |f| f.file_offset), owner)
