@@ -13,7 +13,7 @@ use piotwin::bench::beff_io::{
 use piotwin::report::{Mode, RunReport};
 use piotwin_sim::Scenario;
 
-use super::ior::launcher_size;
+use super::launcher::Launcher;
 use super::{Backend, CliBenchmark, CliError, Common, CommonArgs, RunInfo, check_output};
 
 pub(super) const LONG_ABOUT: &str = "\
@@ -122,7 +122,7 @@ impl BeffIoCliArgs {
     /// The checked program, ready to run with `common`: options resolved, hints
     /// file read, scratch directory (real runs) and output files checked.
     pub(super) fn program(&self, common: &Common) -> Result<BeffIo, CliError> {
-        let world = common.ranks().or_else(launcher_size).unwrap_or(1);
+        let world = common.ranks().or_else(Launcher::job_size).unwrap_or(1);
         let default_mb = match &common.backend {
             Backend::Sim {
                 scenario, ranks, ..

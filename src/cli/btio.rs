@@ -13,6 +13,7 @@ use piotwin::bench::btio::{
 use piotwin::ctx::IoResult;
 use piotwin::report::{Mode, RunReport};
 
+use super::launcher::Launcher;
 use super::{CliBenchmark, CliError, Common, CommonArgs, RunInfo};
 
 pub(super) const BTIO_LONG_ABOUT: &str = "\
@@ -86,12 +87,9 @@ pub(crate) struct KernelCliArgs {
 /// run, the launcher's job size for a real run (MPICH's PMI, Open MPI; 1 when
 /// started without a launcher, as MPI's singleton init).
 fn nprocs(common: &Common) -> Result<usize, CliError> {
-    let n = common.ranks().unwrap_or_else(|| {
-        ["PMI_SIZE", "OMPI_COMM_WORLD_SIZE"]
-            .iter()
-            .find_map(|v| std::env::var(v).ok()?.parse().ok())
-            .unwrap_or(1)
-    });
+    let n = common
+        .ranks()
+        .unwrap_or_else(|| Launcher::job_size().unwrap_or(1));
     usize::try_from(n).map_err(|_| CliError::Usage(format!("--ranks `{n}`: too many processes")))
 }
 

@@ -9,7 +9,6 @@
 
 use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
-use std::process::Command;
 
 use clap::{Args, ValueEnum};
 use piotwin::calibrate::fits::{self, Fitted};
@@ -19,6 +18,7 @@ use piotwin::calibrate::{Machine, memcpy, writer};
 use piotwin::report::write_atomic;
 use piotwin_sim::Scenario;
 
+use super::launcher::Launcher;
 use super::{CliError, check_output};
 
 /// The scenario whose values calibration does not fit are kept from, unless `--base`.
@@ -63,7 +63,7 @@ pub(crate) struct CalibrateArgs {
     /// Most ranks of the MPI probes (default: cores + 2, to see oversubscription).
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(2..256))]
     ranks: Option<u64>,
-    /// The MPI launcher command (split on spaces), e.g. 'mpiexec.mpich' (default: the one matching this build's MPI, or PIOTWIN_MPIEXEC).
+    /// The MPI launcher, split like a shell's words (e.g. 'mpiexec.openmpi --mca io romio321'); `-n N` is appended. Default: the launcher of this binary's MPI (or $PIOTWIN_MPIEXEC).
     #[arg(long, value_name = "CMD")]
     mpiexec: Option<String>,
     /// The scenario whose unfitted values are kept (default: the shipped default.toml).
@@ -71,29 +71,6 @@ pub(crate) struct CalibrateArgs {
     base: Option<PathBuf>,
     #[arg(long, value_enum, hide = true)]
     probe_scale: Option<ScaleArg>,
-}
-
-/// How the probes are launched.
-enum Launcher {
-    /// `--mpiexec CMD`: its words.
-    Given(Vec<String>),
-    /// The launcher matching this build's MPI.
-    #[cfg(feature = "mpi")]
-    Matching,
-}
-
-impl Launcher {
-    fn command(&self, ranks: usize) -> Command {
-        match self {
-            Launcher::Given(words) => {
-                let mut c = Command::new(&words[0]);
-                c.args(&words[1..]).arg("-n").arg(ranks.to_string());
-                c
-            }
-            #[cfg(feature = "mpi")]
-            Launcher::Matching => piotwin_real::mpiexec_command(ranks),
-        }
-    }
 }
 
 /// The checked inputs.
@@ -153,34 +130,7 @@ impl CalibrateArgs {
             (Some(ScaleArg::Full), _) | (None, false) => Scale::Full,
         };
         let max_ranks = self.ranks.map(|r| r as usize).unwrap_or(machine.cores + 2);
-        let launcher = match &self.mpiexec {
-            Some(cmd) => {
-                let words: Vec<String> = cmd.split_whitespace().map(String::from).collect();
-                if words.is_empty() {
-                    return usage(
-                        "--mpiexec: empty; give the launcher command, e.g. --mpiexec mpiexec"
-                            .into(),
-                    );
-                }
-                if let Err(e) = Command::new(&words[0]).arg("--version").output() {
-                    return usage(format!(
-                        "--mpiexec `{cmd}`: cannot start `{}`: {e}",
-                        words[0]
-                    ));
-                }
-                Launcher::Given(words)
-            }
-            #[cfg(feature = "mpi")]
-            None => Launcher::Matching,
-            #[cfg(not(feature = "mpi"))]
-            None => {
-                return usage(
-                    "this piotwin was built without MPI (cargo feature `mpi` off): its probes cannot run for real; \
-                     build with MPI, or give --mpiexec with a piotwin that has it"
-                        .into(),
-                );
-            }
-        };
+        let launcher = Launcher::resolve(self.mpiexec.as_deref())?;
         let (base_text, base_name) = match &self.base {
             Some(p) => (
                 std::fs::read_to_string(p).map_err(|e| {
@@ -256,7 +206,7 @@ impl Progress {
 fn launch(launcher: &Launcher, step: &Step, json: &Path) -> Result<String, String> {
     let exe = std::env::current_exe().map_err(|e| format!("cannot find this program: {e}"))?;
     let out = launcher
-        .command(step.ranks)
+        .command(step.ranks as u64)
         .arg(&exe)
         .arg("run")
         .arg(step.probe.command())

@@ -37,7 +37,7 @@ use piotwin::report::plot::BarChart;
 use piotwin::report::{RunReport, write_atomic};
 use piotwin_sim::Scenario;
 
-use super::ior::launcher_size;
+use super::launcher::Launcher;
 use super::{Cli, CliError, Command as CliCommand, check_output, normalize_args};
 
 pub(super) const LONG_ABOUT: &str = "\
@@ -157,137 +157,6 @@ pub(super) fn normalize_compare_args(argv: Vec<OsString>) -> Vec<OsString> {
         out.extend(rest.into_iter().map(OsString::from));
     }
     out
-}
-
-/// Splits `line` into words as a POSIX shell does for a simple command: blanks
-/// separate, `'…'` is literal, `"…"` keeps `\"`, `\\`, `\$`, `` \` `` escapes, and a
-/// backslash outside quotes escapes the next character. No expansions.
-#[cfg(feature = "mpi")]
-fn split_words(line: &str) -> Result<Vec<String>, String> {
-    let mut words = Vec::new();
-    let mut word = String::new();
-    let mut in_word = false;
-    let mut chars = line.chars();
-    while let Some(c) = chars.next() {
-        match c {
-            c if c.is_whitespace() => {
-                if in_word {
-                    words.push(std::mem::take(&mut word));
-                    in_word = false;
-                }
-            }
-            '\'' => {
-                in_word = true;
-                loop {
-                    match chars.next() {
-                        Some('\'') => break,
-                        Some(c) => word.push(c),
-                        None => return Err("a single quote (') is not closed".into()),
-                    }
-                }
-            }
-            '"' => {
-                in_word = true;
-                loop {
-                    match chars.next() {
-                        Some('"') => break,
-                        Some('\\') => match chars.next() {
-                            Some(c @ ('"' | '\\' | '$' | '`')) => word.push(c),
-                            Some(c) => {
-                                word.push('\\');
-                                word.push(c);
-                            }
-                            None => return Err("a double quote (\") is not closed".into()),
-                        },
-                        Some(c) => word.push(c),
-                        None => return Err("a double quote (\") is not closed".into()),
-                    }
-                }
-            }
-            '\\' => {
-                in_word = true;
-                match chars.next() {
-                    Some(c) => word.push(c),
-                    None => return Err("it ends in a lone backslash".into()),
-                }
-            }
-            c => {
-                in_word = true;
-                word.push(c);
-            }
-        }
-    }
-    if in_word {
-        words.push(word);
-    }
-    Ok(words)
-}
-
-/// True when `version_text` (a launcher's `--version` output) is Open MPI's.
-#[cfg(feature = "mpi")]
-fn is_open_mpi(version_text: &str) -> bool {
-    let t = version_text.to_ascii_lowercase();
-    t.contains("open mpi") || t.contains("openrte") || t.contains("open-mpi")
-}
-
-/// The launcher's words, with `-n N`: `--mpiexec CMD` split, or this binary's
-/// default. Open MPI gets `--oversubscribe --allow-run-as-root` unless given.
-/// The launcher must start (`--version`), or this is bad input.
-#[cfg(feature = "mpi")]
-fn launcher(mpiexec: Option<&str>, ranks: u64) -> Result<Vec<OsString>, CliError> {
-    let (mut words, what): (Vec<OsString>, String) = match mpiexec {
-        Some(cmd) => {
-            let words =
-                split_words(cmd).map_err(|e| CliError::Usage(format!("--mpiexec `{cmd}`: {e}")))?;
-            if words.is_empty() {
-                return Err(CliError::Usage(
-                    "--mpiexec ``: empty; give the launcher, e.g. --mpiexec mpiexec.mpich".into(),
-                ));
-            }
-            (
-                words.into_iter().map(OsString::from).collect(),
-                format!("--mpiexec `{cmd}`"),
-            )
-        }
-        None => {
-            let cmd = piotwin_real::mpiexec_command(ranks as usize);
-            let mut w = vec![cmd.get_program().to_os_string()];
-            // The default command already ends in `-n N`: keep what comes before.
-            let args: Vec<OsString> = cmd.get_args().map(|a| a.to_os_string()).collect();
-            w.extend(args[..args.len().saturating_sub(2)].iter().cloned());
-            let shown = w[0].to_string_lossy().into_owned();
-            (
-                w,
-                format!("the MPI launcher `{shown}` (choose one with --mpiexec CMD)"),
-            )
-        }
-    };
-    let version = Command::new(&words[0])
-        .arg("--version")
-        .stdin(Stdio::null())
-        .output()
-        .map_err(|e| CliError::Usage(format!("{what}: cannot start it: {e}")))?;
-    let text = String::from_utf8_lossy(&version.stdout).into_owned()
-        + &String::from_utf8_lossy(&version.stderr);
-    if is_open_mpi(&text) {
-        for flag in ["--oversubscribe", "--allow-run-as-root"] {
-            if !words.iter().any(|w| w == flag) {
-                words.push(flag.into());
-            }
-        }
-    }
-    words.push("-n".into());
-    words.push(ranks.to_string().into());
-    Ok(words)
-}
-
-#[cfg(not(feature = "mpi"))]
-fn launcher(_: Option<&str>, _: u64) -> Result<Vec<OsString>, CliError> {
-    Err(CliError::Usage(
-        "this piotwin was built without MPI (cargo feature `mpi` off): compare cannot run the benchmark for real; \
-         run it in the twin with `piotwin run <bench> --sim SCENARIO --ranks N`"
-            .into(),
-    ))
 }
 
 /// The benchmarks `piotwin run` knows (its subcommands).
@@ -681,7 +550,7 @@ fn out_dir(args: &CompareArgs, cwd: &Path) -> Result<PathBuf, CliError> {
 /// Runs `piotwin compare`.
 pub(super) fn run(args: &CompareArgs) -> Result<(), CliError> {
     let usage = |m: String| Err(CliError::Usage(m));
-    if launcher_size().is_some() {
+    if Launcher::job_size().is_some() {
         return usage(
             "compare starts mpiexec itself: run `piotwin compare …` directly, not under mpiexec"
                 .into(),
@@ -708,7 +577,7 @@ pub(super) fn run(args: &CompareArgs) -> Result<(), CliError> {
     let scenario_path = std::fs::canonicalize(&args.scenario)
         .map_err(|e| CliError::Usage(format!("--scenario `{}`: {e}", args.scenario.display())))?;
     let seed = args.seed.unwrap_or(scenario.seed);
-    let launcher = launcher(args.mpiexec.as_deref(), args.ranks)?;
+    let launcher = Launcher::resolve(args.mpiexec.as_deref())?;
     let cwd = std::env::current_dir()
         .map_err(|e| CliError::Usage(format!("the current directory is not readable: {e}")))?;
     let dir = out_dir(args, &cwd)?;
@@ -749,12 +618,8 @@ pub(super) fn run(args: &CompareArgs) -> Result<(), CliError> {
     let json_arg = |name: &str| -> [OsString; 2] {
         ["--json".into(), dir.join(format!("{name}.json")).into()]
     };
-    let mut real_cmd = Command::new(&launcher[0]);
-    real_cmd
-        .args(&launcher[1..])
-        .arg(&exe)
-        .args(&real)
-        .args(json_arg("measured"));
+    let mut real_cmd = launcher.command(args.ranks);
+    real_cmd.arg(&exe).args(&real).args(json_arg("measured"));
     let measured = run_side("measured", real_cmd, &measured_dir, &dir)?;
     let mut twin_cmd = Command::new(&exe);
     twin_cmd.args(&twin).args(json_arg("predicted"));
@@ -797,6 +662,7 @@ pub(super) fn run(args: &CompareArgs) -> Result<(), CliError> {
         }
     }
     let launcher_words: Vec<String> = launcher
+        .words(args.ranks)
         .iter()
         .map(|w| w.to_string_lossy().into_owned())
         .collect();
@@ -931,46 +797,6 @@ mod tests {
         assert_eq!(normalize_compare_args(help.clone()), help);
         let run = os(&["piotwin", "run", "ior", "--seed", "1"]);
         assert_eq!(normalize_compare_args(run.clone()), run);
-    }
-
-    #[cfg(feature = "mpi")]
-    #[test]
-    fn launcher_words_split_like_a_shell() {
-        assert_eq!(
-            split_words(r#"mpiexec.openmpi --mca io romio321  -x "A=b c" 'd e'\ f"#).unwrap(),
-            [
-                "mpiexec.openmpi",
-                "--mca",
-                "io",
-                "romio321",
-                "-x",
-                "A=b c",
-                "d e f"
-            ]
-        );
-        assert_eq!(
-            split_words(r#"a "x\"y\\z" ''"#).unwrap(),
-            ["a", r#"x"y\z"#, ""]
-        );
-        assert!(
-            split_words("mpiexec 'open")
-                .unwrap_err()
-                .contains("single quote")
-        );
-        assert!(
-            split_words("mpiexec \"open")
-                .unwrap_err()
-                .contains("double quote")
-        );
-        assert!(split_words("").unwrap().is_empty());
-    }
-
-    #[cfg(feature = "mpi")]
-    #[test]
-    fn open_mpi_is_told_from_its_version_text() {
-        assert!(is_open_mpi("mpiexec (OpenRTE) 4.1.4\n"));
-        assert!(is_open_mpi("mpirun (Open MPI) 5.0.3"));
-        assert!(!is_open_mpi("HYDRA build details:\n    Version: 4.0.2"));
     }
 
     #[test]

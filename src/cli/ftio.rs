@@ -5,7 +5,7 @@ use clap::Args;
 use piotwin::bench::ftio::{FtioArgs, FtioOutcome, FtioPlan, FtioProgram, build_report, nas_block};
 use piotwin::report::{Mode, RunReport};
 
-use super::ior::launcher_size;
+use super::launcher::Launcher;
 use super::{CliBenchmark, CliError, Common, CommonArgs, RunInfo};
 
 pub(super) const LONG_ABOUT: &str = "\
@@ -50,7 +50,7 @@ impl FtioCliArgs {
     /// process count from the launcher's environment; every rank checks it
     /// again when it starts (a mismatch stops all ranks before any file is touched).
     pub(super) fn program(&self, common: &Common) -> Result<FtioCli, CliError> {
-        let ranks = common.ranks().or_else(launcher_size).unwrap_or(1);
+        let ranks = common.ranks().or_else(Launcher::job_size).unwrap_or(1);
         let mut plan = self
             .ftio
             .validate(ranks as usize)

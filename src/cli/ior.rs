@@ -8,6 +8,7 @@ use piotwin::bench::ior::{Ior, IorOutput, IorParams};
 use piotwin::ctx::Api;
 use piotwin::report::{Mode, RunReport};
 
+use super::launcher::Launcher;
 use super::{CliBenchmark, CliError, Common, CommonArgs, RunInfo};
 
 pub(super) const LONG_ABOUT: &str = "\
@@ -109,13 +110,6 @@ pub(crate) struct IorArgs {
     pub(super) common: CommonArgs,
 }
 
-/// The job size the launcher announces to this process (MPICH's PMI, Open MPI), if any.
-pub(super) fn launcher_size() -> Option<u64> {
-    ["PMI_SIZE", "OMPI_COMM_WORLD_SIZE"]
-        .iter()
-        .find_map(|v| std::env::var(v).ok()?.parse().ok())
-}
-
 impl IorArgs {
     /// The checked program, ready to run with `common`.
     pub(super) fn program(&self, common: &Common) -> Result<Ior, CliError> {
@@ -141,7 +135,7 @@ impl IorArgs {
             hints: common.hints.clone(),
             seed: common.seed,
         };
-        let ranks = common.ranks().or_else(launcher_size).unwrap_or(1);
+        let ranks = common.ranks().or_else(Launcher::job_size).unwrap_or(1);
         params
             .validate(ranks)
             .map_err(|e| CliError::Usage(e.to_string()))?;

@@ -7,7 +7,7 @@ use piotwin::bench::iozone::{Iozone, IozoneOutput, IozoneParams, Test, parse_kb_
 use piotwin::ctx::Api;
 use piotwin::report::{Mode, RunReport};
 
-use super::ior::launcher_size;
+use super::launcher::Launcher;
 use super::{CliBenchmark, CliError, Common, CommonArgs, RunInfo};
 
 pub(super) const LONG_ABOUT: &str = "\
@@ -199,7 +199,7 @@ impl IozoneArgs {
         } else {
             self.path.clone()
         };
-        let ranks = common.ranks().or_else(launcher_size).unwrap_or(1);
+        let ranks = common.ranks().or_else(Launcher::job_size).unwrap_or(1);
         params
             .validate(ranks)
             .map_err(|e| CliError::Usage(e.to_string()))?;

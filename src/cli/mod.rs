@@ -28,6 +28,7 @@ mod compare;
 mod ftio;
 mod ior;
 mod iozone;
+mod launcher;
 mod pingpong;
 
 use std::ffi::OsString;

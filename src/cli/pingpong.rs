@@ -6,7 +6,7 @@ use piotwin::bench::common::options::parse_size;
 use piotwin::bench::pingpong::{Pingpong, PingpongOutput, PingpongParams};
 use piotwin::report::{Mode, RunReport};
 
-use super::ior::launcher_size;
+use super::launcher::Launcher;
 use super::{CliBenchmark, CliError, Common, CommonArgs, RunInfo};
 
 pub(super) const LONG_ABOUT: &str = "\
@@ -64,7 +64,7 @@ impl PingpongArgs {
             bytes_per_size: self.bytes_per_size,
             barriers: self.barriers,
         };
-        let ranks = common.ranks().or_else(launcher_size).unwrap_or(1);
+        let ranks = common.ranks().or_else(Launcher::job_size).unwrap_or(1);
         params.validate(ranks).map_err(CliError::Usage)?;
         Ok(Pingpong { params })
     }

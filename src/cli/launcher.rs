@@ -1,0 +1,218 @@
+//! How real runs are started and learn their size: one [`Launcher`] for
+//! `run`, `compare` and `calibrate`.
+
+use std::ffi::OsString;
+use std::process::Command;
+#[cfg(feature = "mpi")]
+use std::process::Stdio;
+
+use super::CliError;
+
+/// The MPI launcher real runs start under: its words, without `-n N`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Launcher {
+    words: Vec<OsString>,
+}
+
+impl Launcher {
+    /// `--mpiexec CMD` split like a shell's words, or the launcher of this
+    /// binary's MPI (`PIOTWIN_MPIEXEC` if set). It must start (`--version`),
+    /// or this is bad input. Open MPI's gets `--oversubscribe
+    /// --allow-run-as-root` unless given.
+    #[cfg(feature = "mpi")]
+    pub(crate) fn resolve(mpiexec: Option<&str>) -> Result<Launcher, CliError> {
+        let (mut words, what): (Vec<OsString>, String) = match mpiexec {
+            Some(cmd) => {
+                let words = split_words(cmd)
+                    .map_err(|e| CliError::Usage(format!("--mpiexec `{cmd}`: {e}")))?;
+                if words.is_empty() {
+                    return Err(CliError::Usage(
+                        "--mpiexec ``: empty; give the launcher, e.g. --mpiexec mpiexec.mpich"
+                            .into(),
+                    ));
+                }
+                (
+                    words.into_iter().map(OsString::from).collect(),
+                    format!("--mpiexec `{cmd}`"),
+                )
+            }
+            None => {
+                let cmd = piotwin_real::mpiexec_command(1);
+                let mut w = vec![cmd.get_program().to_os_string()];
+                // The default command ends in `-n 1`: keep what comes before.
+                let args: Vec<OsString> = cmd.get_args().map(|a| a.to_os_string()).collect();
+                w.extend(args[..args.len().saturating_sub(2)].iter().cloned());
+                let shown = w[0].to_string_lossy().into_owned();
+                (
+                    w,
+                    format!("the MPI launcher `{shown}` (choose one with --mpiexec CMD)"),
+                )
+            }
+        };
+        let version = Command::new(&words[0])
+            .arg("--version")
+            .stdin(Stdio::null())
+            .output()
+            .map_err(|e| CliError::Usage(format!("{what}: cannot start it: {e}")))?;
+        let text = String::from_utf8_lossy(&version.stdout).into_owned()
+            + &String::from_utf8_lossy(&version.stderr);
+        if is_open_mpi(&text) {
+            for flag in ["--oversubscribe", "--allow-run-as-root"] {
+                if !words.iter().any(|w| w == flag) {
+                    words.push(flag.into());
+                }
+            }
+        }
+        Ok(Launcher { words })
+    }
+
+    /// Without MPI no real run can start.
+    #[cfg(not(feature = "mpi"))]
+    pub(crate) fn resolve(_: Option<&str>) -> Result<Launcher, CliError> {
+        Err(CliError::Usage(
+            "this piotwin was built without MPI (cargo feature `mpi` off): it cannot run anything for real; \
+             run in the twin with `piotwin run <bench> --sim SCENARIO --ranks N`"
+                .into(),
+        ))
+    }
+
+    /// The words that start `n` processes (the program and its arguments follow).
+    pub(crate) fn words(&self, n: u64) -> Vec<OsString> {
+        let mut w = self.words.clone();
+        w.push("-n".into());
+        w.push(n.to_string().into());
+        w
+    }
+
+    /// The command that starts `n` processes (the program and its arguments follow).
+    pub(crate) fn command(&self, n: u64) -> Command {
+        let w = self.words(n);
+        let mut c = Command::new(&w[0]);
+        c.args(&w[1..]);
+        c
+    }
+
+    /// The job size the launcher announced to this process (MPICH's PMI,
+    /// Open MPI); `None` outside a launcher.
+    pub(crate) fn job_size() -> Option<u64> {
+        ["PMI_SIZE", "OMPI_COMM_WORLD_SIZE"]
+            .iter()
+            .find_map(|v| std::env::var(v).ok()?.parse().ok())
+    }
+}
+
+/// True when `version_text` (a launcher's `--version` output) is Open MPI's.
+#[cfg(feature = "mpi")]
+fn is_open_mpi(version_text: &str) -> bool {
+    let t = version_text.to_ascii_lowercase();
+    t.contains("open mpi") || t.contains("openrte") || t.contains("open-mpi")
+}
+
+/// Splits `line` into words as a POSIX shell does for a simple command: blanks
+/// separate, `'…'` is literal, `"…"` keeps `\"`, `\\`, `\$`, `` \` `` escapes, and a
+/// backslash outside quotes escapes the next character. No expansions.
+#[cfg(feature = "mpi")]
+fn split_words(line: &str) -> Result<Vec<String>, String> {
+    let mut words = Vec::new();
+    let mut word = String::new();
+    let mut in_word = false;
+    let mut chars = line.chars();
+    while let Some(c) = chars.next() {
+        match c {
+            c if c.is_whitespace() => {
+                if in_word {
+                    words.push(std::mem::take(&mut word));
+                    in_word = false;
+                }
+            }
+            '\'' => {
+                in_word = true;
+                loop {
+                    match chars.next() {
+                        Some('\'') => break,
+                        Some(c) => word.push(c),
+                        None => return Err("a single quote (') is not closed".into()),
+                    }
+                }
+            }
+            '"' => {
+                in_word = true;
+                loop {
+                    match chars.next() {
+                        Some('"') => break,
+                        Some('\\') => match chars.next() {
+                            Some(c @ ('"' | '\\' | '$' | '`')) => word.push(c),
+                            Some(c) => {
+                                word.push('\\');
+                                word.push(c);
+                            }
+                            None => return Err("a double quote (\") is not closed".into()),
+                        },
+                        Some(c) => word.push(c),
+                        None => return Err("a double quote (\") is not closed".into()),
+                    }
+                }
+            }
+            '\\' => {
+                in_word = true;
+                match chars.next() {
+                    Some(c) => word.push(c),
+                    None => return Err("it ends in a lone backslash".into()),
+                }
+            }
+            c => {
+                in_word = true;
+                word.push(c);
+            }
+        }
+    }
+    if in_word {
+        words.push(word);
+    }
+    Ok(words)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[cfg(feature = "mpi")]
+    #[test]
+    fn launcher_words_split_like_a_shell() {
+        assert_eq!(
+            split_words(r#"mpiexec.openmpi --mca io romio321  -x "A=b c" 'd e'\ f"#).unwrap(),
+            [
+                "mpiexec.openmpi",
+                "--mca",
+                "io",
+                "romio321",
+                "-x",
+                "A=b c",
+                "d e f"
+            ]
+        );
+        assert_eq!(
+            split_words(r#"a "x\"y\\z" ''"#).unwrap(),
+            ["a", r#"x"y\z"#, ""]
+        );
+        assert!(
+            split_words("mpiexec 'open")
+                .unwrap_err()
+                .contains("single quote")
+        );
+        assert!(
+            split_words("mpiexec \"open")
+                .unwrap_err()
+                .contains("double quote")
+        );
+        assert!(split_words("").unwrap().is_empty());
+    }
+
+    #[cfg(feature = "mpi")]
+    #[test]
+    fn open_mpi_is_told_from_its_version_text() {
+        assert!(is_open_mpi("mpiexec (OpenRTE) 4.1.4\n"));
+        assert!(is_open_mpi("mpirun (Open MPI) 5.0.3"));
+        assert!(!is_open_mpi("HYDRA build details:\n    Version: 4.0.2"));
+    }
+}
