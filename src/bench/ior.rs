@@ -41,12 +41,15 @@ use crate::ctx::{
     Access, Api, Coordination, Hints, IoBuf, IoCtx, IoError, Kernel, Op, OpenMode, OpenOptions,
     RankProgram, ReduceOp, Scope,
 };
-use crate::report::{Mode, RunReport, Table};
+use crate::report::{Mode, RunReport, Table, headline_among};
 
 use super::common::agree::first_mismatch;
 use super::common::options::{OptionError, format_size, opt_err};
 use super::common::pattern::{Mismatch, fill, permute, verify};
 use super::common::stats::stats;
+
+/// The headline metrics of IOR, most important first.
+pub const HEADLINE: &[&str] = &["write_mib_s", "read_mib_s"];
 
 /// 2^20 bytes.
 const MIB: f64 = 1_048_576.0;
@@ -867,6 +870,7 @@ impl Ior {
             params: serde_json::to_value(p).expect("IOR parameters serialise"),
             environment,
             hints: out.hints.clone(),
+            headline: headline_among(&metrics, HEADLINE),
             metrics,
             tables: [("repetitions".to_string(), table)].into_iter().collect(),
             errors,

@@ -55,7 +55,7 @@ use crate::ctx::{
     Access, Api, Coordination, Hints, IoBuf, IoCtx, Op, OpenMode, OpenOptions, RankProgram,
     ReduceOp, Scope,
 };
-use crate::report::{Mode, RunReport, Table};
+use crate::report::{Mode, RunReport, Table, default_headline};
 
 /// IOzone's kilobyte: 1024 bytes.
 const KB: f64 = 1024.0;
@@ -1110,6 +1110,7 @@ impl Iozone {
             params: serde_json::to_value(&self.params).expect("IOzone parameters serialise"),
             environment,
             hints: out.hints.clone(),
+            headline: default_headline(metrics.keys().map(String::as_str)),
             metrics,
             tables: [("rows".to_string(), table)].into_iter().collect(),
             errors,

@@ -27,7 +27,7 @@ use std::fmt::Write as _;
 use serde::{Deserialize, Serialize};
 
 use crate::ctx::{IoBuf, IoCtx, RankProgram, ReduceOp};
-use crate::report::{Mode, RunReport, Table};
+use crate::report::{Mode, RunReport, Table, default_headline};
 
 /// The probe's options.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -254,6 +254,7 @@ impl Pingpong {
             params: serde_json::to_value(&self.params).expect("pingpong options serialise"),
             environment,
             hints: Default::default(),
+            headline: default_headline(metrics.keys().map(String::as_str)),
             metrics,
             tables: [("pingpong".to_string(), table)].into_iter().collect(),
             errors: out.mismatches.clone(),

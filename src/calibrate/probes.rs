@@ -271,6 +271,7 @@ mod tests {
             environment: Default::default(),
             hints: Default::default(),
             metrics: Default::default(),
+            headline: Vec::new(),
             tables: Default::default(),
             errors: Vec::new(),
         };

@@ -194,6 +194,7 @@ impl CliBenchmark for BeffIo {
                 environment: environment(mode, run),
                 hints: cfg.common_hints.clone(),
                 metrics: Default::default(),
+                headline: Vec::new(),
                 tables: Default::default(),
                 errors: vec![e.to_string()],
             },

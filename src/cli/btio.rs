@@ -165,6 +165,7 @@ fn failed_report(
         environment: run.environment.clone(),
         hints: Default::default(),
         metrics: Default::default(),
+        headline: Vec::new(),
         tables: Default::default(),
         errors: vec![error],
     }

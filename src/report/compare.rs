@@ -109,36 +109,28 @@ pub enum Kind {
     Info,
 }
 
-/// The headline metrics of a benchmark, most important first. Benchmarks not
-/// listed get every top-level bandwidth (`*_mib_s`, `*_mb_s` not prefixed by a
-/// partition `n<N>_`), in name order.
-pub fn headline_metrics(benchmark: &str, names: &[&str]) -> Vec<String> {
-    let listed: &[&str] = match benchmark {
-        "ior" => &["write_mib_s", "read_mib_s"],
-        "b_eff_io" => &["b_eff_io_mb_s", "write_mb_s", "rewrite_mb_s", "read_mb_s"],
-        "btio" => &["io_rate_mb_s", "effective_output_mb_s", "io_time_s"],
-        "btio-kernel" => &["bandwidth_mib_s", "io_rate_mb_s", "io_time_s"],
-        "ftio" => &["io_time_s", "io_fraction", "total_time_s"],
-        _ => {
-            return names
-                .iter()
-                .filter(|n| {
-                    let partition = n.strip_prefix('n').is_some_and(|r| {
-                        r.split('_')
-                            .next()
-                            .is_some_and(|d| !d.is_empty() && d.bytes().all(|b| b.is_ascii_digit()))
-                    });
-                    (n.ends_with("_mib_s") || n.ends_with("_mb_s")) && !partition
-                })
-                .map(|n| n.to_string())
-                .collect();
+/// The headline metrics of a comparison, most important first: those the
+/// reports name ([`RunReport::headline`]: the measured one's, then any the
+/// predicted one adds) that either report has; for reports that name none
+/// (written before reports carried it), every top-level bandwidth
+/// ([`crate::report::default_headline`]).
+pub fn headline_metrics(
+    measured: Option<&RunReport>,
+    predicted: Option<&RunReport>,
+    names: &[&str],
+) -> Vec<String> {
+    let mut named: Vec<String> = Vec::new();
+    for r in [measured, predicted].into_iter().flatten() {
+        for h in &r.headline {
+            if !named.contains(h) && names.contains(&h.as_str()) {
+                named.push(h.clone());
+            }
         }
-    };
-    listed
-        .iter()
-        .filter(|h| names.contains(h))
-        .map(|h| h.to_string())
-        .collect()
+    }
+    if named.is_empty() {
+        return crate::report::default_headline(names.iter().copied());
+    }
+    named
 }
 
 /// True for a metric whose prediction is judged: a time or a rate (name ending in
@@ -272,7 +264,7 @@ impl Comparison {
             predicted.map_or(&empty, |r| &r.metrics),
         );
         let names: Vec<&str> = pairs.iter().map(|p| p.name.as_str()).collect();
-        let headline = headline_metrics(benchmark, &names);
+        let headline = headline_metrics(measured, predicted, &names);
         let kind = |name: &str| {
             if headline.iter().any(|h| h == name) {
                 Kind::Headline
@@ -387,6 +379,8 @@ mod tests {
     use std::collections::BTreeMap;
 
     fn report(mode: Mode, metrics: &[(&str, f64)]) -> RunReport {
+        let metrics: BTreeMap<String, f64> =
+            metrics.iter().map(|(k, v)| (k.to_string(), *v)).collect();
         RunReport {
             benchmark: "ior".into(),
             mode,
@@ -394,7 +388,8 @@ mod tests {
             params: serde_json::Value::Null,
             environment: BTreeMap::new(),
             hints: Default::default(),
-            metrics: metrics.iter().map(|(k, v)| (k.to_string(), *v)).collect(),
+            headline: crate::report::headline_among(&metrics, crate::bench::ior::HEADLINE),
+            metrics,
             tables: BTreeMap::new(),
             errors: vec![],
         }
@@ -548,7 +543,7 @@ mod tests {
     }
 
     #[test]
-    fn headlines_of_an_unlisted_benchmark_are_its_top_level_bandwidths() {
+    fn headlines_are_the_reports_own_else_their_top_level_bandwidths() {
         let names = [
             "n2_write_mb_s",
             "write_mb_s",
@@ -556,11 +551,31 @@ mod tests {
             "agg_mib_s",
             "n_x_mb_s",
         ];
+        // reports that name no headline (written before they did)
+        let mut old = report(Mode::Real, &[]);
+        old.headline.clear();
         assert_eq!(
-            headline_metrics("newbench", &names),
+            headline_metrics(Some(&old), None, &names),
             ["write_mb_s", "agg_mib_s", "n_x_mb_s"]
         );
-        assert_eq!(headline_metrics("ior", &["read_mib_s"]), ["read_mib_s"]);
+        // the reports' own, in the measured one's order, those either has
+        let mut m = report(Mode::Real, &[("read_mib_s", 1.0), ("write_mib_s", 2.0)]);
+        m.headline = vec!["read_mib_s".into(), "write_mib_s".into()];
+        let p = report(Mode::Sim, &[("io_time_s", 1.0)]);
+        let mut p = p;
+        p.headline = vec!["io_time_s".into()];
+        assert_eq!(
+            headline_metrics(
+                Some(&m),
+                Some(&p),
+                &["io_time_s", "read_mib_s", "write_mib_s"]
+            ),
+            ["read_mib_s", "write_mib_s", "io_time_s"]
+        );
+        assert_eq!(
+            headline_metrics(Some(&m), None, &["write_mib_s"]),
+            ["write_mib_s"]
+        );
     }
 
     #[test]

@@ -167,8 +167,11 @@ pub fn render(page: &Page) -> String {
 mod tests {
     use super::*;
     use crate::report::{Mode, RunReport};
+    use std::collections::BTreeMap;
 
     fn report(mode: Mode, metrics: &[(&str, f64)]) -> RunReport {
+        let metrics: BTreeMap<String, f64> =
+            metrics.iter().map(|(k, v)| (k.to_string(), *v)).collect();
         RunReport {
             benchmark: "ior".into(),
             mode,
@@ -176,7 +179,8 @@ mod tests {
             params: serde_json::Value::Null,
             environment: Default::default(),
             hints: Default::default(),
-            metrics: metrics.iter().map(|(k, v)| (k.to_string(), *v)).collect(),
+            headline: crate::report::headline_among(&metrics, crate::bench::ior::HEADLINE),
+            metrics,
             tables: Default::default(),
             errors: vec![],
         }

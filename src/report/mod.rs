@@ -51,8 +51,13 @@ pub struct RunReport {
     pub environment: BTreeMap<String, String>,
     /// MPI-IO hints in effect (real mode: read back with `MPI_File_get_info`).
     pub hints: Hints,
-    /// Headline metrics, e.g. `write_mib_s`; units in the name.
+    /// Every scalar result, e.g. `write_mib_s`; units in the name.
     pub metrics: BTreeMap<String, f64>,
+    /// The benchmark's headline metrics among [`RunReport::metrics`], most
+    /// important first (what `compare` and validation judge first). Reports
+    /// written before it existed have none: see [`default_headline`].
+    #[serde(default)]
+    pub headline: Vec<String>,
     /// Detail tables, by name (`repetitions`, `patterns`, …).
     pub tables: BTreeMap<String, Table>,
     /// Problems found that did not stop the run (verification mismatches, a failed
@@ -127,4 +132,30 @@ impl RunReport {
     pub fn write_csv(&self, path: &Path) -> std::io::Result<()> {
         write_atomic(path, self.to_csv().as_bytes())
     }
+}
+
+/// The headline of a benchmark that names none: every top-level bandwidth
+/// (`*_mib_s`, `*_mb_s` not prefixed by a partition `n<N>_`), in name order.
+pub fn default_headline<'a>(names: impl IntoIterator<Item = &'a str>) -> Vec<String> {
+    names
+        .into_iter()
+        .filter(|n| {
+            let partition = n.strip_prefix('n').is_some_and(|r| {
+                r.split('_')
+                    .next()
+                    .is_some_and(|d| !d.is_empty() && d.bytes().all(|b| b.is_ascii_digit()))
+            });
+            (n.ends_with("_mib_s") || n.ends_with("_mb_s")) && !partition
+        })
+        .map(|n| n.to_string())
+        .collect()
+}
+
+/// `names` that are among `metrics`, in that order: a report's headline.
+pub fn headline_among(metrics: &BTreeMap<String, f64>, names: &[&str]) -> Vec<String> {
+    names
+        .iter()
+        .filter(|n| metrics.contains_key(**n))
+        .map(|n| n.to_string())
+        .collect()
 }

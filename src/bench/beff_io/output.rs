@@ -15,7 +15,10 @@ use super::formulas::{self, Validity};
 use super::schedule::{self, MIB, PATTERNS, Pass, PatternType, Row};
 use super::{Config, Measurements};
 use crate::report::plot::{Figure, Panel, Series};
-use crate::report::{Mode, RunReport, Table};
+use crate::report::{Mode, RunReport, Table, headline_among};
+
+/// The headline metrics of b_eff_io, most important first.
+pub const HEADLINE: &[&str] = &["b_eff_io_mb_s", "write_mb_s", "rewrite_mb_s", "read_mb_s"];
 
 /// The value the release prints for a pattern with errors.
 const FAILED_MB_S: f64 = -999.999;
@@ -708,6 +711,7 @@ pub fn run_report(
         params: serde_json::to_value(cfg).unwrap_or(Value::Null),
         environment,
         hints: m.types.first().map(|t| t.hints.clone()).unwrap_or_default(),
+        headline: headline_among(&metrics, HEADLINE),
         metrics,
         tables,
         errors,

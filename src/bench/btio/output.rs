@@ -5,10 +5,16 @@ use std::collections::BTreeMap;
 
 use serde_json::json;
 
-use crate::report::{Mode, RunReport, Table};
+use crate::report::{Mode, RunReport, Table, headline_among};
 
 use super::config::{BtioConfig, KernelConfig, Subtype};
 use super::program::{BtioOutcome, KernelOutcome, Verification};
+
+/// The headline metrics of BTIO, most important first.
+pub const HEADLINE: &[&str] = &["io_rate_mb_s", "effective_output_mb_s", "io_time_s"];
+
+/// The headline metrics of the PnetCDF BTIO kernel, most important first.
+pub const KERNEL_HEADLINE: &[&str] = &["bandwidth_mib_s", "io_rate_mb_s", "io_time_s"];
 
 /// NPB BT's result block (`bt.f` statistics and `print_results`), for rank 0 to print.
 pub fn npb_block(cfg: &BtioConfig, o: &BtioOutcome) -> String {
@@ -178,6 +184,7 @@ pub fn btio_report(
         params: serde_json::to_value(cfg).expect("a BtioConfig serialises"),
         environment,
         hints: o.hints.clone(),
+        headline: headline_among(&metrics, HEADLINE),
         metrics,
         tables,
         errors: match &o.verification {
@@ -217,6 +224,7 @@ pub fn kernel_report(
         params: serde_json::to_value(cfg).expect("a KernelConfig serialises"),
         environment,
         hints: o.hints.clone(),
+        headline: headline_among(&metrics, KERNEL_HEADLINE),
         metrics,
         tables: BTreeMap::new(),
         errors: match &o.verification {

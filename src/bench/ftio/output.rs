@@ -12,7 +12,10 @@ use std::collections::BTreeMap;
 use serde_json::{Value, json};
 
 use super::{FtioArgs, FtioOutcome, FtioPlan, FtioRankOutput, Phase, Verification};
-use crate::report::{Mode, RunReport, Table};
+use crate::report::{Mode, RunReport, Table, headline_among};
+
+/// The headline metrics of FTIO, most important first.
+pub const HEADLINE: &[&str] = &["io_time_s", "io_fraction", "total_time_s"];
 
 fn mean(xs: impl Iterator<Item = f64>) -> f64 {
     let (mut sum, mut k) = (0.0, 0usize);
@@ -178,6 +181,7 @@ pub fn build_report(
         params,
         environment,
         hints: outcome.hints.clone(),
+        headline: headline_among(&metrics, HEADLINE),
         metrics,
         tables: BTreeMap::from([("phases".to_string(), phases), ("ranks".to_string(), ranks)]),
         errors,
