@@ -2,19 +2,19 @@
 //! scenario from real probes), `piotwin compare <benchmark> …` (real against
 //! twin, see `compare.rs`), `piotwin scenario check FILE`, `piotwin report side-by-side`.
 //!
-//! Plugging in a benchmark (one variant, one match arm):
+//! Plugging in a benchmark (its program and report live in `src/bench/`):
 //!
 //! 1. a `clap::Args` struct for its own options with a `#[command(flatten)]
-//!    common: CommonArgs` field (`--sim`, `--ranks`, `--dry-run`, `--seed`,
-//!    `--json`, `--csv`, `--hint`, `--hints-file`), and a method that checks its
-//!    options and builds its [`RankProgram`] (see `ior.rs`);
+//!    common: CommonArgs` field (`--sim`, `--ranks`, `--dry-run`, `--exact`,
+//!    `--seed`, `--json`, `--csv`, `--hint`, `--hints-file`), and a method
+//!    `program(&self, &Common)` that checks its options and builds its
+//!    [`RankProgram`] (see `pingpong.rs`);
 //! 2. `impl CliBenchmark for TheProgram` (text, report, failure);
-//! 3. a variant in [`Bench`] and its line in `with_bench_args!`: `run` then
-//!    resolves the common options ([`CommonArgs::resolve`]: everything checked,
-//!    nothing run yet), builds the program and [`execute`]s it, and
-//!    [`Bench::check`] does the same without executing (`piotwin compare` checks
-//!    options with it before launching anything).
-//!    `compare` then knows the benchmark too.
+//! 3. its line in the `benchmarks!` registry: `run` then resolves the common
+//!    options ([`CommonArgs::resolve`]: everything checked, nothing run yet),
+//!    builds the program and [`execute`]s it, and [`Bench::check`] does the
+//!    same without executing (`piotwin compare` checks options with it before
+//!    launching anything). `compare` then knows the benchmark too.
 //!
 //! Exit codes: 0 success; 1 a runtime failure (I/O error, failed verification, a
 //! back end that failed — the report is still written with what was measured);
@@ -155,62 +155,62 @@ fn read_report(path: &Path, flag: &str) -> Result<RunReport, CliError> {
     })
 }
 
-/// The benchmarks `piotwin run` knows.
-#[derive(Debug, Subcommand)]
-enum Bench {
-    /// IOR-style probe: bandwidth of N ranks writing/reading a shared file or a file per process.
-    #[command(long_about = ior::LONG_ABOUT, after_help = ior::AFTER_HELP)]
-    Ior(Box<ior::IorArgs>),
-    /// NPB BT-IO: BT's multi-partition field dumped every few steps (full, simple, fortran, epio, none).
-    #[command(long_about = btio::BTIO_LONG_ABOUT, after_help = btio::BTIO_AFTER_HELP)]
-    Btio(Box<btio::BtioCliArgs>),
-    /// The PnetCDF BTIO kernel: records of BT's multi-partition written or read by method 0-3.
-    #[command(long_about = btio::KERNEL_LONG_ABOUT, after_help = btio::KERNEL_AFTER_HELP)]
-    BtioKernel(Box<btio::KernelCliArgs>),
-    /// FTIO: out-of-core 2-D FFT (N = I²·c) and its I/O fraction.
-    #[command(long_about = ftio::LONG_ABOUT, after_help = ftio::AFTER_HELP)]
-    Ftio(Box<ftio::FtioCliArgs>),
-    /// IOzone-style probe: kB/s per file size x record size for write, rewrite, read, re-read, random, strided.
-    #[command(long_about = iozone::LONG_ABOUT, after_help = iozone::AFTER_HELP)]
-    Iozone(Box<iozone::IozoneArgs>),
-    /// b_eff_io: effective I/O bandwidth over 43 time-driven access patterns (release 2.1).
-    #[command(name = "b_eff_io", long_about = beff_io::LONG_ABOUT, after_help = beff_io::AFTER_HELP)]
-    BeffIo(Box<beff_io::BeffIoCliArgs>),
-    /// Point-to-point probe: MPI_Sendrecv_replace time over message sizes, and barrier time.
-    #[command(long_about = pingpong::LONG_ABOUT, after_help = pingpong::AFTER_HELP)]
-    Pingpong(Box<pingpong::PingpongArgs>),
-}
+/// Declares the benchmarks `piotwin run` (and so `compare`) knows, each as its
+/// subcommand's doc line and help, a variant name and its options type: the
+/// enum [`Bench`] and how each is checked and run.
+macro_rules! benchmarks {
+    ($( $(#[$attr:meta])* $variant:ident($args:ty), )*) => {
+        /// The benchmarks `piotwin run` knows.
+        #[derive(Debug, Subcommand)]
+        enum Bench {
+            $( $(#[$attr])* $variant(Box<$args>), )*
+        }
 
-/// Evaluates `$body` with `$args` bound to the options of whichever benchmark
-/// `$bench` is: the one place that lists every [`Bench`] variant.
-macro_rules! with_bench_args {
-    ($bench:expr, $args:ident => $body:expr) => {
-        match $bench {
-            Bench::Ior($args) => $body,
-            Bench::Btio($args) => $body,
-            Bench::BtioKernel($args) => $body,
-            Bench::Ftio($args) => $body,
-            Bench::Iozone($args) => $body,
-            Bench::BeffIo($args) => $body,
-            Bench::Pingpong($args) => $body,
+        impl Bench {
+            /// Checks the options as `run` does before it runs (common options
+            /// resolved, the program built and checked); runs and writes nothing.
+            fn check(&self) -> Result<(), CliError> {
+                match self {
+                    $( Bench::$variant(a) => a.program(&a.common.resolve()?).map(drop), )*
+                }
+            }
+
+            /// Runs the benchmark in the mode its common options select.
+            fn run(&self) -> Result<(), CliError> {
+                match self {
+                    $( Bench::$variant(a) => {
+                        let common = a.common.resolve()?;
+                        execute(&a.program(&common)?, &common)
+                    } )*
+                }
+            }
         }
     };
 }
 
-impl Bench {
-    /// Checks the options as `run` does before it runs (common options resolved,
-    /// the program built and checked); runs and writes nothing.
-    fn check(&self) -> Result<(), CliError> {
-        with_bench_args!(self, a => a.program(&a.common.resolve()?).map(drop))
-    }
-
-    /// Runs the benchmark in the mode its common options select.
-    fn run(&self) -> Result<(), CliError> {
-        with_bench_args!(self, a => {
-            let common = a.common.resolve()?;
-            execute(&a.program(&common)?, &common)
-        })
-    }
+// The registry: one entry per benchmark.
+benchmarks! {
+    /// IOR-style probe: bandwidth of N ranks writing/reading a shared file or a file per process.
+    #[command(long_about = ior::LONG_ABOUT, after_help = ior::AFTER_HELP)]
+    Ior(ior::IorArgs),
+    /// NPB BT-IO: BT's multi-partition field dumped every few steps (full, simple, fortran, epio, none).
+    #[command(long_about = btio::BTIO_LONG_ABOUT, after_help = btio::BTIO_AFTER_HELP)]
+    Btio(btio::BtioCliArgs),
+    /// The PnetCDF BTIO kernel: records of BT's multi-partition written or read by method 0-3.
+    #[command(long_about = btio::KERNEL_LONG_ABOUT, after_help = btio::KERNEL_AFTER_HELP)]
+    BtioKernel(btio::KernelCliArgs),
+    /// FTIO: out-of-core 2-D FFT (N = I²·c) and its I/O fraction.
+    #[command(long_about = ftio::LONG_ABOUT, after_help = ftio::AFTER_HELP)]
+    Ftio(ftio::FtioCliArgs),
+    /// IOzone-style probe: kB/s per file size x record size for write, rewrite, read, re-read, random, strided.
+    #[command(long_about = iozone::LONG_ABOUT, after_help = iozone::AFTER_HELP)]
+    Iozone(iozone::IozoneArgs),
+    /// b_eff_io: effective I/O bandwidth over 43 time-driven access patterns (release 2.1).
+    #[command(name = "b_eff_io", long_about = beff_io::LONG_ABOUT, after_help = beff_io::AFTER_HELP)]
+    BeffIo(beff_io::BeffIoCliArgs),
+    /// Point-to-point probe: MPI_Sendrecv_replace time over message sizes, and barrier time.
+    #[command(long_about = pingpong::LONG_ABOUT, after_help = pingpong::AFTER_HELP)]
+    Pingpong(pingpong::PingpongArgs),
 }
 
 #[derive(Debug, Subcommand)]
