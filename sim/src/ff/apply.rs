@@ -269,7 +269,6 @@ impl Rank {
 mod tests {
     use super::*;
     use crate::ff::FfReq;
-    use crate::storage;
 
     fn read_plan(off: u64, len: u64, shift: u64) -> FfPlan {
         FfPlan {
@@ -282,7 +281,7 @@ mod tests {
                 write: false,
                 off,
                 len,
-                class: storage::CLASS_NODE_HIT,
+                class: crate::ff::CLASS_NODE_HIT,
             }],
             shift,
             pointer: None,

@@ -8,6 +8,7 @@ mod apply;
 mod observe;
 mod plan;
 mod repeat;
+mod storage;
 
 pub use agree::FfOffer;
 pub(crate) use agree::*;
@@ -16,6 +17,7 @@ pub(crate) use observe::*;
 pub use observe::{FfObservation, FfPointer};
 pub use plan::{FF_EPSILON, FfPlan};
 pub(crate) use repeat::Repetitions;
+pub(crate) use storage::{CLASS_DEVICE, CLASS_MIXED, CLASS_NODE_HIT, Level, Levels};
 
 use rustc_hash::FxHashMap;
 
@@ -41,6 +43,9 @@ pub(crate) struct FfState {
     pub(crate) skips: FxHashMap<(u32, u64), SkipRound>,
     /// Iterations skipped so far, summed over ranks.
     pub(crate) skipped: u64,
+    /// The servers' cache levels of the last observation, shared by the
+    /// observations that see them unchanged.
+    pub(crate) server_levels: std::rc::Rc<[Level]>,
 }
 
 impl FfState {
@@ -51,6 +56,7 @@ impl FfState {
             offers: FxHashMap::default(),
             skips: FxHashMap::default(),
             skipped: 0,
+            server_levels: std::rc::Rc::from([]),
         }
     }
 }

@@ -2,7 +2,7 @@
 
 use crate::File;
 use crate::Rank;
-use crate::storage::{self, Levels};
+use crate::ff::Levels;
 /// Read class of a request that reaches past the end of the file.
 pub(crate) const FF_CLASS_EOF: u8 = 255;
 
@@ -14,7 +14,7 @@ pub(crate) struct FfReq {
     /// Offset and length in bytes.
     pub(crate) off: u64,
     pub(crate) len: u64,
-    /// Where the request was served when it was issued (`storage::CLASS_*`).
+    /// Where the request was served when it was issued (`crate::ff::CLASS_*`).
     pub(crate) class: u8,
 }
 
@@ -74,7 +74,7 @@ pub(crate) fn follows(
     for (x, y) in a.iter().zip(b) {
         same &= (x.file, x.write, x.len, x.class) == (y.file, y.write, y.len, y.class)
             && y.off >= x.off
-            && x.class != storage::CLASS_MIXED
+            && x.class != crate::ff::CLASS_MIXED
             && x.class != FF_CLASS_EOF;
         if !same {
             break;
@@ -179,11 +179,11 @@ impl Rank {
             spare.clear();
             *log = spare;
         }
-        let mut storage = self.sim.storage.borrow_mut();
+        let storage = self.sim.storage.borrow();
         let load = self.sim.load.borrow();
         FfObservation {
             end: self.now(),
-            levels: storage.levels(node),
+            levels: storage.levels(node, &mut m.ff.server_levels),
             work: load.work[w].iter().map(|w| w.1).collect(),
             busy: load.busy[w],
             inserted: storage.inserted(node),

@@ -48,7 +48,7 @@ impl FfPlan {
             && self
                 .reqs
                 .iter()
-                .all(|r| !r.write && r.class == storage::CLASS_NODE_HIT)
+                .all(|r| !r.write && r.class == crate::ff::CLASS_NODE_HIT)
     }
 
     /// The plan `m` further iterations on, at virtual time `end`: requests
@@ -249,7 +249,7 @@ impl Rank {
         }
         // 5. head movements of device-served requests within the bound.
         let mut min_skip = 0;
-        let device = reqs.iter().filter(|r| r.class == storage::CLASS_DEVICE);
+        let device = reqs.iter().filter(|r| r.class == crate::ff::CLASS_DEVICE);
         let crossing = self.sim.storage.borrow().crossing();
         if let Some(cost) = crossing
             && shift > 0
