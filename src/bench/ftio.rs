@@ -837,7 +837,7 @@ async fn run_rank<C: IoCtx>(plan: &FtioPlan, ctx: &C) -> (FtioRankOutput, Hints,
     let cleared = first_failure(ctx, "removing old files", delete_files(ctx, plan, p).await).await;
     let outcome = match cleared {
         Ok(()) => run.run(&mut verification).await,
-        Err(e) => Err(e),
+        Err(e) => Err(e.into()),
     };
     let (total_s, mut failure) = match outcome {
         Ok(t) => (t, None),
@@ -851,7 +851,7 @@ async fn run_rank<C: IoCtx>(plan: &FtioPlan, ctx: &C) -> (FtioRankOutput, Hints,
         let removed =
             first_failure(ctx, "removing the files", delete_files(ctx, plan, p).await).await;
         if failure.is_none() {
-            failure = removed.err();
+            failure = removed.err().map(String::from);
         }
     }
     let mine = FtioRankOutput {

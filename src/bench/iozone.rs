@@ -49,7 +49,7 @@ use std::fmt::Write as _;
 use serde::{Deserialize, Serialize};
 
 use crate::bench::common::agree::{first_mismatch, lowest_rank};
-use crate::bench::common::options::{OptionError, format_size, parse_size};
+use crate::bench::common::options::{OptionError, SizeError, format_size, parse_size};
 use crate::bench::common::pattern::{Mismatch, fill, permute};
 use crate::ctx::{
     Access, Api, Coordination, Hints, IoBuf, IoCtx, Op, OpenMode, OpenOptions, RankProgram,
@@ -83,14 +83,14 @@ fn opt_err(option: &str, value: impl ToString, reason: impl Into<String>) -> Opt
 
 /// Parses an IOzone size: a bare number is kB (1024 bytes), or a number with a
 /// unit `k`, `m`, `g` (powers of 1024; `b` for bytes).
-pub fn parse_kb_size(text: &str) -> Result<u64, String> {
+pub fn parse_kb_size(text: &str) -> Result<u64, SizeError> {
     let t = text.trim();
     if !t.is_empty() && t.bytes().all(|c| c.is_ascii_digit()) {
         parse_size(&format!("{t}k"))
     } else {
         parse_size(t)
     }
-    .map_err(|e| format!("{e} (a bare number is kB, as in IOzone)"))
+    .map_err(|e| SizeError(format!("{e} (a bare number is kB, as in IOzone)")))
 }
 
 /// An IOzone test (`-i` number).
@@ -601,23 +601,36 @@ pub const ROW_COLUMNS: [&str; 9] = [
     "dirty_bytes",
 ];
 
+/// Why a report's rows cannot be read back as IOzone [`Row`]s.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum RowsError {
+    /// The report is of another benchmark.
+    #[error("a report of `{0}`, not of `iozone`")]
+    Benchmark(String),
+    /// It has no `rows` table.
+    #[error("the report has no `rows` table")]
+    NoTable,
+    /// Its `rows` table has other columns.
+    #[error("the `rows` table has columns {0:?}, expected {ROW_COLUMNS:?}")]
+    Columns(Vec<String>),
+    /// A row does not parse.
+    #[error("`rows` row {row}: {message}")]
+    Row {
+        /// Its index.
+        row: usize,
+        /// Why.
+        message: String,
+    },
+}
+
 /// The [`Row`]s of an IOzone report (its `rows` table), for the calibrator.
-pub fn rows_from_report(report: &RunReport) -> Result<Vec<Row>, String> {
+pub fn rows_from_report(report: &RunReport) -> Result<Vec<Row>, RowsError> {
     if report.benchmark != "iozone" {
-        return Err(format!(
-            "a report of `{}`, not of `iozone`",
-            report.benchmark
-        ));
+        return Err(RowsError::Benchmark(report.benchmark.clone()));
     }
-    let table = report
-        .tables
-        .get("rows")
-        .ok_or("the report has no `rows` table")?;
+    let table = report.tables.get("rows").ok_or(RowsError::NoTable)?;
     if table.columns != ROW_COLUMNS {
-        return Err(format!(
-            "the `rows` table has columns {:?}, expected {ROW_COLUMNS:?}",
-            table.columns
-        ));
+        return Err(RowsError::Columns(table.columns.clone()));
     }
     table
         .rows
@@ -629,8 +642,10 @@ pub fn rows_from_report(report: &RunReport) -> Result<Vec<Row>, String> {
                 .map(|c| c.to_string())
                 .zip(cells.iter().cloned())
                 .collect();
-            serde_json::from_value(serde_json::Value::Object(obj))
-                .map_err(|e| format!("`rows` row {i}: {e}"))
+            serde_json::from_value(serde_json::Value::Object(obj)).map_err(|e| RowsError::Row {
+                row: i,
+                message: e.to_string(),
+            })
         })
         .collect()
 }
@@ -1141,10 +1156,16 @@ mod tests {
         assert_eq!(parse_kb_size("4k"), Ok(4 << 10));
         assert_eq!(parse_kb_size("64m"), Ok(64 << 20));
         assert_eq!(parse_kb_size("100b"), Ok(100));
-        assert!(parse_kb_size("0").unwrap_err().contains("at least 1 byte"));
+        assert!(
+            parse_kb_size("0")
+                .unwrap_err()
+                .0
+                .contains("at least 1 byte")
+        );
         assert!(
             parse_kb_size("4x")
                 .unwrap_err()
+                .0
                 .contains("a bare number is kB")
         );
     }

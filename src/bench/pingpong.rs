@@ -26,6 +26,7 @@ use std::fmt::Write as _;
 
 use serde::{Deserialize, Serialize};
 
+use crate::bench::common::options::{OptionError, opt_err};
 use crate::ctx::{IoBuf, IoCtx, RankProgram, ReduceOp};
 use crate::report::{Mode, RunReport, Table, default_headline};
 
@@ -48,23 +49,35 @@ impl PingpongParams {
         (self.bytes_per_size / size.max(1)).clamp(4, self.iterations.max(4))
     }
 
-    /// Checks the options for `ranks` ranks; the message names the option.
-    pub fn validate(&self, ranks: u64) -> Result<(), String> {
+    /// Checks the options for `ranks` ranks; the error names the option.
+    pub fn validate(&self, ranks: u64) -> Result<(), OptionError> {
         if ranks < 2 {
-            return Err(format!(
-                "pingpong needs at least 2 ranks to pair (this run has {ranks}); run it under mpiexec -n 2 or more, or with --ranks 2"
+            return Err(opt_err(
+                "--ranks",
+                ranks,
+                "pingpong needs at least 2 ranks to pair; run it under mpiexec -n 2 or more, or with --ranks 2",
             ));
         }
         if self.sizes.is_empty() {
-            return Err("--sizes: give at least one message size, e.g. --sizes 1,1k,64k,1m".into());
+            return Err(opt_err(
+                "--sizes",
+                "",
+                "give at least one message size, e.g. --sizes 1,1k,64k,1m",
+            ));
         }
         if let Some(s) = self.sizes.iter().find(|&&s| s > (1 << 30)) {
-            return Err(format!(
-                "--sizes: {s} bytes is over the 1 GiB a single message may have here"
+            return Err(opt_err(
+                "--sizes",
+                s,
+                "over the 1 GiB a single message may have here",
             ));
         }
         if self.iterations == 0 || self.barriers == 0 {
-            return Err("--iterations and --barriers must be at least 1".into());
+            return Err(opt_err(
+                "--iterations/--barriers",
+                "0",
+                "must be at least 1",
+            ));
         }
         Ok(())
     }
@@ -286,13 +299,18 @@ mod tests {
     #[test]
     fn validation_names_the_problem() {
         let p = params();
-        assert!(p.validate(1).unwrap_err().contains("at least 2 ranks"));
+        assert!(
+            p.validate(1)
+                .unwrap_err()
+                .to_string()
+                .contains("at least 2 ranks")
+        );
         assert!(p.validate(2).is_ok());
         let mut q = p.clone();
         q.sizes.clear();
-        assert!(q.validate(2).unwrap_err().contains("--sizes"));
+        assert!(q.validate(2).unwrap_err().to_string().contains("--sizes"));
         q.sizes = vec![2 << 30];
-        assert!(q.validate(2).unwrap_err().contains("1 GiB"));
+        assert!(q.validate(2).unwrap_err().to_string().contains("1 GiB"));
     }
 
     #[test]

@@ -165,7 +165,8 @@ impl ProbeResults {
                 };
                 let report: crate::report::RunReport = serde_json::from_value(report)
                     .map_err(|e| format!("not an iozone run report: {e}"))?;
-                run.rows = crate::bench::iozone::rows_from_report(&report)?;
+                run.rows =
+                    crate::bench::iozone::rows_from_report(&report).map_err(|e| e.to_string())?;
                 self.iozone.push(run);
             }
         }

@@ -214,7 +214,8 @@ impl CliBenchmark for BeffIo {
                 mode,
                 run.ranks as usize,
                 environment(mode, run),
-            ),
+            )
+            .map_err(|e| e.to_string()),
             Err(_) => Ok(Vec::new()),
         }
     }

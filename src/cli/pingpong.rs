@@ -65,7 +65,9 @@ impl PingpongArgs {
             barriers: self.barriers,
         };
         let ranks = common.ranks().or_else(Launcher::job_size).unwrap_or(1);
-        params.validate(ranks).map_err(CliError::Usage)?;
+        params
+            .validate(ranks)
+            .map_err(|e| CliError::Usage(e.to_string()))?;
         Ok(Pingpong { params })
     }
 }

@@ -18,7 +18,7 @@ use crate::mpi::comm::Contrib;
 use crate::mpi::comm::Kind;
 use crate::mpi::fsio::readable;
 use crate::mpi::romio::independent_io;
-use crate::romio::hints::Effective;
+use crate::romio::hints::{Effective, HintError};
 use crate::storage::{self, Storage};
 
 pub(crate) struct SharedPtr {
@@ -138,7 +138,7 @@ impl Rank {
             .map_err(|e| IoError::Call {
                 op: "open".into(),
                 path: path.into(),
-                message: e,
+                message: e.to_string(),
             })?;
         Ok(File {
             inode,
@@ -173,7 +173,7 @@ impl Rank {
             .map_err(|e| IoError::Call {
                 op: "set_info".into(),
                 path: file.path.clone(),
-                message: e,
+                message: e.to_string(),
             })?)
         .clone();
         eff.aggregators = file.hints.aggregators.clone();
@@ -190,7 +190,7 @@ impl Rank {
         &self,
         comm: &Comm,
         given: &Hints,
-    ) -> Result<Rc<Effective>, String> {
+    ) -> Result<Rc<Effective>, HintError> {
         let mut m = self.sim.model.borrow_mut();
         let n = comm.members.len();
         if let Some((h, eff, left)) = m.opened_hints.get_mut(&comm.id)

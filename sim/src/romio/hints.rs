@@ -20,13 +20,15 @@ pub enum Switch {
 }
 
 impl Switch {
-    fn parse(key: &str, v: &str) -> Result<Switch, String> {
+    fn parse(key: &str, v: &str) -> Result<Switch, HintError> {
         match v {
             "enable" => Ok(Switch::Enable),
             "disable" => Ok(Switch::Disable),
             "automatic" => Ok(Switch::Automatic),
-            _ => Err(format!(
-                "hint `{key}={v}`: allowed values are enable, disable, automatic"
+            _ => Err(HintError::new(
+                key,
+                v,
+                "allowed values are enable, disable, automatic",
             )),
         }
     }
@@ -36,6 +38,28 @@ impl Switch {
             Switch::Enable => "enable",
             Switch::Disable => "disable",
             Switch::Automatic => "automatic",
+        }
+    }
+}
+
+/// A hint value ROMIO would not take: the key, the value, what is allowed.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("hint `{key}={value}`: {allowed}")]
+pub struct HintError {
+    /// The hint's key.
+    pub key: String,
+    /// The value given.
+    pub value: String,
+    /// What is wrong, and what is allowed.
+    pub allowed: String,
+}
+
+impl HintError {
+    fn new(key: &str, value: &str, allowed: impl Into<String>) -> HintError {
+        HintError {
+            key: key.into(),
+            value: value.into(),
+            allowed: allowed.into(),
         }
     }
 }
@@ -92,19 +116,21 @@ pub struct Effective {
     echoed: Vec<(String, String)>,
 }
 
-fn bytes(h: &Hints, key: &str, default: u64) -> Result<u64, String> {
+fn bytes(h: &Hints, key: &str, default: u64) -> Result<u64, HintError> {
     match h.get(key) {
         None => Ok(default),
         Some(v) => match v.trim().parse::<u64>() {
             Ok(n) if n > 0 => Ok(n),
-            _ => Err(format!(
-                "hint `{key}={v}`: expected a positive whole number of bytes, e.g. {default}"
+            _ => Err(HintError::new(
+                key,
+                v,
+                format!("expected a positive whole number of bytes, e.g. {default}"),
             )),
         },
     }
 }
 
-fn switch(h: &Hints, key: &str) -> Result<Switch, String> {
+fn switch(h: &Hints, key: &str) -> Result<Switch, HintError> {
     h.get(key)
         .map_or(Ok(Switch::Automatic), |v| Switch::parse(key, v.trim()))
 }
@@ -112,14 +138,16 @@ fn switch(h: &Hints, key: &str) -> Result<Switch, String> {
 /// ROMIO's aggregator list for `cb_config_list = "*:N"` (or `"*"`, `"*:*"`):
 /// nodes in the order of their lowest rank, up to N ranks of each (lowest
 /// ranks first), node after node.
-fn config_list(value: &str, rank_nodes: &[usize]) -> Result<Vec<usize>, String> {
+fn config_list(value: &str, rank_nodes: &[usize]) -> Result<Vec<usize>, HintError> {
     let per_node = match value.trim() {
         "*" | "*:*" => usize::MAX,
         v => match v.strip_prefix("*:").map(|n| n.trim().parse::<usize>()) {
             Some(Ok(n)) if n > 0 => n,
             _ => {
-                return Err(format!(
-                    "hint `cb_config_list={value}`: the twin takes `*:N` (N > 0 aggregators per node), `*:*` or `*`"
+                return Err(HintError::new(
+                    "cb_config_list",
+                    value,
+                    "the twin takes `*:N` (N > 0 aggregators per node), `*:*` or `*`",
                 ));
             }
         },
@@ -152,15 +180,17 @@ impl Effective {
         hints: &Hints,
         rank_nodes: &[usize],
         fs: &FileSystem,
-    ) -> Result<Effective, String> {
+    ) -> Result<Effective, HintError> {
         let cb_config_list = hints.get("cb_config_list").unwrap_or("*:1").to_string();
         let mut aggregators = config_list(&cb_config_list, rank_nodes)?;
         if let Some(v) = hints.get("cb_nodes") {
             match v.trim().parse::<usize>() {
                 Ok(n) if n > 0 => aggregators.truncate(n),
                 _ => {
-                    return Err(format!(
-                        "hint `cb_nodes={v}`: expected a positive number of aggregators"
+                    return Err(HintError::new(
+                        "cb_nodes",
+                        v,
+                        "expected a positive number of aggregators",
                     ));
                 }
             }
@@ -179,8 +209,10 @@ impl Effective {
             None | Some("false") => false,
             Some("true") => true,
             Some(v) => {
-                return Err(format!(
-                    "hint `romio_no_indep_rw={v}`: allowed values are true, false"
+                return Err(HintError::new(
+                    "romio_no_indep_rw",
+                    v,
+                    "allowed values are true, false",
                 ));
             }
         };

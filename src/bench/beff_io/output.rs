@@ -777,6 +777,16 @@ pub fn partition_figure(cfg: &Config, m: &Measurements, a: &Analysis, n: usize) 
     }
 }
 
+/// A result file that could not be written.
+#[derive(Debug, thiserror::Error)]
+#[error("{}: {message}", path.display())]
+pub struct OutputError {
+    /// The file.
+    pub path: PathBuf,
+    /// Why.
+    pub message: String,
+}
+
 /// Writes `PREFIX.sum`, `PREFIX.prot`, `PREFIX.json`, `PREFIX.csv` and per
 /// partition `PREFIX_nNNN.png` / `.svg`, each atomically; returns the paths written.
 pub fn write_outputs(
@@ -785,14 +795,16 @@ pub fn write_outputs(
     mode: Mode,
     ranks: usize,
     environment: BTreeMap<String, String>,
-) -> Result<Vec<PathBuf>, String> {
+) -> Result<Vec<PathBuf>, OutputError> {
     let a = Analysis::new(cfg, m);
     let path = |suffix: &str| PathBuf::from(format!("{}{suffix}", cfg.prefix));
     let mut written = Vec::new();
-    let mut text = |suffix: &str, body: String| -> Result<(), String> {
+    let mut text = |suffix: &str, body: String| -> Result<(), OutputError> {
         let p = path(suffix);
-        crate::report::write_atomic(&p, body.as_bytes())
-            .map_err(|e| format!("{}: {e}", p.display()))?;
+        crate::report::write_atomic(&p, body.as_bytes()).map_err(|e| OutputError {
+            path: p.clone(),
+            message: e.to_string(),
+        })?;
         written.push(p);
         Ok(())
     };
@@ -810,7 +822,10 @@ pub fn write_outputs(
             } else {
                 fig.write_svg(&out)
             };
-            r.map_err(|e| e.to_string())?;
+            r.map_err(|e| OutputError {
+                path: out.clone(),
+                message: e.to_string(),
+            })?;
             written.push(out);
         }
     }

@@ -2,6 +2,7 @@
 //! their resolution (class defaults ← `inputbt.data` ← explicit options) into a
 //! checked configuration. Every error names the input it comes from.
 
+use crate::bench::common::options::{OptionError, opt_err};
 use std::path::PathBuf;
 
 use piotwin_types::Hints;
@@ -44,9 +45,15 @@ impl Subtype {
 pub struct Grid(pub [u64; 3]);
 
 /// Parses `NX,NY,NZ` (three positive integers; `x` also separates).
-pub fn parse_grid(s: &str) -> Result<Grid, String> {
+pub fn parse_grid(s: &str) -> Result<Grid, OptionError> {
     let parts: Vec<&str> = s.split([',', 'x', 'X']).map(str::trim).collect();
-    let bad = || format!("`{s}` is not a grid NX,NY,NZ of three positive integers, e.g. 64,64,64");
+    let bad = || {
+        opt_err(
+            "--grid",
+            s,
+            "not a grid NX,NY,NZ of three positive integers, e.g. 64,64,64",
+        )
+    };
     if parts.len() != 3 {
         return Err(bad());
     }

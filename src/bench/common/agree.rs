@@ -19,6 +19,17 @@ pub async fn lowest_rank<C: IoCtx>(ctx: &C, holds: bool) -> Option<usize> {
     who.is_finite().then_some(who as usize)
 }
 
+/// A step failed on some rank: the message every rank agreed on.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct StepFailed(pub String);
+
+impl From<StepFailed> for String {
+    fn from(e: StepFailed) -> String {
+        e.0
+    }
+}
+
 /// The outcome of a step every rank has finished (a collective: it also
 /// synchronises the ranks like a barrier): `Ok` on every rank when every rank
 /// succeeded; otherwise the same message on every rank, naming `step`, the
@@ -27,7 +38,7 @@ pub async fn first_failure<C: IoCtx, E: std::fmt::Display>(
     ctx: &C,
     step: &str,
     result: Result<(), E>,
-) -> Result<(), String> {
+) -> Result<(), StepFailed> {
     let rank = ctx.rank();
     let Some(who) = lowest_rank(ctx, result.is_err()).await else {
         return Ok(());
@@ -36,7 +47,7 @@ pub async fn first_failure<C: IoCtx, E: std::fmt::Display>(
         Err(e) if who == rank => format!("{step}: rank {rank}: {e}"),
         _ => String::new(),
     };
-    Err(bcast_text(ctx, &text, who).await)
+    Err(StepFailed(bcast_text(ctx, &text, who).await))
 }
 
 /// `text` from `root` on every rank (its length, then 8 bytes per `bcast_u64`).
