@@ -1,4 +1,7 @@
-//! The twin back end end to end: a small program through `IoCtx` at 1024 ranks.
+//! The twin back end end to end: the back-end checks that the real back end
+//! passes (`backend_checks/`), and a small program through `IoCtx` at 1024 ranks.
+
+mod backend_checks;
 
 use piotwin::backend::sim::launch;
 use piotwin::ctx::{
@@ -115,5 +118,24 @@ fn small_program_at_1024_ranks_is_plausible_and_deterministic() {
             "rank {rank}: read {r}"
         );
         assert!(end > w + r);
+    }
+}
+
+#[test]
+fn the_backend_checks_pass_in_the_twin() {
+    let scn = Scenario::from_str(include_str!("../scenarios/default.toml"), "default.toml")
+        .expect("the shipped scenario loads");
+    let checks = backend_checks::Checks {
+        dir: "/twin/checks".into(),
+    };
+    let (outs, _) = launch(
+        &scn,
+        backend_checks::NPROCS,
+        SimOptions::seeded(scn.seed),
+        &checks,
+    )
+    .expect("no deadlock");
+    for (rank, out) in outs.iter().enumerate() {
+        assert_eq!(out, &Ok(()), "rank {rank}");
     }
 }

@@ -250,11 +250,9 @@ impl Rank {
                 file.path
             )));
         }
-        if file.api == Api::Posix
-            && (coord == Coordination::Collective || pos == Position::SharedPointer)
-        {
+        if file.api == Api::Posix && pos == Position::SharedPointer {
             return Err(IoError::Invalid(format!(
-                "`{}` is a POSIX file: only independent accesses at explicit offsets are possible",
+                "`{}` is a POSIX file: it has no shared file pointer (only explicit offsets)",
                 file.path
             )));
         }
@@ -325,6 +323,12 @@ impl Rank {
         blocking: bool,
     ) -> Result<Started, IoError> {
         let Op { access, coord, pos } = op;
+        // POSIX has no collective calls: every rank makes its own, as the real
+        // back end does.
+        let coord = match file.api {
+            Api::Posix => Coordination::Independent,
+            Api::MpiIo => coord,
+        };
         self.check(file, access, coord, pos)?;
         if file.api == Api::MpiIo && coord == Coordination::Independent {
             self.call_cost(|c| c.independent_call).await;
