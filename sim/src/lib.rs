@@ -17,15 +17,19 @@
 //!
 //! # How it fits together
 //!
+//! By layer, each using only the ones below it:
+//!
 //! ```text
-//!   rank tasks (async, one per rank)              Scenario (TOML, units, sources)
-//!        │  Rank::{barrier, sendrecv, open, xfer, …}         │
-//!        ▼                                                   ▼
-//!   world: communicators, collectives,  ──────►  platform: placement, paths, costs
-//!          MPI-IO semantics, namespace                       │ resources
-//!        │ signals, delays, transfers                        ▼
-//!        ▼                                            flow: max–min fair rates
-//!   engine: executor (polls woken tasks) + clock + (time, seq) event queue
+//!   ff/       the fast-forward of repetitions: observe, plan, agree, apply
+//!             (README.md there: the rule and its error bound)
+//!   mpi/      rank tasks' API (rank.rs), communicators and collectives (comm.rs),
+//!             MPI-IO files (mpiio.rs), ROMIO's methods executed (romio.rs),
+//!             file-system requests (fsio.rs); plans from romio/
+//!   storage/  the machine (engine, platform, storage state), requests through
+//!             page caches, servers and devices (requests.rs), file systems
+//!             behind one trait (fs/), caches, devices
+//!   platform  placement, paths, costs        flow: max–min fair rates
+//!   engine    executor (polls woken tasks) + clock + (time, seq) event queue
 //! ```
 //!
 //! A rank awaiting a collective registers with a rendezvous; the last rank to

@@ -3,7 +3,7 @@
 //!
 //! # What it is for
 //!
-//! The twin's MPI-IO layer (`world`) asks this module how ROMIO would carry out
+//! The twin's MPI-IO layer (`mpi`) asks this module how ROMIO would carry out
 //! a data access, then executes the answer over the network and storage models:
 //!
 //! * **independent contiguous I/O**: one request;
@@ -26,7 +26,7 @@
 //!
 //! # What it is not for
 //!
-//! It does not move data or take time: `world` turns plans into messages
+//! It does not move data or take time: `mpi::romio` turns plans into messages
 //! (flows over the platform) and `storage::io` requests, round by round. Not
 //! modelled: ROMIO's Lustre-specific stripe-cyclic file domains
 //! (`ad_lustre_aggregate.c`; the generic aligned split is used on parallel file
