@@ -136,3 +136,33 @@ fn btio_one_dump_full() {
     let program = BtioProgram::new(cfg, &piotwin::ctx::Hints::new());
     check("btio_one_dump", &transcript(program, 4));
 }
+
+/// The calls of b_eff_io's first pattern (type 0, scatter, l = L = 1 MiB: a
+/// collective write through a view of doubles, run once as its Tp is 0) on
+/// 2 ranks: the transcript up to the first pattern's end.
+#[test]
+fn b_eff_io_first_pattern() {
+    use clap::Parser;
+    use piotwin::bench::beff_io::{BeffIo, BeffIoArgs, Config};
+    #[derive(Parser)]
+    struct Args {
+        #[command(flatten)]
+        beff: BeffIoArgs,
+    }
+    let args = Args::parse_from([
+        "b_eff_io", "--mb", "256", "-T", "60", "-N", "2", "-p", "/golden",
+    ]);
+    let mut cfg = Config::resolve(&args.beff, 2, 256, piotwin::ctx::Hints::new())
+        .expect("a valid b_eff_io configuration");
+    cfg.progress = false;
+    let full = transcript(BeffIo { cfg }, 2);
+    let first: String = full
+        .lines()
+        .take(FIRST_PATTERN_LINES)
+        .map(|l| format!("{l}\n"))
+        .collect();
+    check("b_eff_io_first_pattern", &first);
+}
+
+/// Lines of the b_eff_io transcript that hold its set-up and first pattern.
+const FIRST_PATTERN_LINES: usize = 30;
