@@ -220,6 +220,8 @@ enum ScenarioCommand {
         /// The scenario file (TOML).
         file: PathBuf,
     },
+    /// Print the scenario schema: every key, what it holds, its default, what it is (Markdown).
+    Schema,
 }
 
 /// Options every benchmark takes: where it runs, seeds, outputs, hints.
@@ -622,6 +624,12 @@ pub(crate) fn run(cli: Cli) -> Result<(), CliError> {
             let scenario = Scenario::load(&file)
                 .map_err(|e| CliError::Usage(format!("scenario `{}`: {e}", file.display())))?;
             println!("{scenario}");
+            Ok(())
+        }
+        Command::Scenario {
+            command: ScenarioCommand::Schema,
+        } => {
+            print!("{}", piotwin_sim::scenario::schema::markdown());
             Ok(())
         }
         Command::Report {

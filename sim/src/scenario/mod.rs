@@ -68,6 +68,10 @@ use toml::de::{DeTable, DeValue};
 
 use crate::units::{self, UnitError};
 
+pub mod schema;
+
+use schema::{Default as KeyDefault, Holds};
+
 /// An error in a scenario file: where, which key, which value, and what is allowed.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub struct ScenarioError {
@@ -554,6 +558,48 @@ impl<'a, 'i> Tbl<'a, 'i> {
         join(&self.path, k)
     }
 
+    /// Checks (debug builds) that key `k` of this table is in the schema and
+    /// holds what `ok` accepts: the reader takes every key as the schema
+    /// declares it. `[calibration]` entries are checked against the schema
+    /// by [`calibrated_key`] instead.
+    fn declared(&self, k: &str, ok: fn(Holds) -> bool) {
+        if cfg!(debug_assertions) && !self.path.starts_with("calibration") {
+            let path = schema::plain(&self.key(k));
+            let key = schema::find(&path);
+            assert!(
+                key.is_some_and(|key| ok(key.holds)),
+                "scenario key `{path}` is read as another kind than the schema declares ({key:?})"
+            );
+        }
+    }
+
+    /// Checks (debug builds) that `default`, used where key `k` is absent, is
+    /// the schema's: its value (parsed by `parse`), or one it says is worked
+    /// out from other keys.
+    fn default_is<T: PartialEq + fmt::Debug>(
+        &self,
+        k: &str,
+        default: &T,
+        parse: fn(&str) -> Option<T>,
+    ) {
+        if cfg!(debug_assertions) && !self.path.starts_with("calibration") {
+            let path = schema::plain(&self.key(k));
+            match schema::find(&path).map(|key| key.default) {
+                Some(KeyDefault::Value(text)) => {
+                    let declared = parse(text.trim_matches('"'));
+                    assert!(
+                        declared.as_ref() == Some(default),
+                        "scenario key `{path}`: the reader's default {default:?} is not the schema's {text}"
+                    );
+                }
+                Some(KeyDefault::Otherwise(_)) => {}
+                other => panic!(
+                    "scenario key `{path}`: a default for a key the schema declares {other:?}"
+                ),
+            }
+        }
+    }
+
     fn opt(&self, k: &str) -> Option<&'a Val<'i>> {
         self.table.get(k)
     }
@@ -590,11 +636,14 @@ impl<'a, 'i> Tbl<'a, 'i> {
     }
 
     fn string(&self, k: &str, what: &str) -> Result<String, ScenarioError> {
+        self.declared(k, |h| h == Holds::Text);
         let v = self.req(k, what)?;
         self.string_of(k, v, what)
     }
 
     fn string_or(&self, k: &str, what: &str, default: &str) -> Result<String, ScenarioError> {
+        self.declared(k, |h| h == Holds::Text);
+        self.default_is(k, &default.to_string(), |t| Some(t.to_string()));
         match self.opt(k) {
             Some(v) => self.string_of(k, v, what),
             None => Ok(default.to_string()),
@@ -603,6 +652,9 @@ impl<'a, 'i> Tbl<'a, 'i> {
 
     /// One of `choices` (a quoted word); its index.
     fn choice(&self, k: &str, choices: &[&str], default: usize) -> Result<usize, ScenarioError> {
+        self.declared(k, |h| matches!(h, Holds::Choice(_)));
+        let first = choices[default].to_string();
+        self.default_is(k, &first, |t| Some(t.to_string()));
         let Some(v) = self.opt(k) else {
             return Ok(default);
         };
@@ -637,6 +689,7 @@ impl<'a, 'i> Tbl<'a, 'i> {
     }
 
     fn size(&self, k: &str) -> Result<u64, ScenarioError> {
+        self.declared(k, |h| h == Holds::Quantity(KeyKind::Size));
         let s = self.unit(k, "a size like \"4MiB\"", units::parse_size)?;
         if s == 0 {
             return Err(self.bad(k, self.req(k, "")?, "a size must be positive"));
@@ -646,6 +699,8 @@ impl<'a, 'i> Tbl<'a, 'i> {
 
     /// A size that may be 0 (`"0B"`), or `default` when absent.
     fn size_or_zero(&self, k: &str, default: u64) -> Result<u64, ScenarioError> {
+        self.declared(k, |h| h == Holds::Quantity(KeyKind::Size));
+        self.default_is(k, &default, |t| units::parse_size(t).ok());
         match self.opt(k) {
             Some(_) => self.unit(k, "a size like \"4MiB\"", units::parse_size),
             None => Ok(default),
@@ -653,6 +708,7 @@ impl<'a, 'i> Tbl<'a, 'i> {
     }
 
     fn size_or(&self, k: &str, default: u64) -> Result<u64, ScenarioError> {
+        self.default_is(k, &default, |t| units::parse_size(t).ok());
         if self.opt(k).is_some() {
             self.size(k)
         } else {
@@ -661,6 +717,7 @@ impl<'a, 'i> Tbl<'a, 'i> {
     }
 
     fn rate(&self, k: &str) -> Result<f64, ScenarioError> {
+        self.declared(k, |h| h == Holds::Quantity(KeyKind::Rate));
         let r = self.unit(k, "a rate like \"200MB/s\"", units::parse_rate)?;
         if r <= 0.0 {
             return Err(self.bad(k, self.req(k, "")?, "a rate must be positive"));
@@ -703,6 +760,7 @@ impl<'a, 'i> Tbl<'a, 'i> {
     }
 
     fn rate_or(&self, k: &str, default: f64) -> Result<f64, ScenarioError> {
+        self.default_is(k, &default, |t| units::parse_rate(t).ok());
         if self.opt(k).is_some() {
             self.rate(k)
         } else {
@@ -711,10 +769,12 @@ impl<'a, 'i> Tbl<'a, 'i> {
     }
 
     fn time(&self, k: &str) -> Result<f64, ScenarioError> {
+        self.declared(k, |h| h == Holds::Quantity(KeyKind::Time));
         self.unit(k, "a time like \"5ms\"", units::parse_time)
     }
 
     fn time_or(&self, k: &str, default: f64) -> Result<f64, ScenarioError> {
+        self.default_is(k, &default, |t| units::parse_time(t).ok());
         if self.opt(k).is_some() {
             self.time(k)
         } else {
@@ -723,10 +783,12 @@ impl<'a, 'i> Tbl<'a, 'i> {
     }
 
     fn flops(&self, k: &str) -> Result<f64, ScenarioError> {
+        self.declared(k, |h| h == Holds::Quantity(KeyKind::Flops));
         self.unit(k, "a compute rate like \"2Gflop/s\"", units::parse_flops)
     }
 
     fn int(&self, k: &str, min: u64) -> Result<u64, ScenarioError> {
+        self.declared(k, |h| matches!(h, Holds::Integer | Holds::Choice(_)));
         let what = format!("a whole number ≥ {min}");
         let v = self.req(k, &what)?;
         let n = match v.get_ref() {
@@ -740,6 +802,7 @@ impl<'a, 'i> Tbl<'a, 'i> {
     }
 
     fn int_or(&self, k: &str, min: u64, default: u64) -> Result<u64, ScenarioError> {
+        self.default_is(k, &default, |t| t.parse().ok());
         if self.opt(k).is_some() {
             self.int(k, min)
         } else {
@@ -747,7 +810,14 @@ impl<'a, 'i> Tbl<'a, 'i> {
         }
     }
 
+    /// A fraction, or `default` (the schema's) when absent.
+    fn fraction_or(&self, k: &str, default: f64) -> Result<f64, ScenarioError> {
+        self.default_is(k, &default, |t| t.parse().ok());
+        Ok(self.fraction(k)?.unwrap_or(default))
+    }
+
     fn fraction(&self, k: &str) -> Result<Option<f64>, ScenarioError> {
+        self.declared(k, |h| h == Holds::Fraction);
         let Some(v) = self.opt(k) else {
             return Ok(None);
         };
@@ -819,29 +889,9 @@ fn join(path: &str, k: &str) -> String {
     }
 }
 
-const SSD_KEYS: &[&str] = &[
-    "kind",
-    "read_bw",
-    "write_bw",
-    "read_latency",
-    "write_latency",
-    "latency_jitter",
-    "channels",
-];
-const HDD_KEYS: &[&str] = &[
-    "kind",
-    "capacity",
-    "rpm",
-    "seek_track",
-    "seek_full",
-    "transfer_rate",
-    "transfer_rate_inner",
-    "queue",
-];
-const RAID_KEYS: &[&str] = &["kind", "level", "disks", "stripe_unit", "member"];
-
 /// Reads a `[…device]` table: `kind = "ssd"` (the default), `"hdd"` or `"raid"`.
 fn device(parent: &Tbl<'_, '_>, k: &str, nested: bool) -> Result<Device, ScenarioError> {
+    let table = schema::plain(&parent.key(k));
     // Read `kind` first (any keys allowed); the kind's own table then checks the keys.
     let keys: Vec<String> = match parent.req(k, "a table")?.get_ref() {
         DeValue::Table(t) => t.iter().map(|(k, _)| k.get_ref().to_string()).collect(),
@@ -857,18 +907,18 @@ fn device(parent: &Tbl<'_, '_>, k: &str, nested: bool) -> Result<Device, Scenari
     let kind = probe.choice("kind", kinds, 0)?;
     Ok(match kinds[kind] {
         "ssd" => {
-            let d = parent.sub(k, SSD_KEYS)?;
+            let d = parent.sub(k, &schema::children(&table, Some("ssd")))?;
             Device::Ssd(Ssd {
                 read_bw: d.rate("read_bw")?,
                 write_bw: d.rate("write_bw")?,
                 read_latency: d.time("read_latency")?,
                 write_latency: d.time("write_latency")?,
-                latency_jitter: d.fraction("latency_jitter")?.unwrap_or(0.0),
+                latency_jitter: d.fraction_or("latency_jitter", 0.0)?,
                 channels: d.int_or("channels", 1, 1)? as usize,
             })
         }
         "hdd" => {
-            let d = parent.sub(k, HDD_KEYS)?;
+            let d = parent.sub(k, &schema::children(&table, Some("hdd")))?;
             let outer = d.rate("transfer_rate")?;
             let inner = if d.opt("transfer_rate_inner").is_some() {
                 d.rate("transfer_rate_inner")?
@@ -903,7 +953,7 @@ fn device(parent: &Tbl<'_, '_>, k: &str, nested: bool) -> Result<Device, Scenari
             })
         }
         _ => {
-            let d = parent.sub(k, RAID_KEYS)?;
+            let d = parent.sub(k, &schema::children(&table, Some("raid")))?;
             let lv = d.req("level", "0, 5 or 6")?;
             let level = d.int("level", 0)?;
             if ![0, 5, 6].contains(&level) {
@@ -920,87 +970,6 @@ fn device(parent: &Tbl<'_, '_>, k: &str, nested: bool) -> Result<Device, Scenari
         }
     })
 }
-
-/// Every scalar key of the schema that a `[calibration]` entry may name, by
-/// path with list indices removed (`nodes[0].syscall` is `nodes.syscall`), and
-/// what it holds. `server.device.member.*` is a RAID's member device.
-const CALIBRATABLE: &[(&str, KeyKind)] = {
-    use KeyKind::*;
-    &[
-        ("seed", Number),
-        ("nodes.count", Number),
-        ("nodes.cores", Number),
-        ("nodes.memory", Size),
-        ("nodes.nic_bw", Rate),
-        ("nodes.nic_latency", Time),
-        ("nodes.syscall", Time),
-        ("nodes.oversubscribed_wakeup", Time),
-        ("nodes.compute.memcpy", Rate),
-        ("nodes.compute.pattern", Rate),
-        ("nodes.compute.fft", Flops),
-        ("nodes.compute.bt", Flops),
-        ("nodes.compute.flops", Flops),
-        ("nodes.cache.capacity", Size),
-        ("nodes.cache.dirty_ratio", Number),
-        ("nodes.cache.dirty_background_ratio", Number),
-        ("nodes.cache.write_bw", Rate),
-        ("nodes.cache.read_bw", Rate),
-        ("nodes.cache.fresh_bw", Rate),
-        ("nodes.cache.warm", Size),
-        ("nodes.cache.readahead", Size),
-        ("network.bandwidth", Rate),
-        ("network.latency", Time),
-        ("network.links.bandwidth", Rate),
-        ("network.links.latency", Time),
-        ("server.count", Number),
-        ("server.nic_bw", Rate),
-        ("server.request_cpu", Time),
-        ("server.cache.capacity", Size),
-        ("server.cache.bandwidth", Rate),
-        ("server.cache.dirty_ratio", Number),
-        ("server.device.read_bw", Rate),
-        ("server.device.write_bw", Rate),
-        ("server.device.read_latency", Time),
-        ("server.device.write_latency", Time),
-        ("server.device.latency_jitter", Number),
-        ("server.device.channels", Number),
-        ("server.device.capacity", Size),
-        ("server.device.rpm", Number),
-        ("server.device.seek_track", Time),
-        ("server.device.seek_full", Time),
-        ("server.device.transfer_rate", Rate),
-        ("server.device.transfer_rate_inner", Rate),
-        ("server.device.disks", Number),
-        ("server.device.stripe_unit", Size),
-        ("server.device.member.read_bw", Rate),
-        ("server.device.member.write_bw", Rate),
-        ("server.device.member.read_latency", Time),
-        ("server.device.member.write_latency", Time),
-        ("server.device.member.latency_jitter", Number),
-        ("server.device.member.channels", Number),
-        ("server.device.member.capacity", Size),
-        ("server.device.member.rpm", Number),
-        ("server.device.member.seek_track", Time),
-        ("server.device.member.seek_full", Time),
-        ("server.device.member.transfer_rate", Rate),
-        ("server.device.member.transfer_rate_inner", Rate),
-        ("filesystem.stripe_size", Size),
-        ("filesystem.stripe_count", Number),
-        ("filesystem.lock_granularity", Size),
-        ("filesystem.lock_revoke", Time),
-        ("metadata.open", Time),
-        ("metadata.create", Time),
-        ("metadata.close", Time),
-        ("metadata.delete", Time),
-        ("metadata.delete_bw", Rate),
-        ("metadata.sync", Time),
-        ("mpiio.shared_pointer", Time),
-        ("mpiio.independent_call", Time),
-        ("mpiio.collective_call", Time),
-        ("mpiio.open", Time),
-        ("mpiio.close", Time),
-    ]
-};
 
 /// What a `[calibration]` key path names: its kind, or why it names nothing.
 /// Lists are indexed as `--set` writes them (`nodes[0]`, `network.links[1]`),
@@ -1042,11 +1011,7 @@ fn calibrated_key(path: &str, nodes: usize, links: usize) -> Result<KeyKind, Str
         plain.push(name);
     }
     let plain = plain.join(".");
-    CALIBRATABLE
-        .iter()
-        .find(|(k, _)| *k == plain)
-        .map(|&(_, kind)| kind)
-        .ok_or_else(|| {
+    schema::calibratable(&plain).ok_or_else(|| {
             "not a scenario key with a number; expected a key path as --set writes it, \
              e.g. \"mpiio.independent_call\", \"nodes[0].cache.write_bw\", \"server.device.write_bw\""
                 .to_string()
@@ -1199,19 +1164,7 @@ impl Scenario {
             String::new(),
             root.span(),
             root.get_ref(),
-            &[
-                "name",
-                "description",
-                "seed",
-                "source",
-                "nodes",
-                "network",
-                "server",
-                "filesystem",
-                "metadata",
-                "mpiio",
-                "calibration",
-            ],
+            &schema::children("", None),
         )?;
 
         let mut source = BTreeMap::new();
@@ -1238,43 +1191,16 @@ impl Scenario {
         }
 
         let nodes_v = top.req("nodes", "one or more [[nodes]] groups")?;
-        let groups = top.tables(
-            "nodes",
-            &[
-                "name",
-                "count",
-                "cores",
-                "memory",
-                "nic_bw",
-                "nic_latency",
-                "switch",
-                "compute",
-                "cache",
-                "syscall",
-                "oversubscribed_wakeup",
-            ],
-        )?;
+        let groups = top.tables("nodes", &schema::children("nodes", None))?;
         let mut nodes = Vec::new();
         for n in &groups {
-            let c = n.sub("compute", &["memcpy", "fft", "bt", "flops", "pattern"])?;
+            let c = n.sub("compute", &schema::children("nodes.compute", None))?;
             let memory = n.size("memory")?;
             let memcpy = c.rate("memcpy")?;
-            let cache = match n.sub_opt(
-                "cache",
-                &[
-                    "capacity",
-                    "dirty_ratio",
-                    "dirty_background_ratio",
-                    "write_bw",
-                    "read_bw",
-                    "fresh_bw",
-                    "warm",
-                    "readahead",
-                ],
-            )? {
+            let cache = match n.sub_opt("cache", &schema::children("nodes.cache", None))? {
                 Some(t) => {
-                    let dirty = t.fraction("dirty_ratio")?.unwrap_or(0.2);
-                    let bg = t.fraction("dirty_background_ratio")?.unwrap_or(0.1);
+                    let dirty = t.fraction_or("dirty_ratio", 0.2)?;
+                    let bg = t.fraction_or("dirty_background_ratio", 0.1)?;
                     if bg > dirty {
                         return Err(t.bad(
                             "dirty_background_ratio",
@@ -1320,9 +1246,9 @@ impl Scenario {
             return Err(top.bad("nodes", nodes_v, "at least one [[nodes]] group is needed"));
         }
 
-        let net = top.sub("network", &["bandwidth", "latency", "links"])?;
+        let net = top.sub("network", &schema::children("network", None))?;
         let mut links = Vec::new();
-        for l in net.tables("links", &["from", "to", "bandwidth", "latency"])? {
+        for l in net.tables("links", &schema::children("network.links", None))? {
             links.push(Link {
                 from: l.string("from", "a switch name")?,
                 to: l.string("to", "a switch name")?,
@@ -1330,27 +1256,16 @@ impl Scenario {
                 latency: l.time("latency")?,
             });
         }
-        let srv = top.sub(
-            "server",
-            &[
-                "count",
-                "nic_bw",
-                "switch",
-                "request_cpu",
-                "cache",
-                "device",
-            ],
-        )?;
-        let server_cache =
-            match srv.sub_opt("cache", &["capacity", "bandwidth", "policy", "dirty_ratio"])? {
-                Some(t) => Some(ServerCache {
-                    capacity: t.size("capacity")?,
-                    bandwidth: t.rate("bandwidth")?,
-                    write_back: t.choice("policy", &["write-back", "write-through"], 0)? == 0,
-                    dirty_ratio: t.fraction("dirty_ratio")?.unwrap_or(0.5),
-                }),
-                None => None,
-            };
+        let srv = top.sub("server", &schema::children("server", None))?;
+        let server_cache = match srv.sub_opt("cache", &schema::children("server.cache", None))? {
+            Some(t) => Some(ServerCache {
+                capacity: t.size("capacity")?,
+                bandwidth: t.rate("bandwidth")?,
+                write_back: t.choice("policy", &["write-back", "write-through"], 0)? == 0,
+                dirty_ratio: t.fraction_or("dirty_ratio", 0.5)?,
+            }),
+            None => None,
+        };
         let server = Server {
             count: srv.int_or("count", 1, 1)? as usize,
             nic_bw: srv.rate("nic_bw")?,
@@ -1360,23 +1275,15 @@ impl Scenario {
             device: device(&srv, "device", false)?,
         };
 
-        let (fs_kind, fs) = match top.sub_opt(
-            "filesystem",
-            &[
-                "kind",
-                "stripe_size",
-                "stripe_count",
-                "lock_granularity",
-                "lock_revoke",
-            ],
-        )? {
-            Some(f) => {
-                let kind = [FsKind::Local, FsKind::Nfs, FsKind::Parallel]
-                    [f.choice("kind", &["local", "nfs", "parallel"], 0)?];
-                (kind, Some(f))
-            }
-            None => (FsKind::Local, None),
-        };
+        let (fs_kind, fs) =
+            match top.sub_opt("filesystem", &schema::children("filesystem", None))? {
+                Some(f) => {
+                    let kind = [FsKind::Local, FsKind::Nfs, FsKind::Parallel]
+                        [f.choice("kind", &["local", "nfs", "parallel"], 0)?];
+                    (kind, Some(f))
+                }
+                None => (FsKind::Local, None),
+            };
         let filesystem = match &fs {
             Some(f) => {
                 let stripe_count = f.int_or("stripe_count", 1, 1)? as usize;
@@ -1429,20 +1336,8 @@ impl Scenario {
             ));
         }
 
-        let md = top.sub(
-            "metadata",
-            &["open", "create", "close", "delete", "delete_bw", "sync"],
-        )?;
-        let mpiio = top.sub(
-            "mpiio",
-            &[
-                "shared_pointer",
-                "independent_call",
-                "collective_call",
-                "open",
-                "close",
-            ],
-        )?;
+        let md = top.sub("metadata", &schema::children("metadata", None))?;
+        let mpiio = top.sub("mpiio", &schema::children("mpiio", None))?;
         let calibration = match top.opt("calibration") {
             Some(_) => calibration(&top, nodes.len(), links.len())?,
             None => BTreeMap::new(),

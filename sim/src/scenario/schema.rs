@@ -1,0 +1,660 @@
+//! The scenario schema, declared once: every key with what it holds, its
+//! default and one line of documentation. The reader takes each table's
+//! allowed keys from here (and so its "unknown key; allowed …" messages), the
+//! calibratable keys are the numeric ones here, every value the reader takes
+//! is checked against its kind and declared default here (in debug builds),
+//! and `piotwin scenario schema` prints this table: the schema section of
+//! `scenarios/README.md` is that output (a test keeps them equal).
+
+use super::KeyKind;
+
+/// What a key holds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Holds {
+    /// A quantity with a unit (or a plain number): see [`KeyKind`].
+    Quantity(KeyKind),
+    /// A whole number.
+    Integer,
+    /// A number from 0 (inclusive) to 1 (exclusive).
+    Fraction,
+    /// One of a few words (or numbers), the first the default where it has one.
+    Choice(&'static [&'static str]),
+    /// A string.
+    Text,
+    /// A table of the keys below it.
+    Table,
+    /// A list of tables (`[[…]]`) of the keys below it.
+    Tables,
+    /// A table of free keys (notes, calibration entries).
+    Free,
+}
+
+/// When a key may be left out.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Default {
+    /// It must be given.
+    Required,
+    /// This value (in the file's syntax).
+    Value(&'static str),
+    /// Worked out from other keys, or absent has a meaning: the text says which.
+    Otherwise(&'static str),
+}
+
+/// One key of the schema.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Key {
+    /// The key's path, list indices left out (`nodes.cache.write_bw`).
+    pub path: &'static str,
+    /// What it holds.
+    pub holds: Holds,
+    /// When it may be left out.
+    pub default: Default,
+    /// Device kinds the key belongs to (under `server.device`, `…member`); empty: any.
+    pub devices: &'static [&'static str],
+    /// What it is.
+    pub doc: &'static str,
+}
+
+use self::Default::{Otherwise, Required, Value};
+use Holds::{Choice, Fraction, Free, Integer, Quantity, Table, Tables, Text};
+use KeyKind::{Flops, Number, Rate, Size, Time};
+
+const fn key(path: &'static str, holds: Holds, default: Default, doc: &'static str) -> Key {
+    Key {
+        path,
+        holds,
+        default,
+        devices: &[],
+        doc,
+    }
+}
+
+const fn dev(
+    path: &'static str,
+    devices: &'static [&'static str],
+    holds: Holds,
+    default: Default,
+    doc: &'static str,
+) -> Key {
+    Key {
+        path,
+        holds,
+        default,
+        devices,
+        doc,
+    }
+}
+
+const SSD: &[&str] = &["ssd"];
+const HDD: &[&str] = &["hdd"];
+const RAID: &[&str] = &["raid"];
+
+/// The keys outside devices, in the order the reader lists them.
+const KEYS: &[Key] = &[
+    key("name", Text, Required, "short name of the system"),
+    key("description", Text, Value("\"\""), "one line describing it"),
+    key(
+        "seed",
+        Integer,
+        Required,
+        "default RNG seed of its runs (SSD latency jitter)",
+    ),
+    key(
+        "source",
+        Free,
+        Otherwise("none"),
+        "where the numbers came from: `topic = \"note\"` (or a key path)",
+    ),
+    key(
+        "nodes",
+        Tables,
+        Required,
+        "groups of identical compute nodes; ranks are placed by block, group after group",
+    ),
+    key("network", Table, Required, "the interconnect"),
+    key("server", Table, Required, "the I/O servers"),
+    key(
+        "filesystem",
+        Table,
+        Otherwise("a local file system"),
+        "the file system",
+    ),
+    key(
+        "metadata",
+        Table,
+        Required,
+        "metadata costs at the server, queued one at a time",
+    ),
+    key("mpiio", Table, Required, "MPI-IO software costs"),
+    key(
+        "calibration",
+        Free,
+        Otherwise("none"),
+        "fitted keys: `[calibration.\"<key path>\"]` with `value`, `low`, `high` (the key's unit), `probe`, `quality` (written by `piotwin calibrate`)",
+    ),
+    // [[nodes]]
+    key("nodes.name", Text, Required, "the group's name"),
+    key("nodes.count", Integer, Required, "nodes in the group (≥ 1)"),
+    key(
+        "nodes.cores",
+        Integer,
+        Required,
+        "cores per node (≥ 1); ranks beyond them share cores (processor sharing)",
+    ),
+    key("nodes.memory", Quantity(Size), Required, "memory per node"),
+    key(
+        "nodes.nic_bw",
+        Quantity(Rate),
+        Required,
+        "NIC bandwidth per direction",
+    ),
+    key(
+        "nodes.nic_latency",
+        Quantity(Time),
+        Required,
+        "NIC latency per message",
+    ),
+    key(
+        "nodes.switch",
+        Text,
+        Value("\"core\""),
+        "the switch the group's NICs attach to",
+    ),
+    key(
+        "nodes.compute",
+        Table,
+        Required,
+        "per-core rates per kernel kind",
+    ),
+    key(
+        "nodes.cache",
+        Table,
+        Otherwise("no page cache"),
+        "the client page cache (Linux write-back)",
+    ),
+    key(
+        "nodes.syscall",
+        Quantity(Time),
+        Value("\"0s\""),
+        "CPU time of one `pread`/`pwrite` on a core, per file-system request a rank issues",
+    ),
+    key(
+        "nodes.oversubscribed_wakeup",
+        Quantity(Time),
+        Value("\"0s\""),
+        "extra latency of every message step to a rank on a node running more ranks than cores (MPICH busy-polls)",
+    ),
+    key(
+        "nodes.compute.memcpy",
+        Quantity(Rate),
+        Required,
+        "memory copy per core",
+    ),
+    key(
+        "nodes.compute.fft",
+        Quantity(Flops),
+        Required,
+        "complex 1-D FFTs per core",
+    ),
+    key(
+        "nodes.compute.bt",
+        Quantity(Flops),
+        Required,
+        "NPB BT steps per core",
+    ),
+    key(
+        "nodes.compute.flops",
+        Quantity(Flops),
+        Required,
+        "any other computation per core",
+    ),
+    key(
+        "nodes.compute.pattern",
+        Quantity(Rate),
+        Otherwise("free"),
+        "filling and checking a benchmark's data pattern per core (IOR does it inside its timed region)",
+    ),
+    key(
+        "nodes.cache.capacity",
+        Quantity(Size),
+        Otherwise("`nodes.memory`"),
+        "bytes the cache may hold",
+    ),
+    key(
+        "nodes.cache.dirty_ratio",
+        Fraction,
+        Value("0.2"),
+        "dirty share of the capacity at which writers wait",
+    ),
+    key(
+        "nodes.cache.dirty_background_ratio",
+        Fraction,
+        Value("0.1"),
+        "dirty share at which the flusher writes back (≤ `dirty_ratio`)",
+    ),
+    key(
+        "nodes.cache.write_bw",
+        Quantity(Rate),
+        Otherwise("`nodes.compute.memcpy`"),
+        "per-core rate of copying into the cache (allocating pages: slower than a memcpy)",
+    ),
+    key(
+        "nodes.cache.read_bw",
+        Quantity(Rate),
+        Otherwise("`nodes.compute.memcpy`"),
+        "per-core rate of copying out of the cache",
+    ),
+    key(
+        "nodes.cache.fresh_bw",
+        Quantity(Rate),
+        Otherwise("no cost"),
+        "per node: growing into memory the cache has not backed yet (beyond `warm` and what it held before) costs bytes / this",
+    ),
+    key(
+        "nodes.cache.warm",
+        Quantity(Size),
+        Otherwise("`capacity`"),
+        "memory the cache has backed at the start",
+    ),
+    key(
+        "nodes.cache.readahead",
+        Quantity(Size),
+        Value("\"128KiB\""),
+        "largest read-ahead window (Linux's on-demand read-ahead; `\"0B\"`: none)",
+    ),
+    // [network]
+    key(
+        "network.bandwidth",
+        Quantity(Rate),
+        Required,
+        "every switch's backplane bandwidth",
+    ),
+    key(
+        "network.latency",
+        Quantity(Time),
+        Required,
+        "latency per hop",
+    ),
+    key(
+        "network.links",
+        Tables,
+        Otherwise("none"),
+        "full-duplex links between switches; routes are shortest paths by latency",
+    ),
+    key("network.links.from", Text, Required, "one switch"),
+    key("network.links.to", Text, Required, "the other switch"),
+    key(
+        "network.links.bandwidth",
+        Quantity(Rate),
+        Required,
+        "bandwidth per direction",
+    ),
+    key("network.links.latency", Quantity(Time), Required, "latency"),
+    // [server]
+    key(
+        "server.count",
+        Integer,
+        Value("1"),
+        "I/O servers (more than one needs a parallel file system)",
+    ),
+    key(
+        "server.nic_bw",
+        Quantity(Rate),
+        Required,
+        "NIC bandwidth per direction",
+    ),
+    key(
+        "server.switch",
+        Text,
+        Value("\"core\""),
+        "the switch the servers attach to",
+    ),
+    key(
+        "server.request_cpu",
+        Quantity(Time),
+        Value("\"0s\""),
+        "CPU per request, first come first served",
+    ),
+    key(
+        "server.cache",
+        Table,
+        Otherwise("no server cache"),
+        "the server cache (LRU read cache)",
+    ),
+    key("server.device", Table, Required, "each server's device"),
+    key(
+        "server.cache.capacity",
+        Quantity(Size),
+        Required,
+        "bytes it may hold",
+    ),
+    key(
+        "server.cache.bandwidth",
+        Quantity(Rate),
+        Required,
+        "its copy rate",
+    ),
+    key(
+        "server.cache.policy",
+        Choice(&["write-back", "write-through"]),
+        Value("\"write-back\""),
+        "write-back (dirty up to `dirty_ratio`) or write-through",
+    ),
+    key(
+        "server.cache.dirty_ratio",
+        Fraction,
+        Value("0.5"),
+        "dirty share of the capacity",
+    ),
+    // [filesystem]
+    key(
+        "filesystem.kind",
+        Choice(&["local", "nfs", "parallel"]),
+        Value("\"local\""),
+        "local, NFS-like (one server, flush at close) or parallel (striped over the servers, Lustre-style)",
+    ),
+    key(
+        "filesystem.stripe_size",
+        Quantity(Size),
+        Value("\"1MiB\""),
+        "stripe size (parallel)",
+    ),
+    key(
+        "filesystem.stripe_count",
+        Integer,
+        Value("1"),
+        "servers a file is striped over (≤ `server.count`)",
+    ),
+    key(
+        "filesystem.lock_granularity",
+        Quantity(Size),
+        Otherwise("no extent locks"),
+        "extent-lock unit (Lustre LDLM, GPFS byte-range tokens)",
+    ),
+    key(
+        "filesystem.lock_revoke",
+        Quantity(Time),
+        Value("\"0s\""),
+        "revoking a lock another client holds (callback round trip)",
+    ),
+    // [metadata]
+    key(
+        "metadata.open",
+        Quantity(Time),
+        Required,
+        "open an existing file",
+    ),
+    key("metadata.create", Quantity(Time), Required, "create a file"),
+    key("metadata.close", Quantity(Time), Required, "close"),
+    key("metadata.delete", Quantity(Time), Required, "delete"),
+    key(
+        "metadata.delete_bw",
+        Quantity(Rate),
+        Otherwise("free"),
+        "a deletion also costs the file's size over this (dropping cached pages, freeing extents)",
+    ),
+    key(
+        "metadata.sync",
+        Quantity(Time),
+        Required,
+        "the commit after a sync's data is flushed",
+    ),
+    // [mpiio]
+    key(
+        "mpiio.shared_pointer",
+        Quantity(Time),
+        Required,
+        "one shared-file-pointer update (ROMIO's locked hidden file)",
+    ),
+    key(
+        "mpiio.independent_call",
+        Quantity(Time),
+        Value("\"0s\""),
+        "CPU per independent MPI-IO data call on the calling rank, above its system calls",
+    ),
+    key(
+        "mpiio.collective_call",
+        Quantity(Time),
+        Value("\"0s\""),
+        "CPU per collective MPI-IO data call, on top of its modelled messages",
+    ),
+    key(
+        "mpiio.open",
+        Quantity(Time),
+        Value("\"0s\""),
+        "CPU of `MPI_File_open` per rank, beyond the metadata costs",
+    ),
+    key(
+        "mpiio.close",
+        Quantity(Time),
+        Value("\"0s\""),
+        "CPU of `MPI_File_close` per rank, beyond the metadata costs",
+    ),
+];
+
+/// The keys of a device table (`server.device`, and a RAID's `member`, which
+/// is an SSD or an HDD), their paths relative to it.
+const DEVICE: &[Key] = &[
+    dev(
+        "kind",
+        &[],
+        Choice(&["ssd", "hdd", "raid"]),
+        Value("\"ssd\""),
+        "SSD, HDD (Ruemmler & Wilkes 1994) or RAID (Chen et al. 1994; a member: SSD or HDD)",
+    ),
+    dev("read_bw", SSD, Quantity(Rate), Required, "read bandwidth"),
+    dev("write_bw", SSD, Quantity(Rate), Required, "write bandwidth"),
+    dev(
+        "read_latency",
+        SSD,
+        Quantity(Time),
+        Required,
+        "per-request read latency",
+    ),
+    dev(
+        "write_latency",
+        SSD,
+        Quantity(Time),
+        Required,
+        "per-request write latency",
+    ),
+    dev(
+        "latency_jitter",
+        SSD,
+        Fraction,
+        Value("0.0"),
+        "relative spread of the latencies (drawn from the run's seed)",
+    ),
+    dev(
+        "channels",
+        SSD,
+        Integer,
+        Value("1"),
+        "requests served at once",
+    ),
+    dev("capacity", HDD, Quantity(Size), Required, "capacity"),
+    dev(
+        "rpm",
+        HDD,
+        Integer,
+        Required,
+        "rotation speed; half a revolution is paid per positioning",
+    ),
+    dev(
+        "seek_track",
+        HDD,
+        Quantity(Time),
+        Required,
+        "track-to-track seek (seek grows with √distance)",
+    ),
+    dev(
+        "seek_full",
+        HDD,
+        Quantity(Time),
+        Required,
+        "full-stroke seek (≥ `seek_track`)",
+    ),
+    dev(
+        "transfer_rate",
+        HDD,
+        Quantity(Rate),
+        Required,
+        "outer-zone media rate",
+    ),
+    dev(
+        "transfer_rate_inner",
+        HDD,
+        Quantity(Rate),
+        Otherwise("`transfer_rate`"),
+        "inner-zone media rate (≤ `transfer_rate`)",
+    ),
+    dev(
+        "queue",
+        HDD,
+        Choice(&["fifo", "elevator"]),
+        Value("\"fifo\""),
+        "request order",
+    ),
+    dev(
+        "level",
+        RAID,
+        Choice(&["0", "5", "6"]),
+        Required,
+        "RAID level (5 and 6: small writes read-modify-write)",
+    ),
+    dev(
+        "disks",
+        RAID,
+        Integer,
+        Required,
+        "member disks (at least 1, 3 or 4 for levels 0, 5, 6)",
+    ),
+    dev(
+        "stripe_unit",
+        RAID,
+        Quantity(Size),
+        Required,
+        "stripe unit per disk",
+    ),
+    dev(
+        "member",
+        RAID,
+        Table,
+        Required,
+        "the member device: a table of the keys above, kind `ssd` or `hdd`",
+    ),
+];
+
+/// Every key, devices expanded under `server.device` and its `member`, in the
+/// order the reader lists them.
+pub fn keys() -> Vec<Key> {
+    let mut out: Vec<Key> = KEYS.to_vec();
+    for (prefix, nested) in [("server.device", false), ("server.device.member", true)] {
+        for d in DEVICE {
+            if nested && (d.devices == RAID) {
+                continue;
+            }
+            let mut k = *d;
+            k.path = leak(format!("{prefix}.{}", d.path));
+            if nested && d.path == "kind" {
+                k.holds = Choice(&["ssd", "hdd"]);
+            }
+            out.push(k);
+        }
+    }
+    out
+}
+
+/// Paths built once per process for the expanded device keys.
+fn leak(s: String) -> &'static str {
+    use std::collections::BTreeMap;
+    use std::sync::Mutex;
+    static PATHS: Mutex<BTreeMap<String, &'static str>> = Mutex::new(BTreeMap::new());
+    let mut m = PATHS.lock().expect("not poisoned");
+    if let Some(p) = m.get(&s) {
+        return p;
+    }
+    let p: &'static str = Box::leak(s.clone().into_boxed_str());
+    m.insert(s, p);
+    p
+}
+
+/// `path` with list indices removed (`nodes[0].cache` → `nodes.cache`).
+pub fn plain(path: &str) -> String {
+    path.split('.')
+        .map(|seg| seg.split_once('[').map_or(seg, |(name, _)| name))
+        .collect::<Vec<_>>()
+        .join(".")
+}
+
+/// The keys allowed directly in the table at `table` (a plain path; `""` the
+/// top level), for a device of kind `device` where it is one.
+pub fn children(table: &str, device: Option<&str>) -> Vec<&'static str> {
+    let prefix = if table.is_empty() {
+        String::new()
+    } else {
+        format!("{table}.")
+    };
+    keys()
+        .into_iter()
+        .filter(|k| {
+            k.path
+                .strip_prefix(&prefix)
+                .is_some_and(|rest| !rest.contains('.'))
+        })
+        .filter(|k| match device {
+            Some(d) => k.devices.is_empty() || k.devices.contains(&d),
+            None => true,
+        })
+        .map(|k| &k.path[prefix.len()..])
+        .collect()
+}
+
+/// The key at plain `path`, if the schema has one.
+pub fn find(path: &str) -> Option<Key> {
+    keys().into_iter().find(|k| k.path == path)
+}
+
+/// What a `[calibration]` entry for plain `path` holds: the numeric keys.
+pub fn calibratable(path: &str) -> Option<KeyKind> {
+    match find(path)?.holds {
+        Quantity(kind) => Some(kind),
+        Integer | Fraction => Some(Number),
+        _ => None,
+    }
+}
+
+/// The schema as a Markdown table: key (with its table), what it holds, its
+/// default, what it is.
+pub fn markdown() -> String {
+    let mut out = String::from("| key | holds | default | meaning |\n|---|---|---|---|\n");
+    for k in keys() {
+        let holds = match k.holds {
+            Quantity(Size) => "size".to_string(),
+            Quantity(Rate) => "rate".to_string(),
+            Quantity(Time) => "time".to_string(),
+            Quantity(Flops) => "flop rate".to_string(),
+            Quantity(Number) | Integer => "number".to_string(),
+            Fraction => "fraction".to_string(),
+            Choice(c) => c.join(" \\| "),
+            Text => "string".to_string(),
+            Table => "table".to_string(),
+            Tables => "list of tables".to_string(),
+            Free => "table of free keys".to_string(),
+        };
+        let default = match k.default {
+            Required => "required".to_string(),
+            Value(v) => format!("`{v}`"),
+            Otherwise(t) => t.to_string(),
+        };
+        let devices = match k.devices {
+            [] => String::new(),
+            d => format!(" ({} only)", d.join(", ")),
+        };
+        out.push_str(&format!(
+            "| `{}` | {holds} | {default} | {}{devices} |\n",
+            k.path, k.doc
+        ));
+    }
+    out
+}
