@@ -6,7 +6,8 @@
 //! * [`backend`] — the two places where benchmarks meet an engine: `real` (MPI-IO)
 //!   and `sim` (the twin);
 //! * [`report`] — run reports (JSON, CSV) and human tables;
-//! * [`calibrate`] — `piotwin calibrate`: probe plan, raw results, fits, the calibrated scenario.
+//! * [`calibrate`] — `piotwin calibrate`: probe plan, raw results, fits, the calibrated scenario;
+//! * [`run`] — running a benchmark from its command line (common options, execute).
 #![warn(missing_docs)]
 
 pub mod backend;
@@ -14,3 +15,4 @@ pub mod bench;
 pub mod calibrate;
 pub mod ctx;
 pub mod report;
+pub mod run;

@@ -25,6 +25,7 @@
 //!
 //! [`RunReport`]: crate::report::RunReport
 
+pub mod cli;
 pub mod formulas;
 pub mod hintfile;
 pub mod output;

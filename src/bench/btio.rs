@@ -30,6 +30,7 @@
 //! Not for: the BT solver's own verification values (δu norms); the compute is a
 //! cost model with a real kernel behind it, not BT.
 
+pub mod cli;
 pub mod config;
 pub mod decomp;
 pub mod input;

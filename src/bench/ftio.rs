@@ -66,6 +66,7 @@
 //! What it is not: a fast 2-D FFT (the I/O pattern is the point), and not a
 //! reproduction of the original's start-up effects.
 
+pub mod cli;
 pub mod layout;
 mod output;
 mod signal;

@@ -19,7 +19,7 @@ use piotwin::report::write_atomic;
 use piotwin_sim::Scenario;
 
 use super::launcher::Launcher;
-use super::{CliError, check_output};
+use piotwin::run::{CliError, check_output};
 
 /// The scenario whose values calibration does not fit are kept from, unless `--base`.
 const DEFAULT_BASE: &str = include_str!("../../scenarios/default.toml");

@@ -38,7 +38,9 @@ use piotwin::report::{RunReport, write_atomic};
 use piotwin_sim::Scenario;
 
 use super::launcher::Launcher;
-use super::{Cli, CliError, Command as CliCommand, check_output, normalize_args};
+use piotwin::run::{CliError, check_output};
+
+use super::{Cli, Command as CliCommand, normalize_args};
 
 pub(super) const LONG_ABOUT: &str = "\
 Run a benchmark for real and in the twin with the same options, and compare.
@@ -550,7 +552,7 @@ fn out_dir(args: &CompareArgs, cwd: &Path) -> Result<PathBuf, CliError> {
 /// Runs `piotwin compare`.
 pub(super) fn run(args: &CompareArgs) -> Result<(), CliError> {
     let usage = |m: String| Err(CliError::Usage(m));
-    if Launcher::job_size().is_some() {
+    if piotwin::run::job_size().is_some() {
         return usage(
             "compare starts mpiexec itself: run `piotwin compare …` directly, not under mpiexec"
                 .into(),

@@ -91,14 +91,6 @@ impl Launcher {
         c.args(&w[1..]);
         c
     }
-
-    /// The job size the launcher announced to this process (MPICH's PMI,
-    /// Open MPI); `None` outside a launcher.
-    pub(crate) fn job_size() -> Option<u64> {
-        ["PMI_SIZE", "OMPI_COMM_WORLD_SIZE"]
-            .iter()
-            .find_map(|v| std::env::var(v).ok()?.parse().ok())
-    }
 }
 
 /// True when `version_text` (a launcher's `--version` output) is Open MPI's.

@@ -2,16 +2,16 @@
 
 use std::path::Path;
 
+use crate::bench::common::options::parse_size;
+use crate::bench::ior::{Ior, IorOutput, IorParams};
+use crate::ctx::Api;
+use crate::report::{Mode, RunReport};
 use clap::{Args, ValueEnum};
-use piotwin::bench::common::options::parse_size;
-use piotwin::bench::ior::{Ior, IorOutput, IorParams};
-use piotwin::ctx::Api;
-use piotwin::report::{Mode, RunReport};
 
-use super::launcher::Launcher;
-use super::{CliBenchmark, CliError, Common, CommonArgs, RunInfo};
+use crate::run::{Benchmark, CliError, Common, CommonArgs, RunInfo};
 
-pub(super) const LONG_ABOUT: &str = "\
+/// The long help of `piotwin run`'s subcommand.
+pub const LONG_ABOUT: &str = "\
 IOR-style probe: N ranks each write and/or read `-s` segments of a `-b` block,
 in `-t` transfers, to one shared file or one file per process (-F), through POSIX
 or MPI-IO (independent, or collective with -c). Options are IOR's, with IOR's
@@ -29,7 +29,8 @@ IOR takes the ranks per node from the job), -z permutes each rank's own
 transfers (seed --seed + rank) instead of the whole file's, the file is removed
 after each repetition that wrote it unless -k, and there is no stonewalling.";
 
-pub(super) const AFTER_HELP: &str = "\
+/// The examples after the help.
+pub const AFTER_HELP: &str = "\
 Examples:
   mpiexec -n 4 piotwin run ior -a MPIIO -c -b 16m -t 1m -s 4 -i 3 -o /scratch/ior.dat --json ior.json
   mpiexec -n 4 piotwin run ior -a POSIX -F -C -e -b 64m -t 4m -o /scratch/ior
@@ -38,7 +39,7 @@ Examples:
 
 /// `-a`: the I/O library.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub(super) enum ApiArg {
+pub enum ApiArg {
     /// POSIX open/pwrite/pread/fsync (independent only).
     Posix,
     /// MPI-IO (ROMIO): hints, collective buffering with -c.
@@ -51,7 +52,7 @@ fn size_arg(text: &str) -> Result<u64, String> {
 
 /// IOR's options.
 #[derive(Debug, Args)]
-pub(crate) struct IorArgs {
+pub struct IorArgs {
     /// API for I/O: POSIX or MPIIO.
     #[arg(
         short = 'a',
@@ -106,13 +107,14 @@ pub(crate) struct IorArgs {
     /// Test file name (in the twin only a name).
     #[arg(short = 'o', value_name = "FILE", default_value = "testFile")]
     path: String,
+    #[allow(missing_docs)]
     #[command(flatten)]
-    pub(super) common: CommonArgs,
+    pub common: CommonArgs,
 }
 
 impl IorArgs {
     /// The checked program, ready to run with `common`.
-    pub(super) fn program(&self, common: &Common) -> Result<Ior, CliError> {
+    pub fn program(&self, common: &Common) -> Result<Ior, CliError> {
         let params = IorParams {
             api: match self.api {
                 ApiArg::Posix => Api::Posix,
@@ -135,7 +137,7 @@ impl IorArgs {
             hints: common.hints.clone(),
             seed: common.seed,
         };
-        let ranks = common.ranks().or_else(Launcher::job_size).unwrap_or(1);
+        let ranks = common.ranks().or_else(crate::run::job_size).unwrap_or(1);
         params
             .validate(ranks)
             .map_err(|e| CliError::Usage(e.to_string()))?;
@@ -156,7 +158,7 @@ impl IorArgs {
     }
 }
 
-impl CliBenchmark for Ior {
+impl Benchmark for Ior {
     fn render(&self, out: &IorOutput, run: &RunInfo) -> String {
         Ior::render(self, out, run.ranks, &run.label)
     }

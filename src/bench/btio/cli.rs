@@ -4,19 +4,19 @@
 
 use std::path::Path;
 
-use clap::Args;
-use piotwin::bench::btio::program::bt_step_flops;
-use piotwin::bench::btio::{
+use crate::bench::btio::program::bt_step_flops;
+use crate::bench::btio::{
     BtioArgs, BtioKernelArgs, BtioOutcome, BtioProgram, InputError, KernelOutcome, KernelProgram,
     Verification, btio_report, kernel_block, kernel_report, npb_block,
 };
-use piotwin::ctx::IoResult;
-use piotwin::report::{Mode, RunReport};
+use crate::ctx::IoResult;
+use crate::report::{Mode, RunReport};
+use clap::Args;
 
-use super::launcher::Launcher;
-use super::{CliBenchmark, CliError, Common, CommonArgs, RunInfo};
+use crate::run::{Benchmark, CliError, Common, CommonArgs, RunInfo};
 
-pub(super) const BTIO_LONG_ABOUT: &str = "\
+/// The long help of `piotwin run`\'s subcommand.
+pub const BTIO_LONG_ABOUT: &str = "\
 NPB BT-IO (NAS Parallel Benchmarks 3.x BT with I/O): BT's diagonal
 multi-partition of an NX x NY x NZ grid over a square number of processes
 (p x p; each rank owns p cells); every --wr-interval time steps, and after the
@@ -39,14 +39,16 @@ Values come from the class, then --input inputbt.data (niter; dt; nx ny nz;
 write interval [read interval]; collective-buffering nodes and buffer size),
 then the explicit options.";
 
-pub(super) const BTIO_AFTER_HELP: &str = "\
+/// The examples after the help.
+pub const BTIO_AFTER_HELP: &str = "\
 Examples:
   mpiexec -n 4 piotwin run btio --class A --subtype full -p /scratch --json btio.json
   mpiexec -n 9 piotwin run btio --input inputbt.data --subtype simple -p /scratch
   piotwin run btio --class C --subtype full --sim scenarios/default.toml --ranks 1024
   piotwin run btio --grid 40,40,40 --steps 10 --wr-interval 5 --dry-run --ranks 16";
 
-pub(super) const KERNEL_LONG_ABOUT: &str = "\
+/// The long help of `piotwin run`\'s subcommand.
+pub const KERNEL_LONG_ABOUT: &str = "\
 The PnetCDF BTIO kernel (no time stepping): --records global arrays of
 X x Y x Z points (5 doubles each), BT's multi-partition over a square process
 count, written (w) or read (r) as one record after another in DIR/btio.mpi.
@@ -59,7 +61,8 @@ Every record is read back and checked after the timed region.
 --input reads the kernel's inputbt.data (w|r; method; records; X Y Z; directory);
 explicit options win.";
 
-pub(super) const KERNEL_AFTER_HELP: &str = "\
+/// The examples after the help.
+pub const KERNEL_AFTER_HELP: &str = "\
 Examples:
   mpiexec -n 4 piotwin run btio-kernel --method 3 --mode w --records 5 --grid 64,64,64 -p /scratch
   mpiexec -n 4 piotwin run btio-kernel --method 3 --mode r --records 5 --grid 64,64,64 -p /scratch
@@ -67,20 +70,22 @@ Examples:
 
 /// `piotwin run btio`'s options.
 #[derive(Debug, Args)]
-pub(crate) struct BtioCliArgs {
+pub struct BtioCliArgs {
     #[command(flatten)]
     btio: BtioArgs,
+    #[allow(missing_docs)]
     #[command(flatten)]
-    pub(super) common: CommonArgs,
+    pub common: CommonArgs,
 }
 
 /// `piotwin run btio-kernel`'s options.
 #[derive(Debug, Args)]
-pub(crate) struct KernelCliArgs {
+pub struct KernelCliArgs {
     #[command(flatten)]
     kernel: BtioKernelArgs,
+    #[allow(missing_docs)]
     #[command(flatten)]
-    pub(super) common: CommonArgs,
+    pub common: CommonArgs,
 }
 
 /// The number of processes the run will have: `--ranks` in the twin and the dry
@@ -89,7 +94,7 @@ pub(crate) struct KernelCliArgs {
 fn nprocs(common: &Common) -> Result<usize, CliError> {
     let n = common
         .ranks()
-        .unwrap_or_else(|| Launcher::job_size().unwrap_or(1));
+        .unwrap_or_else(|| crate::run::job_size().unwrap_or(1));
     usize::try_from(n).map_err(|_| CliError::Usage(format!("--ranks `{n}`: too many processes")))
 }
 
@@ -109,7 +114,7 @@ fn check_dir(common: &Common, dir: &str) -> Result<(), CliError> {
 
 impl BtioCliArgs {
     /// The checked program, ready to run with `common`.
-    pub(super) fn program(&self, common: &Common) -> Result<BtioProgram, CliError> {
+    pub fn program(&self, common: &Common) -> Result<BtioProgram, CliError> {
         let cfg = self.btio.resolve(nprocs(common)?).map_err(usage)?;
         check_dir(common, &cfg.dir)?;
         Ok(BtioProgram::new(cfg, &common.hints))
@@ -119,7 +124,7 @@ impl BtioCliArgs {
 impl KernelCliArgs {
     /// The checked program, ready to run with `common`. A real read run also
     /// needs the file written before, with at least the records to be read.
-    pub(super) fn program(&self, common: &Common) -> Result<KernelProgram, CliError> {
+    pub fn program(&self, common: &Common) -> Result<KernelProgram, CliError> {
         let cfg = self.kernel.resolve(nprocs(common)?).map_err(usage)?;
         check_dir(common, &cfg.dir)?;
         if common.is_real() && !cfg.write {
@@ -178,7 +183,7 @@ fn verification_failure(v: &Verification) -> Option<String> {
     }
 }
 
-impl CliBenchmark for BtioProgram {
+impl Benchmark for BtioProgram {
     fn render(&self, out: &IoResult<BtioOutcome>, run: &RunInfo) -> String {
         let cfg = self.config();
         let head = format!(
@@ -211,7 +216,7 @@ impl CliBenchmark for BtioProgram {
     }
 }
 
-impl CliBenchmark for KernelProgram {
+impl Benchmark for KernelProgram {
     fn render(&self, out: &IoResult<KernelOutcome>, run: &RunInfo) -> String {
         let head = format!("piotwin: {}\n", run.label);
         match out {

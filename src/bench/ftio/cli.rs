@@ -1,14 +1,14 @@
 //! `piotwin run ftio`: the FTIO options, checked against the process count
 //! before anything is touched, turned into the [`FtioProgram`].
 
+use crate::bench::ftio::{FtioArgs, FtioOutcome, FtioPlan, FtioProgram, build_report, nas_block};
+use crate::report::{Mode, RunReport};
 use clap::Args;
-use piotwin::bench::ftio::{FtioArgs, FtioOutcome, FtioPlan, FtioProgram, build_report, nas_block};
-use piotwin::report::{Mode, RunReport};
 
-use super::launcher::Launcher;
-use super::{CliBenchmark, CliError, Common, CommonArgs, RunInfo};
+use crate::run::{Benchmark, CliError, Common, CommonArgs, RunInfo};
 
-pub(super) const LONG_ABOUT: &str = "\
+/// The long help of `piotwin run`'s subcommand.
+pub const LONG_ABOUT: &str = "\
 FTIO (Fagerstrom & Kuszmaul, NAS 1999): c processes compute the 2-D DFT of an
 N x N complex matrix, N = I^2 * c, that lives on disk: initialization, DFT series
 1, the out-of-core transposition (every Square transposed Mini-Square by
@@ -23,7 +23,8 @@ per process) or DIR/ftio.shared (--shared-file); removed after the run unless --
 In the twin, FFT time comes from the scenario's `fft` rate; measure this machine's
 with `cargo run --release --example fft_rate`.";
 
-pub(super) const AFTER_HELP: &str = "\
+/// The examples after the help.
+pub const AFTER_HELP: &str = "\
 Examples:
   mpiexec -n 4 piotwin run ftio -i 8 -p /scratch --json ftio.json
   mpiexec -n 4 piotwin run ftio -i 16 --shared-file -p /scratch
@@ -31,15 +32,16 @@ Examples:
 
 /// FTIO's options and the common ones.
 #[derive(Debug, Args)]
-pub(crate) struct FtioCliArgs {
+pub struct FtioCliArgs {
     #[command(flatten)]
     ftio: FtioArgs,
+    #[allow(missing_docs)]
     #[command(flatten)]
-    pub(super) common: CommonArgs,
+    pub common: CommonArgs,
 }
 
 /// The FTIO program with the options it was built from (the report names them).
-pub(crate) struct FtioCli {
+pub struct FtioCli {
     args: FtioArgs,
     plan: FtioPlan,
     program: FtioProgram,
@@ -49,8 +51,8 @@ impl FtioCliArgs {
     /// The checked program, ready to run with `common`. A real run takes the
     /// process count from the launcher's environment; every rank checks it
     /// again when it starts (a mismatch stops all ranks before any file is touched).
-    pub(super) fn program(&self, common: &Common) -> Result<FtioCli, CliError> {
-        let ranks = common.ranks().or_else(Launcher::job_size).unwrap_or(1);
+    pub fn program(&self, common: &Common) -> Result<FtioCli, CliError> {
+        let ranks = common.ranks().or_else(crate::run::job_size).unwrap_or(1);
         let mut plan = self
             .ftio
             .validate(ranks as usize)
@@ -70,15 +72,15 @@ impl FtioCliArgs {
     }
 }
 
-impl piotwin::ctx::RankProgram for FtioCli {
+impl crate::ctx::RankProgram for FtioCli {
     type Output = FtioOutcome;
 
-    async fn run<C: piotwin::ctx::IoCtx>(&self, ctx: &C) -> FtioOutcome {
+    async fn run<C: crate::ctx::IoCtx>(&self, ctx: &C) -> FtioOutcome {
         self.program.run(ctx).await
     }
 }
 
-impl CliBenchmark for FtioCli {
+impl Benchmark for FtioCli {
     fn render(&self, out: &FtioOutcome, run: &RunInfo) -> String {
         let mode = run.mode.unwrap_or(Mode::Sim);
         let report = build_report(&self.args, &self.plan, mode, run.environment.clone(), out);

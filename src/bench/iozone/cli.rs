@@ -2,15 +2,15 @@
 
 use std::path::Path;
 
+use crate::bench::iozone::{Iozone, IozoneOutput, IozoneParams, Test, parse_kb_size};
+use crate::ctx::Api;
+use crate::report::{Mode, RunReport};
 use clap::{ArgAction, Args, ValueEnum};
-use piotwin::bench::iozone::{Iozone, IozoneOutput, IozoneParams, Test, parse_kb_size};
-use piotwin::ctx::Api;
-use piotwin::report::{Mode, RunReport};
 
-use super::launcher::Launcher;
-use super::{CliBenchmark, CliError, Common, CommonArgs, RunInfo};
+use crate::run::{Benchmark, CliError, Common, CommonArgs, RunInfo};
 
-pub(super) const LONG_ABOUT: &str = "\
+/// The long help of `piotwin run`'s subcommand.
+pub const LONG_ABOUT: &str = "\
 IOzone-style probe: one process (or one per rank: IOzone's throughput mode, one
 file each, aggregate kB/s) writes and reads a file of size -s in records of size
 -r: -i 0 write/rewrite, -i 1 read/re-read, -i 2 random read/random write,
@@ -33,7 +33,8 @@ report mismatches (exit code 1). Random orders come from --seed and are the same
 in both modes. Each file x record size starts from a fresh test file; it is
 deleted at the end unless -w.";
 
-pub(super) const AFTER_HELP: &str = "\
+/// The examples after the help.
+pub const AFTER_HELP: &str = "\
 Examples:
   piotwin run iozone -a -g 64m -f /scratch --json iozone.json
   piotwin run iozone -i 0 -i 1 -i 2 -i 5 -s 256m -r 4k -r 1m -e -I -f /scratch/io.tmp
@@ -42,7 +43,7 @@ Examples:
 
 /// `--api`: the I/O library.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub(super) enum ApiArg {
+pub enum ApiArg {
     /// POSIX open/pwrite/pread/fsync.
     Posix,
     /// MPI-IO (independent calls, each rank its own file).
@@ -63,7 +64,7 @@ const AUTO: &str = "auto";
 
 /// IOzone's options.
 #[derive(Debug, Args)]
-pub(crate) struct IozoneArgs {
+pub struct IozoneArgs {
     /// Test to run (repeatable; default 0 1 2): 0 write/rewrite, 1 read/re-read, 2 random read/write, 5 strided read.
     #[arg(short = 'i', value_name = "TEST", value_parser = test_arg, action = ArgAction::Append,
           allow_hyphen_values = true)]
@@ -109,14 +110,15 @@ pub(crate) struct IozoneArgs {
     #[arg(long = "shared-pointer")]
     shared_pointer: bool,
     /// Stride of the strided read (-i 5), in records.
-    #[arg(short = 'j', value_name = "RECORDS", default_value_t = piotwin::bench::iozone::DEFAULT_STRIDE,
+    #[arg(short = 'j', value_name = "RECORDS", default_value_t = crate::bench::iozone::DEFAULT_STRIDE,
           allow_hyphen_values = true, value_parser = clap::value_parser!(u64).range(1..))]
     stride: u64,
     /// Test file, or a directory to put `iozone.tmp` in; under N ranks each rank adds `.RANK`.
     #[arg(short = 'f', value_name = "PATH", default_value = "iozone.tmp")]
     path: String,
+    #[allow(missing_docs)]
     #[command(flatten)]
-    pub(super) common: CommonArgs,
+    pub common: CommonArgs,
 }
 
 impl IozoneArgs {
@@ -152,7 +154,7 @@ impl IozoneArgs {
     }
 
     /// The checked program, ready to run with `common`.
-    pub(super) fn program(&self, common: &Common) -> Result<Iozone, CliError> {
+    pub fn program(&self, common: &Common) -> Result<Iozone, CliError> {
         let (auto, api) = self.auto_and_api()?;
         if !auto {
             for (flag, v) in [
@@ -199,7 +201,7 @@ impl IozoneArgs {
         } else {
             self.path.clone()
         };
-        let ranks = common.ranks().or_else(Launcher::job_size).unwrap_or(1);
+        let ranks = common.ranks().or_else(crate::run::job_size).unwrap_or(1);
         params
             .validate(ranks)
             .map_err(|e| CliError::Usage(e.to_string()))?;
@@ -220,7 +222,7 @@ impl IozoneArgs {
     }
 }
 
-impl CliBenchmark for Iozone {
+impl Benchmark for Iozone {
     fn render(&self, out: &IozoneOutput, run: &RunInfo) -> String {
         Iozone::render(self, out, run.ranks, &run.label)
     }

@@ -1,15 +1,15 @@
 //! `piotwin run pingpong`: the point-to-point probe's options, checked, turned
 //! into the [`Pingpong`] program.
 
+use crate::bench::common::options::parse_size;
+use crate::bench::pingpong::{Pingpong, PingpongOutput, PingpongParams};
+use crate::report::{Mode, RunReport};
 use clap::Args;
-use piotwin::bench::common::options::parse_size;
-use piotwin::bench::pingpong::{Pingpong, PingpongOutput, PingpongParams};
-use piotwin::report::{Mode, RunReport};
 
-use super::launcher::Launcher;
-use super::{CliBenchmark, CliError, Common, CommonArgs, RunInfo};
+use crate::run::{Benchmark, CliError, Common, CommonArgs, RunInfo};
 
-pub(super) const LONG_ABOUT: &str = "\
+/// The long help of `piotwin run`'s subcommand.
+pub const LONG_ABOUT: &str = "\
 Point-to-point probe: ranks paired r <-> r xor 1 exchange a buffer with
 MPI_Sendrecv_replace, for each message size; then all ranks time barriers.
 One exchange moves both directions at once, so its time is one one-way message
@@ -18,7 +18,8 @@ elapsed / repetitions. With more ranks than cores the barrier time shows the
 cost of waking a descheduled, busy-polling rank. Real runs check the data each
 rank holds after the exchanges.";
 
-pub(super) const AFTER_HELP: &str = "\
+/// The examples after the help.
+pub const AFTER_HELP: &str = "\
 Examples:
   mpiexec -n 2 piotwin run pingpong --sizes 1,1k,64k,1m,4m --json pp.json
   mpiexec -n 4 piotwin run pingpong --sizes 1 --barriers 2000
@@ -26,7 +27,7 @@ Examples:
 
 /// A comma-separated list of sizes, bytes.
 #[derive(Debug, Clone)]
-pub(super) struct SizeList(Vec<u64>);
+pub struct SizeList(Vec<u64>);
 
 fn sizes_arg(text: &str) -> Result<SizeList, String> {
     text.split(',')
@@ -38,7 +39,7 @@ fn sizes_arg(text: &str) -> Result<SizeList, String> {
 
 /// The probe's options and the common ones.
 #[derive(Debug, Args)]
-pub(crate) struct PingpongArgs {
+pub struct PingpongArgs {
     /// Message sizes, comma-separated (4k, 1m: powers of 1024; at least 1 byte, at most 1 GiB).
     #[arg(long, value_name = "SIZES", default_value = "1,64,1k,8k,64k,512k,4m", value_parser = sizes_arg)]
     sizes: SizeList,
@@ -51,20 +52,21 @@ pub(crate) struct PingpongArgs {
     /// Barriers timed.
     #[arg(long, value_name = "N", default_value_t = 1000, value_parser = clap::value_parser!(u64).range(1..))]
     barriers: u64,
+    #[allow(missing_docs)]
     #[command(flatten)]
-    pub(super) common: CommonArgs,
+    pub common: CommonArgs,
 }
 
 impl PingpongArgs {
     /// The checked program, ready to run with `common`.
-    pub(super) fn program(&self, common: &Common) -> Result<Pingpong, CliError> {
+    pub fn program(&self, common: &Common) -> Result<Pingpong, CliError> {
         let params = PingpongParams {
             sizes: self.sizes.0.clone(),
             iterations: self.iterations,
             bytes_per_size: self.bytes_per_size,
             barriers: self.barriers,
         };
-        let ranks = common.ranks().or_else(Launcher::job_size).unwrap_or(1);
+        let ranks = common.ranks().or_else(crate::run::job_size).unwrap_or(1);
         params
             .validate(ranks)
             .map_err(|e| CliError::Usage(e.to_string()))?;
@@ -72,7 +74,7 @@ impl PingpongArgs {
     }
 }
 
-impl CliBenchmark for Pingpong {
+impl Benchmark for Pingpong {
     fn render(&self, out: &PingpongOutput, run: &RunInfo) -> String {
         Pingpong::render(self, out, &run.label)
     }

@@ -6,17 +6,17 @@
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 
-use clap::Args;
-use piotwin::bench::beff_io::{
+use crate::bench::beff_io::{
     BeffIo, BeffIoArgs, BeffIoError, Config, Measurements, normalize_beff_io_args, output, schedule,
 };
-use piotwin::report::{Mode, RunReport};
+use crate::report::{Mode, RunReport};
+use clap::Args;
 use piotwin_sim::Scenario;
 
-use super::launcher::Launcher;
-use super::{Backend, CliBenchmark, CliError, Common, CommonArgs, RunInfo, check_output};
+use crate::run::{Backend, Benchmark, CliError, Common, CommonArgs, RunInfo, check_output};
 
-pub(super) const LONG_ABOUT: &str = "\
+/// The long help of `piotwin run`'s subcommand.
+pub const LONG_ABOUT: &str = "\
 b_eff_io (Rabenseifner & Koniges, release 2.1): the effective I/O bandwidth of a
 system as applications see it. 43 access patterns in 5 types (0 scatter through
 a strided view, collective; 1 shared file pointer, collective; 2 a file per
@@ -36,7 +36,8 @@ partition). Progress: one line per pattern on stderr.
 The original's single-dash options are accepted: -MB -MT -rewrite -noshared
 -nounique -keep (and -T -N -p -f -i -e).";
 
-pub(super) const AFTER_HELP: &str = "\
+/// The examples after the help.
+pub const AFTER_HELP: &str = "\
 Examples:
   mpiexec -n 2 piotwin run b_eff_io -MB 1024 -MT 2048 -T 60 -p /scratch/beff -f run1
   piotwin run b_eff_io -T 1800 --sim scenarios/default.toml --ranks 16 -f twin16
@@ -44,7 +45,7 @@ Examples:
 
 /// The words `piotwin run b_eff_io …` with the original's multi-letter options
 /// (`-MB`, `-rewrite`, …) mapped to long ones; any other command line unchanged.
-pub(crate) fn normalize_args(argv: Vec<OsString>) -> Vec<OsString> {
+pub fn normalize_args(argv: Vec<OsString>) -> Vec<OsString> {
     let is_beff = argv.len() > 2 && argv[1] == "run" && argv[2] == "b_eff_io";
     if !is_beff {
         return argv;
@@ -56,11 +57,12 @@ pub(crate) fn normalize_args(argv: Vec<OsString>) -> Vec<OsString> {
 
 /// b_eff_io's options plus the common ones.
 #[derive(Debug, Args)]
-pub(crate) struct BeffIoCliArgs {
+pub struct BeffIoCliArgs {
     #[command(flatten)]
     bench: BeffIoArgs,
+    #[allow(missing_docs)]
     #[command(flatten)]
-    pub(super) common: CommonArgs,
+    pub common: CommonArgs,
 }
 
 /// The run's environment, plus (twin runs) whether repetitions were fast-forwarded
@@ -121,8 +123,8 @@ fn host_default_mb() -> Result<u64, CliError> {
 impl BeffIoCliArgs {
     /// The checked program, ready to run with `common`: options resolved, hints
     /// file read, scratch directory (real runs) and output files checked.
-    pub(super) fn program(&self, common: &Common) -> Result<BeffIo, CliError> {
-        let world = common.ranks().or_else(Launcher::job_size).unwrap_or(1);
+    pub fn program(&self, common: &Common) -> Result<BeffIo, CliError> {
+        let world = common.ranks().or_else(crate::run::job_size).unwrap_or(1);
         let default_mb = match &common.backend {
             Backend::Sim {
                 scenario, ranks, ..
@@ -152,7 +154,7 @@ impl BeffIoCliArgs {
     }
 }
 
-impl CliBenchmark for BeffIo {
+impl Benchmark for BeffIo {
     fn render(&self, out: &Result<Measurements, BeffIoError>, run: &RunInfo) -> String {
         let Ok(m) = out else {
             return String::new();

@@ -1,0 +1,431 @@
+//! Running one benchmark from its command line: the options every benchmark
+//! takes ([`CommonArgs`], resolved into [`Common`]: where it runs, seeds,
+//! outputs, hints), what a benchmark gives the runner besides its program
+//! ([`Benchmark`]: text, report, failure, files), and [`execute`], which runs
+//! it on the back end chosen and writes its reports. The `piotwin` binary's
+//! registry lists the benchmarks; each benchmark's options live in its own
+//! folder (`bench/<name>/cli.rs`).
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use clap::Args;
+use piotwin_sim::{Scenario, SimOptions};
+
+use crate::backend;
+use crate::ctx::{Hints, RankProgram};
+use crate::report::{Mode, RunReport};
+
+/// What went wrong, and so the exit code.
+#[derive(Debug)]
+pub enum CliError {
+    /// Bad input: exit code 2, nothing written.
+    Usage(String),
+    /// Failure while running: exit code 1.
+    Runtime(String),
+    /// The same failure on a rank other than 0 of a real run: exit code 1, rank 0 says why.
+    Quiet,
+}
+
+impl CliError {
+    /// The process's exit code: 2 bad input, 1 a failure while running.
+    pub fn exit_code(&self) -> u8 {
+        match self {
+            CliError::Usage(_) => 2,
+            CliError::Runtime(_) | CliError::Quiet => 1,
+        }
+    }
+    /// The message for stderr; `None` where another rank reports it.
+    pub fn message(&self) -> Option<&str> {
+        match self {
+            CliError::Usage(m) | CliError::Runtime(m) => Some(m),
+            CliError::Quiet => None,
+        }
+    }
+}
+
+/// Options every benchmark takes: where it runs, seeds, outputs, hints.
+#[derive(Debug, Args)]
+pub struct CommonArgs {
+    /// Run in the twin of the storage system described by this scenario file (TOML) instead of for real.
+    #[arg(long, value_name = "SCENARIO", help_heading = "Where it runs")]
+    sim: Option<PathBuf>,
+    /// Override a scenario value for --sim, e.g. --set filesystem.stripe_count=8 --set nodes[0].memory=16GiB (repeatable; checked like the file).
+    #[arg(long = "set", value_name = "KEY=VALUE", help_heading = "Where it runs")]
+    set: Vec<String>,
+    /// Number of ranks for --sim or --dry-run (for real runs, mpiexec -n decides).
+    #[arg(long, value_name = "N", help_heading = "Where it runs", allow_hyphen_values = true,
+          value_parser = clap::value_parser!(u64).range(1..))]
+    ranks: Option<u64>,
+    /// Twin only: simulate every repetition of a time- or count-driven loop (no fast-forward of steady repetitions).
+    #[arg(long, help_heading = "Where it runs")]
+    exact: bool,
+    /// Dry run (IOR's dryRun): run the benchmark's logic on --ranks N ranks with zero-cost I/O, no MPI, no scenario. Times are overhead only; no report is written.
+    #[arg(long, help_heading = "Where it runs")]
+    dry_run: bool,
+    /// Seed of the twin's RNG and of the benchmark's random choices (IOR -z order, data pattern). Default: the scenario's seed in the twin, 0 otherwise.
+    #[arg(long, value_name = "S", help_heading = "Outputs and hints")]
+    seed: Option<u64>,
+    /// Write the JSON run report to FILE (atomically; rank 0 only).
+    #[arg(long, value_name = "FILE", help_heading = "Outputs and hints")]
+    json: Option<PathBuf>,
+    /// Write the CSV form of the run report to FILE (atomically; rank 0 only).
+    #[arg(long, value_name = "FILE", help_heading = "Outputs and hints")]
+    csv: Option<PathBuf>,
+    /// An MPI-IO hint, e.g. --hint cb_nodes=4 --hint romio_cb_write=enable (repeatable; wins over --hints-file).
+    #[arg(
+        long = "hint",
+        value_name = "KEY=VALUE",
+        help_heading = "Outputs and hints"
+    )]
+    hints: Vec<String>,
+    /// A file of MPI-IO hints: one `key=value` (or `key value`) per line, `#` comments.
+    #[arg(long, value_name = "FILE", help_heading = "Outputs and hints")]
+    hints_file: Option<PathBuf>,
+}
+
+/// Where a run happens.
+pub enum Backend {
+    /// One rank of an mpiexec job, over MPI-IO.
+    #[cfg(feature = "mpi")]
+    Real,
+    /// The twin.
+    Sim {
+        /// The scenario file, as given.
+        path: PathBuf,
+        /// The loaded scenario.
+        scenario: Box<Scenario>,
+        /// Simulated ranks.
+        ranks: u64,
+        /// Fast-forward steady repetitions (off with `--exact`).
+        fast_forward: bool,
+    },
+    /// Zero-cost I/O on `ranks` ranks.
+    Null {
+        /// Ranks.
+        ranks: u64,
+    },
+}
+
+/// The common options, checked: everything a run needs besides the benchmark's own.
+pub struct Common {
+    /// Where it runs.
+    pub backend: Backend,
+    /// Seed for the twin and the benchmark.
+    pub seed: u64,
+    /// `--json FILE`: the JSON report.
+    pub json: Option<PathBuf>,
+    /// `--csv FILE`: the CSV form of the report.
+    pub csv: Option<PathBuf>,
+    /// Hints from --hints-file, then --hint.
+    pub hints: Hints,
+}
+
+impl Common {
+    /// Ranks known before the run (twin, dry run); `None` in real mode (mpiexec decides).
+    pub fn ranks(&self) -> Option<u64> {
+        match &self.backend {
+            #[cfg(feature = "mpi")]
+            Backend::Real => None,
+            Backend::Sim { ranks, .. } | Backend::Null { ranks } => Some(*ranks),
+        }
+    }
+    /// True for a real run (I/O paths must exist on this machine).
+    pub fn is_real(&self) -> bool {
+        self.ranks().is_none()
+    }
+}
+
+/// The name and seed of a scenario (the one place that reads `Scenario`'s fields).
+fn scenario_identity(s: &Scenario) -> (String, u64) {
+    (s.name.clone(), s.seed)
+}
+
+/// `--json FILE`/`--csv FILE` must be creatable: its directory exists, is a
+/// directory and takes a new file (tried with a probe file, removed at once).
+pub fn check_output(path: &Path, flag: &str) -> Result<(), CliError> {
+    let shown = path.display();
+    if path.is_dir() {
+        return Err(CliError::Usage(format!(
+            "{flag} `{shown}`: is a directory; give a file name"
+        )));
+    }
+    let dir = match path.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
+        _ => PathBuf::from("."),
+    };
+    if !dir.is_dir() {
+        return Err(CliError::Usage(format!(
+            "{flag} `{shown}`: the directory `{}` does not exist (or is not a directory)",
+            dir.display()
+        )));
+    }
+    let probe = dir.join(format!(".piotwin-probe-{}", std::process::id()));
+    match std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .open(&probe)
+    {
+        Ok(_) => {
+            let _ = std::fs::remove_file(&probe);
+            Ok(())
+        }
+        Err(e) => Err(CliError::Usage(format!(
+            "{flag} `{shown}`: cannot create files in `{}`: {e}",
+            dir.display()
+        ))),
+    }
+}
+
+impl CommonArgs {
+    /// Checks every common option (scenario parsed, outputs writable, hints
+    /// parsed) and returns them resolved. Nothing is run or written.
+    pub fn resolve(&self) -> Result<Common, CliError> {
+        let usage = |m: String| Err(CliError::Usage(m));
+        if self.sim.is_some() && self.dry_run {
+            return usage(
+                "--sim and --dry-run exclude each other: pick the twin or the null back end".into(),
+            );
+        }
+        if !self.set.is_empty() && self.sim.is_none() {
+            return usage("--set overrides a scenario value: it needs --sim SCENARIO".into());
+        }
+        if self.exact && self.sim.is_none() {
+            return usage("--exact applies to twin runs (--sim SCENARIO --ranks N) only".into());
+        }
+        let backend = match (&self.sim, self.dry_run, self.ranks) {
+            (Some(path), _, Some(ranks)) => {
+                let scenario = Scenario::load_with(path, &self.set)
+                    .map_err(|e| CliError::Usage(format!("--sim `{}`: {e}", path.display())))?;
+                Backend::Sim {
+                    path: path.clone(),
+                    scenario: Box::new(scenario),
+                    ranks,
+                    fast_forward: !self.exact,
+                }
+            }
+            (Some(_), _, None) => {
+                return usage("--sim needs --ranks N: the number of simulated ranks".into());
+            }
+            (None, true, Some(ranks)) => Backend::Null { ranks },
+            (None, true, None) => return usage("--dry-run needs --ranks N".into()),
+            (None, false, Some(_)) => {
+                return usage(
+                    "--ranks applies to --sim and --dry-run; a real run's size is mpiexec's -n (e.g. mpiexec -n 4 piotwin run …)"
+                        .into(),
+                );
+            }
+            #[cfg(feature = "mpi")]
+            (None, false, None) => Backend::Real,
+            #[cfg(not(feature = "mpi"))]
+            (None, false, None) => {
+                return usage(
+                    "this piotwin was built without MPI (cargo feature `mpi` off): it cannot run for real; \
+                     run in the twin with --sim SCENARIO --ranks N, or check options with --dry-run --ranks N"
+                        .into(),
+                );
+            }
+        };
+        if matches!(backend, Backend::Null { .. }) && (self.json.is_some() || self.csv.is_some()) {
+            return usage("--dry-run measures nothing, so it writes no --json/--csv report".into());
+        }
+        if let Some(p) = &self.json {
+            check_output(p, "--json")?;
+        }
+        if let Some(p) = &self.csv {
+            check_output(p, "--csv")?;
+        }
+        if let (Some(j), Some(c)) = (&self.json, &self.csv)
+            && j == c
+        {
+            return usage(format!(
+                "--json and --csv name the same file `{}`",
+                j.display()
+            ));
+        }
+        let mut hints = Hints::new();
+        if let Some(f) = &self.hints_file {
+            let text = std::fs::read_to_string(f).map_err(|e| {
+                CliError::Usage(format!(
+                    "--hints-file `{}`: cannot read it: {e}",
+                    f.display()
+                ))
+            })?;
+            hints
+                .parse_file_text(&text, &f.display().to_string())
+                .map_err(|e| CliError::Usage(e.to_string()))?;
+        }
+        for h in &self.hints {
+            hints
+                .parse_item(h, "--hint")
+                .map_err(|e| CliError::Usage(e.to_string()))?;
+        }
+        let seed = match (&self.seed, &backend) {
+            (Some(s), _) => *s,
+            (None, Backend::Sim { scenario, .. }) => scenario_identity(scenario).1,
+            (None, _) => 0,
+        };
+        Ok(Common {
+            backend,
+            seed,
+            json: self.json.clone(),
+            csv: self.csv.clone(),
+            hints,
+        })
+    }
+}
+
+/// Where and how a run happened, for the text and the report.
+pub struct RunInfo {
+    /// Real or twin (`None`: dry run, no report).
+    pub mode: Option<Mode>,
+    /// One line for humans: `twin of cluster.toml (cluster), seed 1`.
+    pub label: String,
+    /// Ranks that ran.
+    pub ranks: u64,
+    /// Host and MPI library, or scenario and seed.
+    pub environment: BTreeMap<String, String>,
+    /// A twin run's fast-forward: whether it was on, and the iterations it
+    /// skipped (summed over ranks).
+    pub fast_forward: Option<(bool, u64)>,
+}
+
+/// What the runner needs from a benchmark's program besides running it.
+pub trait Benchmark: RankProgram {
+    /// The human output (the original benchmark's style) from rank 0's output.
+    fn render(&self, out: &Self::Output, run: &RunInfo) -> String;
+    /// The run report from rank 0's output.
+    fn report(&self, out: &Self::Output, mode: Mode, run: &RunInfo) -> RunReport;
+    /// The failure that makes the exit code 1, if any (the report is written anyway).
+    fn failure(&self, out: &Self::Output) -> Option<String>;
+    /// The benchmark's own result files besides --json/--csv (rank 0, real and
+    /// twin runs), each written atomically; returns their paths. None by default.
+    fn write_files(
+        &self,
+        out: &Self::Output,
+        mode: Mode,
+        run: &RunInfo,
+    ) -> Result<Vec<PathBuf>, String> {
+        let _ = (out, mode, run);
+        Ok(Vec::new())
+    }
+}
+
+/// Runs `program` on the back end `common` chose, prints rank 0's results and
+/// writes its reports. Every rank returns the same outcome.
+pub fn execute<P: Benchmark>(program: &P, common: &Common) -> Result<(), CliError> {
+    let (out, info, is_root) = match &common.backend {
+        #[cfg(feature = "mpi")]
+        Backend::Real => {
+            let (job, out) = backend::real::launch(program)
+                .map_err(|e| CliError::Runtime(format!("real run failed: {e}")))?;
+            let host = std::fs::read_to_string("/proc/sys/kernel/hostname")
+                .map(|h| h.trim().to_string())
+                .unwrap_or_else(|_| "unknown".into());
+            let environment = BTreeMap::from([
+                ("host".to_string(), host.clone()),
+                ("mpi_library".to_string(), job.library.clone()),
+            ]);
+            let label = format!("real, {} ranks on {host}, {}", job.size, job.library);
+            (
+                out,
+                RunInfo {
+                    mode: Some(Mode::Real),
+                    label,
+                    ranks: job.size as u64,
+                    environment,
+                    fast_forward: None,
+                },
+                job.rank == 0,
+            )
+        }
+        Backend::Sim {
+            path,
+            scenario,
+            ranks,
+            fast_forward,
+        } => {
+            let options = SimOptions {
+                seed: common.seed,
+                fast_forward: *fast_forward,
+            };
+            let (outs, stats) = backend::sim::launch(scenario, *ranks as usize, options, program)
+                .map_err(|e| CliError::Runtime(format!("the twin failed: {e}")))?;
+            let out = outs.into_iter().next().expect("a twin run has rank 0");
+            let (name, _) = scenario_identity(scenario);
+            let environment = BTreeMap::from([
+                ("scenario".to_string(), name.clone()),
+                ("scenario_file".to_string(), path.display().to_string()),
+                ("seed".to_string(), common.seed.to_string()),
+            ]);
+            let label = format!(
+                "twin of `{}` ({name}), {ranks} ranks, seed {}",
+                path.display(),
+                common.seed
+            );
+            (
+                out,
+                RunInfo {
+                    mode: Some(Mode::Sim),
+                    label,
+                    ranks: *ranks,
+                    environment,
+                    fast_forward: Some((*fast_forward, stats.skipped)),
+                },
+                true,
+            )
+        }
+        Backend::Null { ranks } => {
+            let outs = backend::null::launch(*ranks as usize, program)
+                .map_err(|e| CliError::Runtime(format!("dry run failed: {e}")))?;
+            let out = outs.into_iter().next().expect("a dry run has rank 0");
+            let label = format!("dry run, {ranks} ranks, zero-cost I/O: times are overhead only");
+            (
+                out,
+                RunInfo {
+                    mode: None,
+                    label,
+                    ranks: *ranks,
+                    environment: BTreeMap::new(),
+                    fast_forward: None,
+                },
+                true,
+            )
+        }
+    };
+    if is_root {
+        print!("{}", program.render(&out, &info));
+        if let Some(mode) = info.mode {
+            let report = program.report(&out, mode, &info);
+            if let Some(p) = &common.json {
+                report.write_json(p).map_err(|e| {
+                    CliError::Runtime(format!("--json `{}`: cannot write: {e}", p.display()))
+                })?;
+            }
+            if let Some(p) = &common.csv {
+                report.write_csv(p).map_err(|e| {
+                    CliError::Runtime(format!("--csv `{}`: cannot write: {e}", p.display()))
+                })?;
+            }
+            let written = program
+                .write_files(&out, mode, &info)
+                .map_err(|e| CliError::Runtime(format!("cannot write results: {e}")))?;
+            for p in written {
+                eprintln!("piotwin: wrote {}", p.display());
+            }
+        }
+    }
+    match program.failure(&out) {
+        Some(f) if is_root => Err(CliError::Runtime(f)),
+        Some(_) => Err(CliError::Quiet),
+        None => Ok(()),
+    }
+}
+
+/// The job size the MPI launcher announced to this process (MPICH's PMI,
+/// Open MPI); `None` outside a launcher.
+pub fn job_size() -> Option<u64> {
+    ["PMI_SIZE", "OMPI_COMM_WORLD_SIZE"]
+        .iter()
+        .find_map(|v| std::env::var(v).ok()?.parse().ok())
+}
