@@ -31,15 +31,17 @@
 //! cost model with a real kernel behind it, not BT.
 
 pub mod cli;
-pub mod config;
 pub mod decomp;
 pub mod input;
 pub mod layout;
 pub mod output;
+pub mod params;
 pub mod program;
 pub mod solver;
+#[cfg(test)]
+mod tests;
 
-pub use config::{BtioArgs, BtioConfig, BtioKernelArgs, KernelConfig, Subtype};
 pub use input::{Class, InputError};
 pub use output::{btio_report, kernel_block, kernel_report, npb_block};
+pub use params::{BtioArgs, BtioConfig, BtioKernelArgs, KernelConfig, Subtype};
 pub use program::{BtioOutcome, BtioProgram, KernelOutcome, KernelProgram, Verification};

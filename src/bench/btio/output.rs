@@ -7,7 +7,7 @@ use serde_json::json;
 
 use crate::report::{Mode, RunReport, Table, headline_among};
 
-use super::config::{BtioConfig, KernelConfig, Subtype};
+use super::params::{BtioConfig, KernelConfig, Subtype};
 use super::program::{BtioOutcome, KernelOutcome, Verification};
 
 /// The headline metrics of BTIO, most important first.

@@ -1,0 +1,559 @@
+//! The per-rank program.
+
+use super::*;
+
+/// One pattern as measured (times from rank 0 of the partition; errors summed over it).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct PatternRecord {
+    /// Partition size.
+    pub n: usize,
+    /// Access pass.
+    pub pass: Pass,
+    /// Pattern type.
+    pub ptype: PatternType,
+    /// Global pattern number 0..43.
+    pub pattern: usize,
+    /// Time budget Tp in seconds.
+    pub tp: f64,
+    /// Contiguous chunk on disk, bytes.
+    pub l: u64,
+    /// Bytes per call and process.
+    pub big_l: u64,
+    /// Repetitions.
+    pub reps: u64,
+    /// Bytes per process (reps · L).
+    pub bytes: u64,
+    /// Pattern time in seconds: view, calls, barrier + sync (writes), barriers.
+    pub time: f64,
+    /// Errors over the partition (failed calls, short transfers, wrong data).
+    pub errors: u64,
+}
+
+impl PatternRecord {
+    /// Bandwidth in MB/s.
+    pub fn mb_s(&self) -> f64 {
+        formulas::pattern_mb_s(self.n, self.bytes, self.time)
+    }
+}
+
+/// One pattern type in one pass as measured.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct TypeRecord {
+    /// Partition size.
+    pub n: usize,
+    /// Access pass.
+    pub pass: Pass,
+    /// Pattern type.
+    pub ptype: PatternType,
+    /// Open time, seconds.
+    pub open: f64,
+    /// Σ pattern times, seconds.
+    pub patterns: f64,
+    /// Close time (with the delete after the read pass), seconds.
+    pub close: f64,
+    /// Σ bytes per process.
+    pub bytes: u64,
+    /// Hints in effect after open (rank 0).
+    pub hints: Hints,
+}
+
+impl TypeRecord {
+    /// Bandwidth in MB/s: n · bytes / (open + patterns + close).
+    pub fn mb_s(&self) -> f64 {
+        formulas::type_mb_s(self.n, self.bytes, self.open, self.patterns, self.close)
+    }
+}
+
+/// What one rank measured. Rank 0 takes part in every partition, so its
+/// measurements are the run's.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Measurements {
+    /// Every pattern run, in running order.
+    pub patterns: Vec<PatternRecord>,
+    /// Every type run, in running order.
+    pub types: Vec<TypeRecord>,
+    /// Per partition (index as in `Config::partitions`) and pass, the time of the pass.
+    pub partition_times: Vec<[f64; 3]>,
+    /// Per partition, the segment plan of types 3/4.
+    pub segments: Vec<Option<SegmentPlan>>,
+    /// This rank's first error reports (at most `max_errors` per pattern).
+    pub error_messages: Vec<String>,
+    /// Time from the first to the last world barrier, seconds.
+    pub total_time: f64,
+}
+
+impl Measurements {
+    /// Errors over all patterns of partition `n`.
+    pub fn errors_of(&self, n: usize) -> u64 {
+        self.patterns
+            .iter()
+            .filter(|p| p.n == n)
+            .map(|p| p.errors)
+            .sum()
+    }
+}
+
+/// Progress on stderr: a bar on a terminal, else one line per pattern.
+pub(super) struct Progress {
+    pub(super) enabled: bool,
+    pub(super) bar: Option<indicatif::ProgressBar>,
+    pub(super) total: u64,
+}
+
+impl Progress {
+    pub(super) fn new(enabled: bool, total: u64) -> Progress {
+        let bar = (enabled && std::io::stderr().is_terminal()).then(|| {
+            let b = indicatif::ProgressBar::new(total);
+            if let Ok(style) =
+                indicatif::ProgressStyle::with_template("b_eff_io {bar:30} {pos}/{len} {msg}")
+            {
+                b.set_style(style);
+            }
+            b
+        });
+        Progress {
+            enabled,
+            bar,
+            total,
+        }
+    }
+
+    pub(super) fn starting(&self, what: &str) {
+        if let Some(b) = &self.bar {
+            b.set_message(what.to_string());
+        }
+    }
+
+    pub(super) fn done(&self, k: u64, line: &str) {
+        match &self.bar {
+            Some(b) => {
+                b.set_position(k);
+                if k == self.total {
+                    b.finish_and_clear();
+                }
+            }
+            None if self.enabled => eprintln!("b_eff_io [{k}/{}] {line}", self.total),
+            None => {}
+        }
+    }
+}
+
+/// The benchmark as a per-rank program. Output: this rank's [`Measurements`].
+pub struct BeffIo {
+    /// The resolved settings.
+    pub cfg: Config,
+}
+
+/// The check value carried by the first (`last = false`) and last double of chunk
+/// `chunk` in repetition `rep` of pattern `pattern` written in `pass`. Distinct for
+/// every argument combination (while rep < 2^32), and never 0, so a zeroed buffer
+/// never verifies.
+pub fn check_value(rep: u64, pattern: usize, pass: Pass, chunk: u64, last: bool) -> f64 {
+    let v = (((rep * 2048 + chunk) * 64 + pattern as u64) * 4 + pass.index() as u64) * 2
+        + last as u64
+        + 1;
+    v as f64
+}
+
+/// Positions (in doubles) of the first and last double of each chunk of `l` bytes
+/// in a buffer of `big_l` bytes.
+pub(super) fn chunk_ends(l: u64, big_l: u64) -> impl Iterator<Item = (u64, usize, usize)> {
+    let chunks = big_l.checked_div(l).unwrap_or(0);
+    (0..chunks).map(move |j| {
+        let first = (j * l / ETYPE_BYTES) as usize;
+        (j, first, first + (l / ETYPE_BYTES) as usize - 1)
+    })
+}
+
+pub(super) fn put(bytes: &mut [u8], index: usize, v: f64) {
+    bytes[index * 8..index * 8 + 8].copy_from_slice(&v.to_ne_bytes());
+}
+
+pub(super) fn get(bytes: &[u8], index: usize) -> f64 {
+    f64::from_ne_bytes(bytes[index * 8..index * 8 + 8].try_into().expect("8 bytes"))
+}
+
+/// Writes the check values of repetition `rep` into `buf` (no-op where the buffer
+/// holds no data).
+pub(super) fn fill<B: IoBuf>(
+    buf: &mut B,
+    rep: u64,
+    pattern: usize,
+    pass: Pass,
+    l: u64,
+    big_l: u64,
+) {
+    if let Some(bytes) = buf.bytes_mut() {
+        for (j, first, last) in chunk_ends(l, big_l) {
+            put(bytes, first, check_value(rep, pattern, pass, j, false));
+            put(bytes, last, check_value(rep, pattern, pass, j, true));
+        }
+    }
+}
+
+/// Checks the values of repetition `rep` written in `pass`; returns the wrong
+/// chunks as `(chunk, found first, found last, expected first, expected last)`.
+pub(super) fn verify<B: IoBuf>(
+    buf: &B,
+    rep: u64,
+    pattern: usize,
+    pass: Pass,
+    l: u64,
+    big_l: u64,
+) -> Vec<(u64, f64, f64, f64, f64)> {
+    let Some(bytes) = buf.bytes() else {
+        return Vec::new();
+    };
+    chunk_ends(l, big_l)
+        .filter_map(|(j, first, last)| {
+            let (ef, el) = (
+                check_value(rep, pattern, pass, j, false),
+                check_value(rep, pattern, pass, j, true),
+            );
+            let (f, g) = (get(bytes, first), get(bytes, last));
+            (f != ef || g != el).then_some((j, f, g, ef, el))
+        })
+        .collect()
+}
+
+/// The data-path operation of `ptype` in `pass` at `offset` etypes.
+pub(super) fn op_for(ptype: PatternType, pass: Pass, shared: bool, offset: u64) -> Op {
+    let access = if pass == Pass::Read {
+        Access::Read
+    } else {
+        Access::Write
+    };
+    match ptype {
+        PatternType::Shared if shared => {
+            if access == Access::Read {
+                Op::read_ordered()
+            } else {
+                Op::write_ordered()
+            }
+        }
+        PatternType::Scatter | PatternType::Shared | PatternType::SegColl => {
+            Op::at(access, Coordination::Collective, offset)
+        }
+        PatternType::Separated | PatternType::Segmented => {
+            Op::at(access, Coordination::Independent, offset)
+        }
+    }
+}
+
+/// The strided view of type 0: process `rank` of `n` owns the `rank`-th `l`-byte
+/// chunk of every `n·l` bytes from `disp` (`MPI_Type_create_darray` over an
+/// n × l/8 array of doubles, block-distributed over the first dimension).
+pub fn scatter_view(n: usize, rank: usize, l: u64, disp: u64) -> Result<View, BeffIoError> {
+    let ft = Datatype::darray(
+        n as u64,
+        rank as u64,
+        vec![n as u64, l / ETYPE_BYTES],
+        vec![Distrib::Block, Distrib::None],
+        vec![DARG_DEFAULT, DARG_DEFAULT],
+        vec![n as u64, 1],
+        Order::C,
+        Datatype::Double,
+    )
+    .map_err(|e| BeffIoError::View(e.to_string()))?;
+    View::new(disp, Datatype::Double, ft).map_err(|e| BeffIoError::View(e.to_string()))
+}
+
+/// The scratch file of a type on a partition (type 2: one per process).
+pub(super) fn file_name(
+    cfg: &Config,
+    i_n: usize,
+    n: usize,
+    ptype: PatternType,
+    rank: usize,
+) -> String {
+    let base = format!(
+        "{}/b_eff_io_data_i{:02}_{:03}_{}",
+        cfg.path,
+        i_n,
+        n,
+        ptype.index()
+    );
+    if ptype == PatternType::Separated {
+        format!("{base}.{rank:03}")
+    } else {
+        base
+    }
+}
+
+impl RankProgram for BeffIo {
+    type Output = Result<Measurements, BeffIoError>;
+
+    async fn run<C: IoCtx>(&self, ctx: &C) -> Self::Output {
+        let cfg = &self.cfg;
+        if let Some(&bad) = cfg.partitions.iter().find(|&&n| n > ctx.size()) {
+            // Options were checked against the launcher's announced size; the job disagrees.
+            return Err(BeffIoError::Option {
+                option: "-N",
+                value: bad.to_string(),
+                reason: format!("the job has only {} processes", ctx.size()),
+            });
+        }
+        let np = cfg.partitions.len();
+        let root = ctx.rank() == 0;
+        let progress = Progress::new(cfg.progress && root, cfg.total_patterns());
+        let mut m = Measurements {
+            patterns: Vec::new(),
+            types: Vec::new(),
+            partition_times: vec![[0.0; 3]; np],
+            segments: vec![None; np],
+            error_messages: Vec::new(),
+            total_time: 0.0,
+        };
+        // Repetition counts per partition and pattern, from the write pass.
+        let mut reps = vec![[0u64; schedule::PATTERNS.len()]; np];
+        let mut done = 0u64;
+        ctx.barrier().await;
+        let t_total = ctx.wtime();
+        for pass in Pass::ALL {
+            for (i_n, &n) in cfg.partitions.iter().enumerate() {
+                ctx.barrier().await;
+                let color = (ctx.rank() < n).then_some(0);
+                let Some(sub) = ctx.split(color, 0).await else {
+                    continue;
+                };
+                sub.barrier().await;
+                let t0 = sub.wtime();
+                let mut run = PartitionRun {
+                    cfg,
+                    ctx: &sub,
+                    pass,
+                    i_n,
+                    n,
+                    reps: &mut reps[i_n],
+                    m: &mut m,
+                    progress: &progress,
+                    done: &mut done,
+                };
+                for ptype in PatternType::ALL {
+                    if pass == Pass::Rewrite && !cfg.rewrite && ptype != PatternType::Scatter {
+                        continue;
+                    }
+                    run.run_type(ptype).await?;
+                }
+                sub.barrier().await;
+                m.partition_times[i_n][pass.index()] = sub.wtime() - t0;
+            }
+        }
+        ctx.barrier().await;
+        m.total_time = ctx.wtime() - t_total;
+        Ok(m)
+    }
+}
+
+/// One pass over one partition.
+pub(super) struct PartitionRun<'a, C: IoCtx> {
+    pub(super) cfg: &'a Config,
+    pub(super) ctx: &'a C,
+    pub(super) pass: Pass,
+    pub(super) i_n: usize,
+    pub(super) n: usize,
+    pub(super) reps: &'a mut [u64; 43],
+    pub(super) m: &'a mut Measurements,
+    pub(super) progress: &'a Progress,
+    pub(super) done: &'a mut u64,
+}
+
+impl<C: IoCtx> PartitionRun<'_, C> {
+    pub(super) async fn run_type(&mut self, ptype: PatternType) -> Result<(), BeffIoError> {
+        let (cfg, ctx, pass, n) = (self.cfg, self.ctx, self.pass, self.n);
+        let rank = ctx.rank();
+        let lmax = cfg.lmax();
+        let mut filler = 0;
+        let mut lseg = 0;
+        if ptype >= PatternType::Segmented {
+            let plan = schedule::segment_plan(&self.reps[..], lmax);
+            for (k, def) in ptype.patterns().iter().enumerate() {
+                self.reps[def.id] = plan.reps[k];
+            }
+            filler = plan.filler;
+            lseg = plan.lseg;
+            self.m.segments[self.i_n] = Some(plan);
+        }
+        let path = file_name(cfg, self.i_n, n, ptype, rank);
+        let scope = if ptype == PatternType::Separated {
+            Scope::Private
+        } else {
+            Scope::Shared
+        };
+        let owner = scope == Scope::Private || rank == 0;
+        if pass == Pass::Write && owner {
+            ctx.delete(&path).await?;
+        }
+        let opts = OpenOptions {
+            mode: if pass == Pass::Read {
+                OpenMode::Read
+            } else {
+                OpenMode::CreateReadWrite
+            },
+            scope,
+            api: Api::MpiIo,
+            hints: cfg
+                .common_hints
+                .merged(&cfg.pattern_hints.open_hints(n, pass, ptype)),
+            unique_open: cfg.unique,
+        };
+        ctx.barrier().await;
+        let t = ctx.wtime();
+        let mut file = ctx.open(&path, &opts).await?;
+        ctx.barrier().await;
+        let open = ctx.wtime() - t;
+        let hints = ctx.hints_in_effect(&file);
+
+        let (mut disp, mut pos, mut bytes, mut t_patterns) = (0u64, 0u64, 0u64, 0.0);
+        for def in ptype.patterns() {
+            let (l, big_l) = def.sizes(lmax, filler);
+            let tp = cfg.tp(def);
+            let what = format!(
+                "n={n} {} type={} ({}) pattern {} l={l} L={big_l}",
+                pass.name(),
+                ptype.index(),
+                ptype.name(),
+                def.number
+            );
+            self.progress.starting(&what);
+            let policy = if pass == Pass::Write && ptype <= PatternType::Separated {
+                Repeat::TimeBudget { budget: tp }
+            } else {
+                Repeat::Count(self.reps[def.id])
+            };
+            let mut buf = ctx.alloc(big_l as usize);
+            let expect = if pass == Pass::Read {
+                cfg.last_writer(ptype)
+            } else {
+                pass
+            };
+            ctx.barrier().await;
+            let t0 = ctx.wtime();
+            if cfg.strided(ptype) {
+                ctx.set_view(&mut file, &scatter_view(n, rank, l, disp)?)
+                    .await?;
+            } else if def.is_first() {
+                let d = if ptype >= PatternType::Segmented {
+                    rank as u64 * lseg
+                } else {
+                    0
+                };
+                ctx.set_view(
+                    &mut file,
+                    &View {
+                        disp: d,
+                        etype: Datatype::Double,
+                        filetype: Datatype::Double,
+                    },
+                )
+                .await?;
+            }
+            let ph = cfg.pattern_hints.pattern_hints(n, pass, def);
+            if !ph.is_empty() {
+                ctx.set_info(&mut file, &ph).await?;
+            }
+            // The repetition body: one xfer, offsets affine in the repetition number.
+            let base = if cfg.strided(ptype) { 0 } else { pos };
+            let per_call = big_l / ETYPE_BYTES;
+            let mut errors = 0u64;
+            let mut messages = Vec::new();
+            let max_errors = cfg.max_errors;
+            let (file_ref, buf_ref) = (&mut file, &mut buf);
+            let r = ctx
+                .repeat(policy, async |rep: u64| {
+                    let op = op_for(ptype, pass, cfg.shared, base + rep * per_call);
+                    if pass != Pass::Read {
+                        fill(buf_ref, rep, def.id, pass, l, big_l);
+                    }
+                    let mut report = |msg: String| {
+                        errors += 1;
+                        if (errors as usize) <= max_errors {
+                            messages.push(format!(
+                                "rank {rank}: n={n} {} pattern {}: {msg}",
+                                pass.name(),
+                                def.id
+                            ));
+                        }
+                    };
+                    match ctx.xfer(file_ref, op, buf_ref).await {
+                        Ok(moved) if moved as u64 == big_l => {}
+                        Ok(moved) => {
+                            report(format!("repetition {rep}: moved {moved} of {big_l} bytes"))
+                        }
+                        Err(e) => report(format!("repetition {rep}: {e}")),
+                    }
+                    if pass == Pass::Read {
+                        for (j, f, g, ef, el) in verify(buf_ref, rep, def.id, expect, l, big_l) {
+                            report(format!(
+                                "repetition {rep} chunk {j}: read ({f}, {g}), expected ({ef}, {el})"
+                            ));
+                        }
+                    }
+                    Ok(())
+                })
+                .await?;
+            if pass != Pass::Read {
+                ctx.barrier().await;
+                ctx.sync(&mut file).await?;
+            }
+            ctx.barrier().await;
+            let time = ctx.wtime() - t0;
+            let pbytes = r * big_l;
+            if cfg.strided(ptype) {
+                disp += n as u64 * pbytes;
+            } else {
+                pos += r * per_call;
+            }
+            self.reps[def.id] = r;
+            bytes += pbytes;
+            t_patterns += time;
+            self.m.error_messages.extend(messages);
+            let errors = ctx.allreduce_f64(errors as f64, ReduceOp::Sum).await as u64;
+            let rec = PatternRecord {
+                n,
+                pass,
+                ptype,
+                pattern: def.id,
+                tp,
+                l,
+                big_l,
+                reps: r,
+                bytes: pbytes,
+                time,
+                errors,
+            };
+            *self.done += 1;
+            self.progress.done(
+                *self.done,
+                &format!(
+                    "{what}: Tp={tp:.2}s r={r} t={time:.3}s bw={:.3} MB/s{}",
+                    rec.mb_s(),
+                    if errors > 0 {
+                        format!(" {errors} ERRORS")
+                    } else {
+                        String::new()
+                    }
+                ),
+            );
+            self.m.patterns.push(rec);
+        }
+        let t = ctx.wtime();
+        ctx.close(file).await?;
+        if pass == Pass::Read && !cfg.keep && owner {
+            ctx.delete(&path).await?;
+        }
+        ctx.barrier().await;
+        let close = ctx.wtime() - t;
+        self.m.types.push(TypeRecord {
+            n,
+            pass,
+            ptype,
+            open,
+            patterns: t_patterns,
+            close,
+            bytes,
+            hints,
+        });
+        Ok(())
+    }
+}
