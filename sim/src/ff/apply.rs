@@ -186,7 +186,7 @@ impl Rank {
     /// shared pointer, then sleeps until `k·Δ` after the last observation.
     pub async fn ff_skip(&self, plan: &FfPlan, k: u64) {
         {
-            let node = self.sim.platform.node_of(self.world);
+            let node = self.sim.platform.node_of(self.world_rank);
             let mut m = self.sim.model.borrow_mut();
             apply_skip(
                 &mut self.sim.storage.borrow_mut(),
@@ -209,7 +209,7 @@ impl Rank {
         {
             let n = self.size();
             let mut m = self.sim.model.borrow_mut();
-            let node = m.platform.node_of(self.world);
+            let node = m.platform.node_of(self.world_rank);
             let id = (self.comm.id, key);
             let round = m.ff.skips.entry(id).or_insert_with(|| vec![None; n]);
             round[self.rank] = Some((node, plan.clone()));
@@ -240,9 +240,9 @@ impl Rank {
     pub async fn ff_skip_alone(&self, plan: &FfPlan, k: u64) {
         self.ff_advance_reads(plan, k);
         for (path, units) in &plan.load {
-            self.sim.model.borrow_mut().waiting[self.world] = Wait::Delay;
-            node_flow(&self.sim, self.world, path.clone(), k as f64 * units).await;
-            self.sim.model.borrow_mut().waiting[self.world] = Wait::Running;
+            self.sim.model.borrow_mut().waiting[self.world_rank] = Wait::Delay;
+            node_flow(&self.sim, self.world_rank, path.clone(), k as f64 * units).await;
+            self.sim.model.borrow_mut().waiting[self.world_rank] = Wait::Running;
         }
         self.sleep(k as f64 * (plan.delta - plan.busy).max(0.0))
             .await;
@@ -253,7 +253,7 @@ impl Rank {
         let mut storage = self.sim.storage.borrow_mut();
         for r in plan.reqs.iter().filter(|r| !r.write) {
             let next = r.off + k * plan.shift + r.len;
-            storage.advance_stream(self.world, r.file, next);
+            storage.advance_stream(self.world_rank, r.file, next);
         }
     }
 

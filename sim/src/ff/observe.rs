@@ -143,12 +143,12 @@ pub(crate) fn repeating(
 impl Rank {
     /// Starts logging this rank's file-system requests for the fast-forward.
     pub fn ff_start(&self) {
-        self.sim.model.borrow_mut().ff.log[self.world] = Some(Vec::new());
+        self.sim.model.borrow_mut().ff.log[self.world_rank] = Some(Vec::new());
     }
 
     /// Stops logging (see [`Rank::ff_start`]).
     pub fn ff_stop(&self) {
-        self.sim.model.borrow_mut().ff.log[self.world] = None;
+        self.sim.model.borrow_mut().ff.log[self.world_rank] = None;
     }
 
     /// The shared file pointer of `file`, for [`Rank::ff_observe`].
@@ -167,7 +167,7 @@ impl Rank {
     pub fn ff_observe(&self, pointer: Option<FfPointer>, after_last: bool) -> FfObservation {
         let mut guard = self.sim.model.borrow_mut();
         let m = &mut *guard;
-        let w = self.world;
+        let w = self.world_rank;
         let node = m.platform.node_of(w);
         let pointer = pointer.map(|p| (p, m.ptrs[p.ptr].pos));
         let fresh = m.ff.log[w].as_mut().map(std::mem::take).unwrap_or_default();

@@ -204,10 +204,10 @@ impl Rank {
         }
         let mut written_back = None;
         // 4. the skipped reads are served from where the last ones were.
-        let reqs = self.sim.model.borrow().ff.last[self.world].0.clone();
+        let reqs = self.sim.model.borrow().ff.last[self.world_rank].0.clone();
         {
             let m = self.sim.storage.borrow();
-            let node = self.sim.platform.node_of(self.world);
+            let node = self.sim.platform.node_of(self.world_rank);
             // 3. (the node's page cache writing back all along, at a known share)
             if m.writing_back(node) {
                 written_back = Some(written_back_share(&window[0], &window[w - 1])?);
@@ -267,7 +267,7 @@ impl Rank {
             }
         }
         let (first, now) = (&window[0], &window[w - 1]);
-        let paths = &self.sim.load.borrow().work[self.world];
+        let paths = &self.sim.load.borrow().work[self.world_rank];
         let load = now
             .work
             .iter()
@@ -306,7 +306,7 @@ impl Rank {
     /// window's rate alone, 0.4 % with this one).
     pub fn ff_alone_bound(&self, plan: &FfPlan, k: u64) -> u64 {
         let m = self.sim.storage.borrow();
-        let node = self.sim.platform.node_of(self.world);
+        let node = self.sim.platform.node_of(self.world_rank);
         let rate = plan.inserted.max(self.sim.platform.nic_bw(node));
         let per_iteration = FF_EVICTION_MARGIN * rate * plan.delta;
         if per_iteration <= 0.0 {

@@ -268,7 +268,7 @@ impl Rank {
         match out.get() {
             Some(CollOut::Split(v)) => v[self.rank]
                 .as_ref()
-                .map(|(comm, r)| Rank::new(self.sim.clone(), self.world, comm.clone(), *r)),
+                .map(|(comm, r)| Rank::new(self.sim.clone(), self.world_rank, comm.clone(), *r)),
             _ => unreachable!("split yields communicators"),
         }
     }
@@ -277,7 +277,7 @@ impl Rank {
     /// (`MPI_Sendrecv_replace`; ranks of this communicator).
     pub async fn sendrecv(&self, bytes: u64, dest: usize, source: usize) {
         let (me, to, from) = (
-            self.world,
+            self.world_rank,
             self.comm.members[dest],
             self.comm.members[source],
         );

@@ -57,11 +57,11 @@ pub(crate) fn readable(s: &Storage, inode: usize, view: &View, offset: u64, len:
 }
 
 /// File-system requests `ext` = (offset, bytes) of file `inode` by world rank
-/// `world`, one after the other (reads stop at the end of the file; writes grow
+/// `world_rank`, one after the other (reads stop at the end of the file; writes grow
 /// it); recorded in the trace when it is on. Returns the bytes moved.
 pub(crate) async fn fs_io(
     sim: &Sim,
-    world: usize,
+    world_rank: usize,
     inode: usize,
     access: Access,
     ext: &[(u64, u64)],
@@ -70,10 +70,10 @@ pub(crate) async fn fs_io(
     let syscalls = {
         let m = sim.model.borrow();
         let calls = ext.iter().filter(|e| e.1 > 0).count();
-        calls as f64 * m.platform.syscall(m.platform.node_of(world))
+        calls as f64 * m.platform.syscall(m.platform.node_of(world_rank))
     };
     if syscalls > 0.0 {
-        cpu(sim, world, syscalls).await;
+        cpu(sim, world_rank, syscalls).await;
     }
     let (node, reqs) = {
         let mut m = sim.model.borrow_mut();
@@ -92,15 +92,15 @@ pub(crate) async fn fs_io(
             .collect();
         if let Some(t) = m.trace.as_mut() {
             t.extend(reqs.iter().map(|&(file, offset, len)| FsRequest {
-                rank: world,
+                rank: world_rank,
                 file,
                 access,
                 offset,
                 len,
             }));
         }
-        let node = m.platform.node_of(world);
-        if let Some(log) = m.ff.log[world].as_mut() {
+        let node = m.platform.node_of(world_rank);
+        if let Some(log) = m.ff.log[world_rank].as_mut() {
             log.extend(ext.iter().filter(|e| e.1 > 0).map(|&(off, len)| FfReq {
                 file: inode,
                 write: access == Access::Write,
@@ -113,12 +113,12 @@ pub(crate) async fn fs_io(
                 },
             }));
         }
-        m.waiting[world] = Wait::Io;
+        m.waiting[world_rank] = Wait::Io;
         (node, reqs)
     };
-    storage::io(sim, world, node, access, &reqs).await;
+    storage::io(sim, world_rank, node, access, &reqs).await;
     let mut m = sim.model.borrow_mut();
-    m.waiting[world] = Wait::Running;
+    m.waiting[world_rank] = Wait::Running;
     if access == Access::Write {
         // files grow to the end of the writes
         let mut storage = sim.storage.borrow_mut();

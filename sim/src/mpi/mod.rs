@@ -187,7 +187,7 @@ impl std::ops::Deref for Sim {
 /// One simulation of a scenario with a fixed number of ranks.
 pub struct Twin {
     pub(crate) sim: Rc<Sim>,
-    pub(crate) world: Rc<Comm>,
+    pub(crate) world_comm: Rc<Comm>,
 }
 
 impl Twin {
@@ -234,12 +234,15 @@ impl Twin {
             spawned: RefCell::new(Vec::new()),
             fast_forward: options.fast_forward,
         });
-        Ok(Twin { sim, world })
+        Ok(Twin {
+            sim,
+            world_comm: world,
+        })
     }
 
     /// Number of ranks.
     pub fn size(&self) -> usize {
-        self.world.members.len()
+        self.world_comm.members.len()
     }
 
     /// Records every file-system request the MPI-IO layer makes from now on
@@ -261,7 +264,7 @@ impl Twin {
     /// Rank `rank`'s handle on the world communicator.
     pub fn rank(&self, rank: usize) -> Rank {
         assert!(rank < self.size(), "rank {rank} out of range");
-        Rank::new(self.sim.clone(), rank, self.world.clone(), rank)
+        Rank::new(self.sim.clone(), rank, self.world_comm.clone(), rank)
     }
 
     /// Runs one task per rank (index = world rank) until all finish.
@@ -324,11 +327,11 @@ impl Twin {
 
 /// `seconds` of CPU work of world rank `world`: a delay where it has a core of
 /// its own, else shared with its node's other ranks ([`crate::platform::Platform::cpu_path`]).
-pub(crate) async fn cpu(sim: &Sim, world: usize, seconds: f64) {
-    let path = sim.platform.cpu_path(world);
+pub(crate) async fn cpu(sim: &Sim, world_rank: usize, seconds: f64) {
+    let path = sim.platform.cpu_path(world_rank);
     match path {
         None => delay(sim, seconds).await,
-        Some(path) => node_flow(sim, world, path, seconds.max(0.0)).await,
+        Some(path) => node_flow(sim, world_rank, path, seconds.max(0.0)).await,
     }
 }
 

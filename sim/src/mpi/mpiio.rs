@@ -123,10 +123,10 @@ impl Rank {
             let (done, opened) = {
                 let mut m = self.sim.model.borrow_mut();
                 let now = self.now();
-                let node = m.platform.node_of(self.world);
+                let node = m.platform.node_of(self.world_rank);
                 let (cost, opened) =
                     open_inode(&mut m, &mut self.sim.storage.borrow_mut(), path, mode);
-                let opened = opened.map(|(i, p)| (i, p, m.new_comm(vec![self.world])));
+                let opened = opened.map(|(i, p)| (i, p, m.new_comm(vec![self.world_rank])));
                 (m.md_op(now, node, cost), opened)
             };
             self.until(done, Wait::Io).await;
@@ -411,7 +411,7 @@ impl Rank {
     pub(crate) async fn independent(&self, file: &File, access: Access, off: u64, len: u64) -> u64 {
         independent_io(
             &self.sim,
-            self.world,
+            self.world_rank,
             file.inode,
             &file.view,
             &file.hints,
@@ -431,14 +431,14 @@ impl Rank {
         len: u64,
     ) -> (Signal, u64) {
         let done = Signal::new();
-        let (sim, fired, world) = (self.sim.clone(), done.clone(), self.world);
+        let (sim, fired, world_rank) = (self.sim.clone(), done.clone(), self.world_rank);
         let (inode, view, hints) = (file.inode, file.view.clone(), file.hints.clone());
         let bytes = match access {
             Access::Write => len,
             Access::Read => readable(&self.sim.storage.borrow(), inode, &view, off, len),
         };
         self.sim.spawned.borrow_mut().push(Box::pin(async move {
-            independent_io(&sim, world, inode, &view, &hints, access, off, len).await;
+            independent_io(&sim, world_rank, inode, &view, &hints, access, off, len).await;
             fired.fire();
         }));
         (done, bytes)
@@ -459,8 +459,8 @@ impl Rank {
             )
             .await;
         }
-        let node = self.sim.model.borrow().platform.node_of(self.world);
-        self.sim.model.borrow_mut().waiting[self.world] = Wait::Io;
+        let node = self.sim.model.borrow().platform.node_of(self.world_rank);
+        self.sim.model.borrow_mut().waiting[self.world_rank] = Wait::Io;
         storage::sync(&self.sim, node, file.inode).await;
         let t = {
             let m = self.sim.model.borrow();
@@ -474,7 +474,7 @@ impl Rank {
     /// pages evicted from the node's page cache (`fsync` + `posix_fadvise(DONTNEED)`).
     pub async fn drop_cache(&self, file: &mut File) {
         self.sync(file).await;
-        let node = self.sim.platform.node_of(self.world);
+        let node = self.sim.platform.node_of(self.world_rank);
         storage::drop_clean(&mut self.sim.storage.borrow_mut(), node, file.inode);
     }
 
@@ -482,7 +482,7 @@ impl Rank {
     pub async fn file_size(&self, file: &File) -> u64 {
         let t = {
             let m = self.sim.model.borrow();
-            self.now() + m.platform.server_rtt(m.platform.node_of(self.world))
+            self.now() + m.platform.server_rtt(m.platform.node_of(self.world_rank))
         };
         self.until(t, Wait::Io).await;
         self.sim.storage.borrow().size(file.inode)
@@ -493,12 +493,12 @@ impl Rank {
         if file.api == Api::MpiIo {
             self.call_cost(|c| c.close).await;
         }
-        let node = self.sim.model.borrow().platform.node_of(self.world);
-        self.sim.model.borrow_mut().waiting[self.world] = Wait::Io;
+        let node = self.sim.model.borrow().platform.node_of(self.world_rank);
+        self.sim.model.borrow_mut().waiting[self.world_rank] = Wait::Io;
         self.sim
             .storage
             .borrow_mut()
-            .forget_stream(self.world, file.inode);
+            .forget_stream(self.world_rank, file.inode);
         storage::close(&self.sim, node, file.inode).await;
         if file.comm.members.len() > 1 {
             self.collective(&file.comm, file.rank, &file.seq, Contrib::None, Kind::Close)
@@ -506,7 +506,7 @@ impl Rank {
         } else {
             let t = {
                 let mut m = self.sim.model.borrow_mut();
-                let node = m.platform.node_of(self.world);
+                let node = m.platform.node_of(self.world_rank);
                 let cost = m.md.close;
                 m.md_op(self.now(), node, cost)
             };
@@ -524,7 +524,7 @@ impl Rank {
                 size = storage.size(inode);
                 storage::delete(&mut storage, inode);
             }
-            let node = m.platform.node_of(self.world);
+            let node = m.platform.node_of(self.world_rank);
             let cost = match m.md.delete_bw.is_finite() {
                 true => m.md.delete + size as f64 / m.md.delete_bw,
                 false => m.md.delete,

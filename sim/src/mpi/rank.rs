@@ -17,7 +17,7 @@ use crate::storage::node_flow;
 /// A rank's handle on a communicator (`MPI_COMM_WORLD` from [`Twin::rank`], others from [`Rank::split`]).
 pub struct Rank {
     pub(crate) sim: Rc<Sim>,
-    pub(crate) world: usize,
+    pub(crate) world_rank: usize,
     pub(crate) comm: Rc<Comm>,
     pub(crate) rank: usize,
     pub(crate) seq: Cell<u64>,
@@ -26,10 +26,10 @@ pub struct Rank {
 }
 
 impl Rank {
-    pub(crate) fn new(sim: Rc<Sim>, world: usize, comm: Rc<Comm>, rank: usize) -> Rank {
+    pub(crate) fn new(sim: Rc<Sim>, world_rank: usize, comm: Rc<Comm>, rank: usize) -> Rank {
         Rank {
             sim,
-            world,
+            world_rank,
             comm,
             rank,
             seq: Cell::new(0),
@@ -49,7 +49,7 @@ impl Rank {
 
     /// This rank's number in the world.
     pub fn world_rank(&self) -> usize {
-        self.world
+        self.world_rank
     }
 
     /// Virtual time in seconds.
@@ -61,9 +61,9 @@ impl Rank {
         if s.is_fired() {
             return;
         }
-        self.sim.model.borrow_mut().waiting[self.world] = why;
+        self.sim.model.borrow_mut().waiting[self.world_rank] = why;
         s.wait().await;
-        self.sim.model.borrow_mut().waiting[self.world] = Wait::Running;
+        self.sim.model.borrow_mut().waiting[self.world_rank] = Wait::Running;
     }
 
     pub(crate) async fn until(&self, at: f64, why: Wait) {
@@ -84,8 +84,8 @@ impl Rank {
         let (t, shared) = {
             let m = self.sim.model.borrow();
             (
-                m.platform.compute_time(self.world, kind, amount),
-                m.platform.cpu_path(self.world),
+                m.platform.compute_time(self.world_rank, kind, amount),
+                m.platform.cpu_path(self.world_rank),
             )
         };
         if t == 0.0 {
@@ -95,9 +95,9 @@ impl Rank {
         match shared {
             None => self.sleep(t).await,
             Some(path) => {
-                self.sim.model.borrow_mut().waiting[self.world] = Wait::Delay;
-                node_flow(&self.sim, self.world, path, t.max(0.0)).await;
-                self.sim.model.borrow_mut().waiting[self.world] = Wait::Running;
+                self.sim.model.borrow_mut().waiting[self.world_rank] = Wait::Delay;
+                node_flow(&self.sim, self.world_rank, path, t.max(0.0)).await;
+                self.sim.model.borrow_mut().waiting[self.world_rank] = Wait::Running;
             }
         }
     }
@@ -106,9 +106,9 @@ impl Rank {
     pub(crate) async fn call_cost(&self, cost: impl Fn(&MpiIo) -> f64) {
         let t = cost(&self.sim.model.borrow().mpiio);
         if t > 0.0 {
-            self.sim.model.borrow_mut().waiting[self.world] = Wait::Delay;
-            cpu(&self.sim, self.world, t).await;
-            self.sim.model.borrow_mut().waiting[self.world] = Wait::Running;
+            self.sim.model.borrow_mut().waiting[self.world_rank] = Wait::Delay;
+            cpu(&self.sim, self.world_rank, t).await;
+            self.sim.model.borrow_mut().waiting[self.world_rank] = Wait::Running;
         }
     }
 }

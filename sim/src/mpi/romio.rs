@@ -156,7 +156,7 @@ impl Rank {
                         if w.has_hole() {
                             fs_io(
                                 &self.sim,
-                                self.world,
+                                self.world_rank,
                                 file.inode,
                                 Access::Read,
                                 &[(w.offset, w.len)],
@@ -165,7 +165,7 @@ impl Rank {
                         }
                         fs_io(
                             &self.sim,
-                            self.world,
+                            self.world_rank,
                             file.inode,
                             Access::Write,
                             &[(w.offset, w.len)],
@@ -180,7 +180,7 @@ impl Rank {
                     if let (Some(a), Some(w)) = (my_agg, window) {
                         fs_io(
                             &self.sim,
-                            self.world,
+                            self.world_rank,
                             file.inode,
                             Access::Read,
                             &[(w.offset, w.len)],
@@ -218,7 +218,7 @@ impl Rank {
     ) -> Signal {
         let s = {
             let mm = self.sim.model.borrow();
-            let (lat, path) = mm.platform.p2p(self.world, file.comm.members[to]);
+            let (lat, path) = mm.platform.p2p(self.world_rank, file.comm.members[to]);
             self.sim.engine.borrow_mut().send(lat, path, bytes as f64)
         };
         io.post(m, target, s.clone());
@@ -370,9 +370,9 @@ pub(crate) fn view_shift(view: &View, from: u64, to: u64) -> Option<u64> {
 }
 
 /// ROMIO's byte-range lock (`ADIOI_WRITE_LOCK`, an `fcntl` lock) on `[a, b)` of
-/// `inode` for world rank `world`: waits for overlapping holders, then one round
+/// `inode` for world rank `world_rank`: waits for overlapping holders, then one round
 /// trip to the lock manager. Returns the signal [`unlock`] fires.
-pub(crate) async fn lock(sim: &Sim, world: usize, inode: usize, a: u64, b: u64) -> Signal {
+pub(crate) async fn lock(sim: &Sim, world_rank: usize, inode: usize, a: u64, b: u64) -> Signal {
     let mine = Signal::new();
     loop {
         let busy = {
@@ -393,17 +393,17 @@ pub(crate) async fn lock(sim: &Sim, world: usize, inode: usize, a: u64, b: u64) 
     }
     let rtt = {
         let m = sim.model.borrow();
-        m.platform.server_rtt(m.platform.node_of(world))
+        m.platform.server_rtt(m.platform.node_of(world_rank))
     };
     delay(sim, rtt).await;
     mine
 }
 
 /// Releases a lock [`lock`] took (one more round trip).
-pub(crate) async fn unlock(sim: &Sim, world: usize, inode: usize, held: Signal) {
+pub(crate) async fn unlock(sim: &Sim, world_rank: usize, inode: usize, held: Signal) {
     let rtt = {
         let m = sim.model.borrow();
-        m.platform.server_rtt(m.platform.node_of(world))
+        m.platform.server_rtt(m.platform.node_of(world_rank))
     };
     delay(sim, rtt).await;
     let mut m = sim.model.borrow_mut();
@@ -423,7 +423,7 @@ pub(crate) async fn unlock(sim: &Sim, world: usize, inode: usize, held: Signal) 
 #[allow(clippy::too_many_arguments)]
 pub(crate) async fn independent_io(
     sim: &Sim,
-    world: usize,
+    world_rank: usize,
     inode: usize,
     view: &View,
     hints: &Effective,
@@ -436,7 +436,7 @@ pub(crate) async fn independent_io(
         Method::Direct => {
             let mut moved = 0;
             for x in view_extents(view, off, len) {
-                moved += fs_io(sim, world, inode, access, &[x]).await;
+                moved += fs_io(sim, world_rank, inode, access, &[x]).await;
             }
             moved
         }
@@ -449,13 +449,13 @@ pub(crate) async fn independent_io(
             while let Some((o, l)) = wins.next() {
                 match access {
                     Access::Read => {
-                        fs_io(sim, world, inode, Access::Read, &[(o, l)]).await;
+                        fs_io(sim, world_rank, inode, Access::Read, &[(o, l)]).await;
                     }
                     Access::Write => {
-                        let held = lock(sim, world, inode, o, o + l).await;
-                        fs_io(sim, world, inode, Access::Read, &[(o, l)]).await;
-                        fs_io(sim, world, inode, Access::Write, &[(o, l)]).await;
-                        unlock(sim, world, inode, held).await;
+                        let held = lock(sim, world_rank, inode, o, o + l).await;
+                        fs_io(sim, world_rank, inode, Access::Read, &[(o, l)]).await;
+                        fs_io(sim, world_rank, inode, Access::Write, &[(o, l)]).await;
+                        unlock(sim, world_rank, inode, held).await;
                     }
                 }
             }
