@@ -60,13 +60,7 @@ use Holds::{Choice, Fraction, Free, Integer, Quantity, Table, Tables, Text};
 use KeyKind::{Flops, Number, Rate, Size, Time};
 
 const fn key(path: &'static str, holds: Holds, default: Default, doc: &'static str) -> Key {
-    Key {
-        path,
-        holds,
-        default,
-        devices: &[],
-        doc,
-    }
+    dev(path, &[], holds, default, doc)
 }
 
 const fn dev(
