@@ -2,22 +2,15 @@
 //! scenario from real probes), `piotwin compare <benchmark> …` (real against
 //! twin, see `compare.rs`), `piotwin scenario check FILE`, `piotwin report side-by-side`.
 //!
-//! Adding a benchmark is its folder and one line:
-//!
-//! * `src/bench/<name>.rs` and `src/bench/<name>/`: the program (a
-//!   `RankProgram` written against `IoCtx`), its report (a `RunReport` naming
-//!   its headline metrics), its tests, and `cli.rs`: a `clap::Args` struct of
-//!   its options with a `#[command(flatten)] common: CommonArgs` field (`--sim`,
-//!   `--ranks`, `--dry-run`, `--exact`, `--seed`, `--json`, `--csv`, `--hint`,
-//!   `--hints-file`), a method `program(&self, &Common)` that checks them and
-//!   builds the program, and `impl piotwin::run::Benchmark` for the program
-//!   (text, report, failure; see `src/bench/pingpong/cli.rs`); plus its `pub mod`
-//!   line in `src/bench/mod.rs`;
-//! * its line in the `benchmarks!` registry below: `run` then resolves the
-//!   common options (`CommonArgs::resolve`: everything checked, nothing run
-//!   yet), builds the program and `execute`s it, and [`Bench::check`] does the
-//!   same without executing (`piotwin compare` checks options with it before
-//!   launching anything). `compare` then knows the benchmark too.
+//! The benchmarks `piotwin run` (and so `compare`) knows are registered in
+//! `piotwin::bench` (`src/bench/mod.rs`): adding one is its folder there
+//! (`params`, `program`, `output`, `tests`, and `cli`: its options as a
+//! `clap::Args` struct with a flattened `CommonArgs`, `program(&self, &Common)`
+//! that checks them and builds the program, `impl piotwin::run::Benchmark`),
+//! its `pub mod` line and its line in the `benchmarks!` registry. `run` then
+//! resolves the common options (everything checked, nothing run yet), builds
+//! the program and executes it; `Bench::check` does the same without executing
+//! (`piotwin compare` checks options with it before launching anything).
 //!
 //! Exit codes: 0 success; 1 a runtime failure (I/O error, failed verification, a
 //! back end that failed — the report is still written with what was measured);
@@ -33,15 +26,15 @@ use std::ffi::OsString;
 /// The command line with the shorthands of `compare` and `run b_eff_io` expanded
 /// (see `compare::normalize_compare_args`, `beff_io::cli::normalize_args`).
 pub(crate) fn normalize_args(argv: Vec<OsString>) -> Vec<OsString> {
-    beff_io::cli::normalize_args(compare::normalize_compare_args(argv))
+    piotwin::bench::beff_io::cli::normalize_args(compare::normalize_compare_args(argv))
 }
 
 use std::path::{Path, PathBuf};
 
 use clap::{Parser, Subcommand};
-use piotwin::bench::{beff_io, btio, ftio, ior, iozone, pingpong};
+use piotwin::bench::Bench;
 use piotwin::report::{RunReport, compare as report_compare};
-use piotwin::run::{CliError, execute};
+use piotwin::run::CliError;
 
 use piotwin_sim::Scenario;
 
@@ -123,64 +116,6 @@ fn read_report(path: &Path, flag: &str) -> Result<RunReport, CliError> {
             e.column()
         ))
     })
-}
-
-/// Declares the benchmarks `piotwin run` (and so `compare`) knows, each as its
-/// subcommand's doc line and help, a variant name and its options type: the
-/// enum [`Bench`] and how each is checked and run.
-macro_rules! benchmarks {
-    ($( $(#[$attr:meta])* $variant:ident($args:ty), )*) => {
-        /// The benchmarks `piotwin run` knows.
-        #[derive(Debug, Subcommand)]
-        enum Bench {
-            $( $(#[$attr])* $variant(Box<$args>), )*
-        }
-
-        impl Bench {
-            /// Checks the options as `run` does before it runs (common options
-            /// resolved, the program built and checked); runs and writes nothing.
-            fn check(&self) -> Result<(), CliError> {
-                match self {
-                    $( Bench::$variant(a) => a.program(&a.common.resolve()?).map(drop), )*
-                }
-            }
-
-            /// Runs the benchmark in the mode its common options select.
-            fn run(&self) -> Result<(), CliError> {
-                match self {
-                    $( Bench::$variant(a) => {
-                        let common = a.common.resolve()?;
-                        execute(&a.program(&common)?, &common)
-                    } )*
-                }
-            }
-        }
-    };
-}
-
-// The registry: one entry per benchmark.
-benchmarks! {
-    /// IOR-style probe: bandwidth of N ranks writing/reading a shared file or a file per process.
-    #[command(long_about = ior::cli::LONG_ABOUT, after_help = ior::cli::AFTER_HELP)]
-    Ior(ior::cli::IorArgs),
-    /// NPB BT-IO: BT's multi-partition field dumped every few steps (full, simple, fortran, epio, none).
-    #[command(long_about = btio::cli::BTIO_LONG_ABOUT, after_help = btio::cli::BTIO_AFTER_HELP)]
-    Btio(btio::cli::BtioCliArgs),
-    /// The PnetCDF BTIO kernel: records of BT's multi-partition written or read by method 0-3.
-    #[command(long_about = btio::cli::KERNEL_LONG_ABOUT, after_help = btio::cli::KERNEL_AFTER_HELP)]
-    BtioKernel(btio::cli::KernelCliArgs),
-    /// FTIO: out-of-core 2-D FFT (N = I²·c) and its I/O fraction.
-    #[command(long_about = ftio::cli::LONG_ABOUT, after_help = ftio::cli::AFTER_HELP)]
-    Ftio(ftio::cli::FtioCliArgs),
-    /// IOzone-style probe: kB/s per file size x record size for write, rewrite, read, re-read, random, strided.
-    #[command(long_about = iozone::cli::LONG_ABOUT, after_help = iozone::cli::AFTER_HELP)]
-    Iozone(iozone::cli::IozoneArgs),
-    /// b_eff_io: effective I/O bandwidth over 43 time-driven access patterns (release 2.1).
-    #[command(name = "b_eff_io", long_about = beff_io::cli::LONG_ABOUT, after_help = beff_io::cli::AFTER_HELP)]
-    BeffIo(beff_io::cli::BeffIoCliArgs),
-    /// Point-to-point probe: MPI_Sendrecv_replace time over message sizes, and barrier time.
-    #[command(long_about = pingpong::cli::LONG_ABOUT, after_help = pingpong::cli::AFTER_HELP)]
-    Pingpong(pingpong::cli::PingpongArgs),
 }
 
 #[derive(Debug, Subcommand)]
