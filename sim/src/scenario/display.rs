@@ -1,0 +1,238 @@
+//! The human summary of a scenario (`piotwin scenario check`).
+
+use std::fmt;
+
+use super::*;
+use crate::units;
+
+impl fmt::Display for Scenario {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        use units::{fmt_rate, fmt_size, fmt_time};
+        writeln!(
+            f,
+            "scenario `{}` ({}), seed {}",
+            self.name, self.file, self.seed
+        )?;
+        if !self.description.is_empty() {
+            writeln!(f, "  {}", self.description)?;
+        }
+        writeln!(
+            f,
+            "  compute: {} node(s), {} core(s)",
+            self.node_count(),
+            self.core_count()
+        )?;
+        for g in &self.nodes {
+            writeln!(
+                f,
+                "    {} × `{}`: {} cores, {} memory, NIC {} / {}; memcpy {}, fft {:.2} Gflop/s, bt {:.2} Gflop/s, other {:.2} Gflop/s",
+                g.count,
+                g.name,
+                g.cores,
+                fmt_size(g.memory),
+                fmt_rate(g.nic_bw),
+                fmt_time(g.nic_latency),
+                fmt_rate(g.compute.memcpy),
+                g.compute.fft / 1e9,
+                g.compute.bt / 1e9,
+                g.compute.flops / 1e9
+            )?;
+            if g.compute.pattern.is_finite() {
+                writeln!(f, "      data pattern {}", fmt_rate(g.compute.pattern))?;
+            }
+        }
+        writeln!(
+            f,
+            "  network: switch {} / {}",
+            fmt_rate(self.network.bandwidth),
+            fmt_time(self.network.latency)
+        )?;
+        let sv = &self.server;
+        writeln!(
+            f,
+            "  servers: {} × (NIC {}, CPU {}/request, on switch `{}`); device: {}",
+            sv.count,
+            fmt_rate(sv.nic_bw),
+            fmt_time(sv.request_cpu),
+            sv.switch,
+            sv.device
+        )?;
+        if let Some(c) = &sv.cache {
+            writeln!(
+                f,
+                "  server cache: {} at {}, {}",
+                fmt_size(c.capacity),
+                fmt_rate(c.bandwidth),
+                if c.write_back {
+                    format!("write-back (dirty ≤ {:.0}%)", c.dirty_ratio * 100.0)
+                } else {
+                    "write-through".to_string()
+                }
+            )?;
+        }
+        for g in &self.nodes {
+            if let Some(c) = &g.cache {
+                writeln!(
+                    f,
+                    "  page cache of `{}`: {}, dirty_ratio {:.0}%, dirty_background_ratio {:.0}%, {}",
+                    g.name,
+                    fmt_size(c.capacity),
+                    c.dirty_ratio * 100.0,
+                    c.dirty_background_ratio * 100.0,
+                    match c.readahead {
+                        0 => "no read-ahead".to_string(),
+                        r => format!("read-ahead up to {}", fmt_size(r)),
+                    }
+                )?;
+                if c.fresh_bw.is_finite() {
+                    writeln!(
+                        f,
+                        "    fresh memory beyond {} backed: {} per node",
+                        fmt_size(c.warm),
+                        fmt_rate(c.fresh_bw)
+                    )?;
+                }
+                if c.write_bw != g.compute.memcpy || c.read_bw != g.compute.memcpy {
+                    writeln!(
+                        f,
+                        "    page-cache copies per core: write {}, read {}",
+                        fmt_rate(c.write_bw),
+                        fmt_rate(c.read_bw)
+                    )?;
+                }
+            }
+            if g.syscall > 0.0 || g.oversubscribed_wakeup > 0.0 {
+                writeln!(
+                    f,
+                    "  CPU costs on `{}`: {} per system call, {} wake-up of a rank on an oversubscribed node",
+                    g.name,
+                    fmt_time(g.syscall),
+                    fmt_time(g.oversubscribed_wakeup)
+                )?;
+            }
+        }
+        for l in &self.network.links {
+            writeln!(
+                f,
+                "  link {} ↔ {}: {} / {}",
+                l.from,
+                l.to,
+                fmt_rate(l.bandwidth),
+                fmt_time(l.latency)
+            )?;
+        }
+        let fs = &self.filesystem;
+        writeln!(
+            f,
+            "  file system: {}{}",
+            match fs.kind {
+                FsKind::Local => "local".to_string(),
+                FsKind::Nfs => "NFS-like, one server".to_string(),
+                FsKind::Parallel => format!(
+                    "parallel, stripe {} over {} of {} servers",
+                    fmt_size(fs.stripe_size),
+                    fs.stripe_count,
+                    sv.count
+                ),
+            },
+            match fs.lock_granularity {
+                Some(g) => format!(
+                    "; extent locks of {}, revoke {}",
+                    fmt_size(g),
+                    fmt_time(fs.lock_revoke)
+                ),
+                None => String::new(),
+            }
+        )?;
+        let m = &self.metadata;
+        writeln!(
+            f,
+            "  metadata: open {}, create {}, close {}, delete {}, sync {}",
+            fmt_time(m.open),
+            fmt_time(m.create),
+            fmt_time(m.close),
+            fmt_time(m.delete),
+            fmt_time(m.sync)
+        )?;
+        if m.delete_bw.is_finite() {
+            writeln!(
+                f,
+                "    a deleted file's bytes dropped at {}",
+                fmt_rate(m.delete_bw)
+            )?;
+        }
+        let mp = &self.mpiio;
+        writeln!(
+            f,
+            "  mpi-io: shared file pointer update {}; CPU per call: independent {}, collective {}, open {}, close {}",
+            fmt_time(mp.shared_pointer),
+            fmt_time(mp.independent_call),
+            fmt_time(mp.collective_call),
+            fmt_time(mp.open),
+            fmt_time(mp.close)
+        )?;
+        for (k, c) in &self.calibration {
+            writeln!(
+                f,
+                "  calibrated {k} = {} [{} .. {}] from `{}`{}",
+                c.text[0],
+                c.text[1],
+                c.text[2],
+                c.probe,
+                if c.quality.is_empty() {
+                    String::new()
+                } else {
+                    format!(" ({})", c.quality)
+                }
+            )?;
+        }
+        for (k, v) in &self.source {
+            writeln!(f, "  source[{k}]: {v}")?;
+        }
+        Ok(())
+    }
+}
+
+impl fmt::Display for Device {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        use units::{fmt_rate, fmt_size, fmt_time};
+        match self {
+            Device::Ssd(d) => write!(
+                f,
+                "SSD read {} + {}/req, write {} + {}/req, {} channel(s){}",
+                fmt_rate(d.read_bw),
+                fmt_time(d.read_latency),
+                fmt_rate(d.write_bw),
+                fmt_time(d.write_latency),
+                d.channels,
+                if d.latency_jitter > 0.0 {
+                    format!(", latency jitter ±{:.0}%", d.latency_jitter * 100.0)
+                } else {
+                    String::new()
+                }
+            ),
+            Device::Hdd(d) => write!(
+                f,
+                "HDD {} at {} rpm, seek {}..{}, {}..{}, {} queue",
+                fmt_size(d.capacity),
+                d.rpm,
+                fmt_time(d.seek_track),
+                fmt_time(d.seek_full),
+                fmt_rate(d.transfer_rate),
+                fmt_rate(d.transfer_rate_inner),
+                match d.queue {
+                    QueueOrder::Fifo => "FIFO",
+                    QueueOrder::Elevator => "elevator",
+                }
+            ),
+            Device::Raid(r) => write!(
+                f,
+                "RAID{} over {} × [{}], stripe unit {}",
+                r.level,
+                r.disks,
+                r.member,
+                fmt_size(r.stripe_unit)
+            ),
+        }
+    }
+}
