@@ -3,6 +3,7 @@
 //! how far cached reads stay cached; and the state-only effect of skipped
 //! requests (what they leave in caches and lock tables, without time).
 
+use crate::storage::fs::FileSystemKind as _;
 use std::collections::BTreeSet;
 use std::rc::Rc;
 

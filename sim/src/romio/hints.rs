@@ -3,6 +3,7 @@
 //! over ROMIO's defaults, checked, and the aggregator list built from
 //! `cb_config_list` and `cb_nodes`.
 
+use crate::storage::fs::FileSystemKind as _;
 use piotwin_types::Hints;
 
 use crate::scenario::FileSystem;

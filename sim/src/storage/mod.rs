@@ -199,7 +199,7 @@ pub(crate) struct Storage {
     pub(crate) sizes: Vec<u64>,
     pub(crate) fs: FileSystem,
     /// What distinguishes its kind of file system.
-    pub(crate) kind: Box<dyn FileSystemKind>,
+    pub(crate) kind: fs::Kind,
     pub(crate) units: Vec<Unit>,
     pub(crate) servers: Vec<Srv>,
     pub(crate) nodes: Vec<Option<NodeCache>>,

@@ -3,6 +3,7 @@
 //! their devices; the write-back daemons of node and server caches; `sync`,
 //! `close` and `delete`.
 
+use crate::storage::fs::FileSystemKind as _;
 use piotwin_types::Access;
 
 use super::cache::State;

@@ -5,7 +5,7 @@
 //! lives in the storage model around it.
 //!
 //! To add a kind: a module here implementing [`FileSystemKind`], a variant of
-//! `scenario::FsKind`, and its arm in [`kind`].
+//! `scenario::FsKind`, and its arms in [`kind`] and [`Kind`].
 
 mod local;
 mod nfs;
@@ -49,14 +49,50 @@ pub(crate) trait FileSystemKind {
 }
 
 /// The model of the file system `fs` describes.
-pub(crate) fn kind(fs: &FileSystem) -> Box<dyn FileSystemKind> {
+pub(crate) fn kind(fs: &FileSystem) -> Kind {
     match fs.kind {
-        FsKind::Local => Box::new(local::Local),
-        FsKind::Nfs => Box::new(nfs::Nfs),
-        FsKind::Parallel => Box::new(parallel::Parallel {
+        FsKind::Local => Kind::Local(local::Local),
+        FsKind::Nfs => Kind::Nfs(nfs::Nfs),
+        FsKind::Parallel => Kind::Parallel(parallel::Parallel {
             stripe_size: fs.stripe_size,
             stripe_count: fs.stripe_count,
         }),
+    }
+}
+
+/// One of the kinds, dispatched statically (`map` runs per remote request).
+pub(crate) enum Kind {
+    Local(local::Local),
+    Nfs(nfs::Nfs),
+    Parallel(parallel::Parallel),
+}
+
+impl Kind {
+    fn get(&self) -> &dyn FileSystemKind {
+        match self {
+            Kind::Local(k) => k,
+            Kind::Nfs(k) => k,
+            Kind::Parallel(k) => k,
+        }
+    }
+}
+
+impl FileSystemKind for Kind {
+    fn map(&self, file: usize, a: u64, b: u64, servers: usize) -> BTreeMap<usize, Pieces> {
+        match self {
+            Kind::Local(k) => k.map(file, a, b, servers),
+            Kind::Nfs(k) => k.map(file, a, b, servers),
+            Kind::Parallel(k) => k.map(file, a, b, servers),
+        }
+    }
+    fn flush_on_close(&self) -> bool {
+        self.get().flush_on_close()
+    }
+    fn stripes_across_servers(&self) -> bool {
+        self.get().stripes_across_servers()
+    }
+    fn romio(&self) -> RomioDriver {
+        self.get().romio()
     }
 }
 
