@@ -65,6 +65,5 @@ mod program;
 #[cfg(test)]
 mod tests;
 
-use output::combo_name;
 pub use params::*;
 pub use program::*;

@@ -541,36 +541,26 @@ const DEVICE: &[Key] = &[
 
 /// Every key, devices expanded under `server.device` and its `member`, in the
 /// order the reader lists them.
-pub fn keys() -> Vec<Key> {
-    let mut out: Vec<Key> = KEYS.to_vec();
-    for (prefix, nested) in [("server.device", false), ("server.device.member", true)] {
-        for d in DEVICE {
-            if nested && (d.devices == RAID) {
-                continue;
+pub fn keys() -> &'static [Key] {
+    static ALL: std::sync::LazyLock<Vec<Key>> = std::sync::LazyLock::new(|| {
+        let mut out: Vec<Key> = KEYS.to_vec();
+        for (prefix, nested) in [("server.device", false), ("server.device.member", true)] {
+            for d in DEVICE {
+                if nested && (d.devices == RAID) {
+                    continue;
+                }
+                let mut k = *d;
+                // built once per process: the expanded paths live as long as it
+                k.path = Box::leak(format!("{prefix}.{}", d.path).into_boxed_str());
+                if nested && d.path == "kind" {
+                    k.holds = Choice(&["ssd", "hdd"]);
+                }
+                out.push(k);
             }
-            let mut k = *d;
-            k.path = leak(format!("{prefix}.{}", d.path));
-            if nested && d.path == "kind" {
-                k.holds = Choice(&["ssd", "hdd"]);
-            }
-            out.push(k);
         }
-    }
-    out
-}
-
-/// Paths built once per process for the expanded device keys.
-fn leak(s: String) -> &'static str {
-    use std::collections::BTreeMap;
-    use std::sync::Mutex;
-    static PATHS: Mutex<BTreeMap<String, &'static str>> = Mutex::new(BTreeMap::new());
-    let mut m = PATHS.lock().expect("not poisoned");
-    if let Some(p) = m.get(&s) {
-        return p;
-    }
-    let p: &'static str = Box::leak(s.clone().into_boxed_str());
-    m.insert(s, p);
-    p
+        out
+    });
+    &ALL
 }
 
 /// `path` with list indices removed (`nodes[0].cache` → `nodes.cache`).
@@ -590,7 +580,7 @@ pub fn children(table: &str, device: Option<&str>) -> Vec<&'static str> {
         format!("{table}.")
     };
     keys()
-        .into_iter()
+        .iter()
         .filter(|k| {
             k.path
                 .strip_prefix(&prefix)
@@ -606,7 +596,7 @@ pub fn children(table: &str, device: Option<&str>) -> Vec<&'static str> {
 
 /// The key at plain `path`, if the schema has one.
 pub fn find(path: &str) -> Option<Key> {
-    keys().into_iter().find(|k| k.path == path)
+    keys().iter().find(|k| k.path == path).copied()
 }
 
 /// What a `[calibration]` entry for plain `path` holds: the numeric keys.

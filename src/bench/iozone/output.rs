@@ -2,10 +2,6 @@
 
 use super::*;
 
-pub(super) fn combo_name(s: u64, r: u64) -> String {
-    format!("file {} record {}", format_size(s), format_size(r))
-}
-
 impl Iozone {
     /// IOzone's header and table (kB/s per file size × record size × pass), then
     /// each pass's seconds, records and fsync time; `mode` says where it ran.

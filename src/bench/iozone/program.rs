@@ -503,3 +503,8 @@ impl RankProgram for Iozone {
         out
     }
 }
+
+/// "file 512 KiB record 4 KiB": a (file size, record size) combination.
+pub(super) fn combo_name(s: u64, r: u64) -> String {
+    format!("file {} record {}", format_size(s), format_size(r))
+}
