@@ -133,6 +133,29 @@ fn twin_b_eff_io_is_deterministic_and_writes_every_file() {
     assert_eq!(j["mode"], "sim");
     let b_eff = j["metrics"]["b_eff_io_mb_s"].as_f64().unwrap();
     assert!(b_eff > 0.0);
+    // The twin holds no data: criterion 3 is not claimed as reached, nor is validity.
+    assert!(
+        out.contains("criterion 3: error count (0) == 0 -- not checked (twin: no data)")
+            && !out.contains("criterion 3: error count (0) == 0 -- reached"),
+        "{out}"
+    );
+    // Not valid anyway (T < 30 min): that much is known without data.
+    assert_eq!(j["metrics"]["valid"], 0.0, "{}", j["metrics"]);
+    let partitions = &j["tables"]["partitions"];
+    let col = |name: &str| {
+        partitions["columns"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .position(|c| c == name)
+            .unwrap()
+    };
+    for row in partitions["rows"].as_array().unwrap() {
+        assert!(
+            row[col("valid")] == false && row[col("errors_ok")].is_null(),
+            "{row}"
+        );
+    }
     assert_eq!(stdout(&b), out);
 }
 

@@ -59,20 +59,29 @@ pub struct Validity {
     pub shared_ok: bool,
     /// Criterion 3: no errors (I/O failures or data mismatches).
     pub errors_ok: bool,
+    /// Whether criterion 3 could be checked: the data read back was compared
+    /// (not in the twin, which holds no data).
+    pub data_checked: bool,
 }
 
 impl Validity {
-    /// The criteria for a partition with scheduled time `tn` seconds.
-    pub fn new(tn: u64, shared: bool, errors: u64) -> Validity {
+    /// The criteria for a partition with scheduled time `tn` seconds; `data_checked`
+    /// says whether the data read back was compared.
+    pub fn new(tn: u64, shared: bool, errors: u64, data_checked: bool) -> Validity {
         Validity {
             time_ok: tn >= T_CRIT,
             shared_ok: shared,
             errors_ok: errors == 0,
+            data_checked,
         }
     }
-    /// All three met: valid for comparing systems.
+    /// All three met and checked: valid for comparing systems.
     pub fn valid(&self) -> bool {
-        self.time_ok && self.shared_ok && self.errors_ok
+        self.time_ok && self.shared_ok && self.errors_ok && self.data_checked
+    }
+    /// Valid as far as it could be checked, but criterion 3 was not (no data).
+    pub fn unchecked(&self) -> bool {
+        self.time_ok && self.shared_ok && self.errors_ok && !self.data_checked
     }
 }
 
@@ -120,10 +129,13 @@ mod tests {
 
     #[test]
     fn validity_criteria() {
-        assert!(Validity::new(1800, true, 0).valid());
-        let v = Validity::new(600, true, 0);
+        assert!(Validity::new(1800, true, 0, true).valid());
+        let v = Validity::new(1800, true, 0, false);
+        assert!(!v.valid() && v.unchecked());
+        let v = Validity::new(600, true, 0, true);
         assert!(!v.valid() && !v.time_ok && v.shared_ok && v.errors_ok);
-        assert!(!Validity::new(3600, false, 0).valid());
-        assert!(!Validity::new(3600, true, 1).valid());
+        assert!(!Validity::new(3600, false, 0, true).valid());
+        assert!(!Validity::new(3600, true, 1, true).valid());
+        assert!(!Validity::new(3600, true, 1, false).unchecked());
     }
 }

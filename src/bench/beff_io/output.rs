@@ -90,7 +90,7 @@ impl Analysis {
                 rel21,
                 paper,
                 errors,
-                validity: Validity::new(cfg.tn(), cfg.shared, errors),
+                validity: Validity::new(cfg.tn(), cfg.shared, errors, m.checked_of(n)),
                 bytes_per_access,
             });
         }
@@ -333,11 +333,14 @@ pub fn summary_text(
             p.paper
         );
         let v = p.validity;
-        let _ = writeln!(
-            s,
-            "{} for comparison of different systems",
-            if v.valid() { "VALID" } else { "NOT VALID" }
-        );
+        let verdict = if v.valid() {
+            "VALID"
+        } else if v.unchecked() {
+            "VALIDITY NOT CHECKED (criterion 3)"
+        } else {
+            "NOT VALID"
+        };
+        let _ = writeln!(s, "{verdict} for comparison of different systems");
         if !v.valid() {
             let reached = |b: bool| if b { "reached" } else { "NOT reached" };
             let _ = writeln!(
@@ -356,7 +359,11 @@ pub fn summary_text(
                 s,
                 "  criterion 3: error count ({}) == 0 -- {}",
                 p.errors,
-                reached(v.errors_ok)
+                if v.data_checked {
+                    reached(v.errors_ok)
+                } else {
+                    "not checked (twin: no data)"
+                }
             );
         }
     }
@@ -379,7 +386,9 @@ pub fn final_lines(cfg: &Config, a: &Analysis, system: &str) -> String {
         cfg.mb,
         b.tn as f64 / 60.0
     );
-    if !b.validity.valid() {
+    if b.validity.unchecked() {
+        s.push_str(", validity not checked (see above)");
+    } else if !b.validity.valid() {
         s.push_str(", NOT VALID (see above)");
     }
     if b.errors > 0 {
@@ -519,10 +528,13 @@ pub fn run_report(
         metrics.insert("rewrite_mb_s".to_string(), b.access[1]);
         metrics.insert("read_mb_s".to_string(), b.access[2]);
         metrics.insert("b_eff_io_partition".to_string(), b.n as f64);
-        metrics.insert(
-            "valid".to_string(),
-            if b.validity.valid() { 1.0 } else { 0.0 },
-        );
+        // Unknown where the data could not be compared: no value rather than 1.
+        if !b.validity.unchecked() {
+            metrics.insert(
+                "valid".to_string(),
+                if b.validity.valid() { 1.0 } else { 0.0 },
+            );
+        }
     }
     metrics.insert(
         "errors".to_string(),
@@ -649,10 +661,18 @@ pub fn run_report(
                         f(p.rel21),
                         f(p.paper),
                         json!(p.errors),
-                        json!(p.validity.valid()),
+                        if p.validity.unchecked() {
+                            Value::Null
+                        } else {
+                            json!(p.validity.valid())
+                        },
                         json!(p.validity.time_ok),
                         json!(p.validity.shared_ok),
-                        json!(p.validity.errors_ok),
+                        if p.validity.data_checked {
+                            json!(p.validity.errors_ok)
+                        } else {
+                            Value::Null
+                        },
                         m.segments[i]
                             .as_ref()
                             .map_or(Value::Null, |s| json!(s.lseg)),
@@ -883,6 +903,7 @@ mod tests {
                             bytes: b,
                             time: tt,
                             errors: 0,
+                            checked: true,
                         });
                         bytes += b;
                         time += tt;

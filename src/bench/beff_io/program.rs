@@ -27,6 +27,9 @@ pub struct PatternRecord {
     pub time: f64,
     /// Errors over the partition (failed calls, short transfers, wrong data).
     pub errors: u64,
+    /// Read pass: every process compared the data it read (false where the back
+    /// end holds none, as in the twin). Write passes: true (nothing to compare).
+    pub checked: bool,
 }
 
 impl PatternRecord {
@@ -83,6 +86,11 @@ pub struct Measurements {
 }
 
 impl Measurements {
+    /// Whether every read pattern of partition `n` compared its data.
+    pub fn checked_of(&self, n: usize) -> bool {
+        self.patterns.iter().filter(|p| p.n == n).all(|p| p.checked)
+    }
+
     /// Errors over all patterns of partition `n`.
     pub fn errors_of(&self, n: usize) -> u64 {
         self.patterns
@@ -509,6 +517,8 @@ impl<C: IoCtx> PartitionRun<'_, C> {
             t_patterns += time;
             self.m.error_messages.extend(messages);
             let errors = ctx.allreduce_f64(errors as f64, ReduceOp::Sum).await as u64;
+            // Holding data is the back end's property, the same on every rank.
+            let checked = pass != Pass::Read || buf.bytes().is_some();
             let rec = PatternRecord {
                 n,
                 pass,
@@ -521,6 +531,7 @@ impl<C: IoCtx> PartitionRun<'_, C> {
                 bytes: pbytes,
                 time,
                 errors,
+                checked,
             };
             *self.done += 1;
             self.progress.done(

@@ -34,6 +34,8 @@ pub fn bt_step_flops(grid: [u64; 3]) -> f64 {
 pub enum Verification {
     /// Nothing was written (`--subtype none`).
     NotPerformed,
+    /// The data was read back but the back end holds none to compare (the twin).
+    NoData,
     /// Every double read back equals what was written.
     Successful,
     /// The first wrong double in file order: where it is, what was expected and read.
@@ -45,6 +47,7 @@ impl Verification {
     pub fn word(&self) -> &'static str {
         match self {
             Verification::NotPerformed => "NOT PERFORMED",
+            Verification::NoData => "NOT PERFORMED (no data)",
             Verification::Successful => "SUCCESSFUL",
             Verification::Failed(_) => "FAILED",
         }
@@ -60,13 +63,22 @@ struct Found {
 }
 
 /// All ranks agree on the first wrong double (smallest canonical element index)
-/// and describe it; `file_of(rank)` names the file the owner read.
+/// and describe it; `file_of(rank)` names the file the owner read. `checked` says
+/// whether this rank compared any data: where a rank held none to compare (the
+/// twin's buffers), nothing was verified and the outcome says so.
 async fn agree<C: IoCtx>(
     ctx: &C,
     mine: Option<Found>,
+    checked: bool,
     grid: [u64; 3],
     file_of: impl Fn(usize) -> String,
 ) -> Verification {
+    let all_checked = ctx
+        .allreduce_f64(if checked { 1.0 } else { 0.0 }, ReduceOp::Min)
+        .await;
+    if all_checked < 1.0 {
+        return Verification::NoData;
+    }
     let my_e = mine.map_or(f64::INFINITY, |f| f.element as f64);
     let min_e = ctx.allreduce_f64(my_e, ReduceOp::Min).await;
     if !min_e.is_finite() {
@@ -101,6 +113,14 @@ enum Storage<B> {
 }
 
 impl<B: IoBuf> Storage<B> {
+    /// Whether the buffers hold data to check (not in the twin).
+    fn holds_data(&self) -> bool {
+        match self {
+            Storage::Whole(b) => b.bytes().is_some(),
+            Storage::PerCell(bs) => bs.iter().all(|b| b.bytes().is_some()),
+        }
+    }
+
     fn whole<C: IoCtx<Buf = B>>(ctx: &C, layout: &RankLayout) -> Storage<B> {
         Storage::Whole(ctx.alloc(layout.bytes() as usize))
     }
@@ -374,6 +394,11 @@ impl<C: IoCtx> DumpFile<C> {
             .map(|(m, s)| stream_found(m, s)))
     }
 
+    /// Whether reading back compares data (the buffers hold some).
+    fn holds_data(&self) -> bool {
+        self.storage.holds_data() && self.rows.iter().all(|b| b.bytes().is_some())
+    }
+
     async fn close(self, ctx: &C) -> IoResult<()> {
         ctx.close(self.file).await
     }
@@ -490,10 +515,12 @@ impl RankProgram for BtioProgram {
 
         // Verification, after the timed region: every dump read back the same way.
         let mut found = None;
+        let mut checked = false;
         let mut t_verify = 0.0;
         if cfg.subtype != Subtype::None {
             let t = ctx.wtime();
             let mut f = DumpFile::open(ctx, cfg, &layout, &self.hints, false).await?;
+            checked = f.holds_data();
             for d in 0..dump {
                 let r = f.read_check(ctx, &layout, d).await?;
                 found = found.or(r);
@@ -512,8 +539,8 @@ impl RankProgram for BtioProgram {
         let wall_to_verified_s = ctx.allreduce_f64(t_wall, ReduceOp::Max).await;
         let verification = match cfg.subtype {
             Subtype::None => Verification::NotPerformed,
-            Subtype::Epio => agree(ctx, found, cfg.grid, |r| cfg.epio_path(r)).await,
-            _ => agree(ctx, found, cfg.grid, |_| cfg.file_path()).await,
+            Subtype::Epio => agree(ctx, found, checked, cfg.grid, |r| cfg.epio_path(r)).await,
+            _ => agree(ctx, found, checked, cfg.grid, |_| cfg.file_path()).await,
         };
         let bytes_written = POINT_BYTES * decomp.total_points() * dump;
         let total_mb = bytes_written as f64 * 1e-6;
@@ -786,7 +813,8 @@ impl RankProgram for KernelProgram {
         let post_time_s = max(t_post).await;
         let wait_time_s = max(t_wait).await;
         let wall_to_verified_s = max(t_wall).await;
-        let verification = agree(ctx, found, cfg.grid, |_| path.clone()).await;
+        let verification =
+            agree(ctx, found, storage.holds_data(), cfg.grid, |_| path.clone()).await;
         Ok(KernelOutcome {
             nprocs: ctx.size(),
             records: cfg.records,
