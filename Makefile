@@ -63,11 +63,13 @@ validate: build
 	  echo "ior $$shape n=$$n: exit $$?"; done; done; \
 	$(BIN) report validation $(VALIDATE_OUT)
 
-# Everything CI checks: the whole workspace's tests (real-mode tests launch mpiexec),
-# and that the twin-only build needs no MPI.
+# Everything CI checks: the whole workspace's tests (real-mode tests launch mpiexec;
+# PIOTWIN_REQUIRE_MPI makes a missing launcher a failure, never a skip), and the
+# twin-only build (no MPI): it builds, and its own test (a real run is refused) runs.
 test: deps
-	$(CARGO) test --workspace
+	PIOTWIN_REQUIRE_MPI=1 $(CARGO) test --workspace
 	$(CARGO) build --no-default-features --bin piotwin
+	$(CARGO) test --no-default-features --test cli_ior a_build_without_mpi_says_so
 
 # Engine speed: events/s on micro-benchmarks (engine_bench at $(BENCH_RANKS) ranks), then the
 # twin IOR at 64, 1024 and 4096 ranks: wall and CPU (user + sys) seconds, growth of the CPU

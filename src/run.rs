@@ -275,6 +275,28 @@ impl CommonArgs {
     }
 }
 
+/// An option left out whose default comes from the machine the run starts on
+/// (b_eff_io's `-MB`: memory per process). The real run would take it from the
+/// host and the twin from the scenario, i.e. two different workloads: `compare`
+/// resolves it once, here, and gives the value to both runs.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct MachineDefault {
+    /// The option as the benchmark's command line spells it (`-MB`).
+    pub flag: &'static str,
+    /// Its value on this machine.
+    pub value: String,
+    /// Where the value came from, for the reader.
+    pub from: String,
+}
+
+/// The options of a benchmark's command line that default from the machine.
+pub trait MachineDefaults {
+    /// Every such option the command line leaves out, resolved on this machine.
+    fn machine_defaults(&self) -> Result<Vec<MachineDefault>, CliError> {
+        Ok(Vec::new())
+    }
+}
+
 /// Where and how a run happened, for the text and the report.
 pub struct RunInfo {
     /// Real or twin (`None`: dry run, no report).

@@ -8,7 +8,6 @@ use common::{bad_input, files_in, mpiexec, mpirun, piotwin, read_json, stderr, s
 #[test]
 fn tiny_real_calibration_writes_a_scenario_the_twin_reads() {
     let Some(launcher) = mpiexec() else {
-        eprintln!("skipped: no mpiexec");
         return;
     };
     let dir = tempfile::tempdir().unwrap();

@@ -16,10 +16,58 @@ fn launcher_line() -> Option<String> {
     common::mpiexec().map(|w| w.join(" "))
 }
 
+/// b_eff_io without `-MB`: the memory per process defaults from the machine, so
+/// compare resolves it once (this host's, as the real run takes it) and both runs
+/// get that value: one workload on both sides, printed and recorded.
+#[test]
+fn b_eff_io_without_mb_runs_the_same_workload_on_both_sides() {
+    let Some(launcher) = launcher_line() else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let sc = default_scenario();
+    let o = piotwin(
+        dir.path(),
+        &[
+            "compare",
+            "b_eff_io",
+            "--scenario",
+            &sc,
+            "--ranks",
+            "1",
+            "--mpiexec",
+            &launcher,
+            "--out",
+            "c",
+            "-T",
+            "2",
+        ],
+    );
+    let out = stdout(&o);
+    assert_eq!(o.status.code(), Some(0), "{out}\n{}", stderr(&o));
+    let c = read_json(&dir.path().join("c/compare.json"));
+    let resolved = c["resolved"].as_array().unwrap();
+    assert_eq!(resolved.len(), 1, "{resolved:?}");
+    assert_eq!(resolved[0]["flag"], "-MB");
+    let mb: u64 = resolved[0]["value"].as_str().unwrap().parse().unwrap();
+    assert!(
+        out.contains(&format!("resolved for both runs: -MB {mb} (")),
+        "{out}"
+    );
+    for side in ["measured", "predicted"] {
+        let r = read_json(&dir.path().join(format!("c/{side}.json")));
+        assert_eq!(r["params"]["mb"], mb, "{side}: {}", r["params"]);
+    }
+    assert!(
+        c["warnings"].as_array().unwrap().is_empty(),
+        "{}",
+        c["warnings"]
+    );
+}
+
 #[test]
 fn ior_real_against_twin_end_to_end() {
     if launcher_line().is_none() {
-        eprintln!("skipped: no mpiexec");
         return;
     }
     let dir = tempfile::tempdir().unwrap();
@@ -185,7 +233,6 @@ fn ior_real_against_twin_end_to_end() {
 #[test]
 fn failed_real_run_keeps_what_it_finished() {
     let Some(launcher) = launcher_line() else {
-        eprintln!("skipped: no mpiexec");
         return;
     };
     let dir = tempfile::tempdir().unwrap();

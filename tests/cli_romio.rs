@@ -144,6 +144,11 @@ fn twin_reports_romio_defaults_as_mpich_does() {
 fn real_hints_reach_mpi_info() {
     let launcher = std::env::var("PIOTWIN_MPIEXEC").unwrap_or_else(|_| "mpiexec".into());
     if Command::new(&launcher).arg("--version").output().is_err() {
+        // Under `make test` (PIOTWIN_REQUIRE_MPI) a missing launcher is a failure.
+        assert!(
+            std::env::var_os("PIOTWIN_REQUIRE_MPI").is_none(),
+            "PIOTWIN_REQUIRE_MPI is set but `{launcher}` cannot be started"
+        );
         eprintln!("skipped: no `{launcher}`");
         return;
     }

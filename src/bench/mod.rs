@@ -3,7 +3,7 @@
 //! those `piotwin run` knows: adding a benchmark is its folder, its `pub mod`
 //! line and its line in `benchmarks!` below.
 
-use crate::run::{CliError, execute};
+use crate::run::{CliError, MachineDefault, MachineDefaults, execute};
 
 pub mod beff_io;
 pub mod btio;
@@ -30,6 +30,14 @@ macro_rules! benchmarks {
             pub fn check(&self) -> Result<(), CliError> {
                 match self {
                     $( Bench::$variant(a) => a.program(&a.common.resolve()?).map(drop), )*
+                }
+            }
+
+            /// The options left out that default from the machine, resolved here
+            /// (what `compare` passes to both of its runs).
+            pub fn machine_defaults(&self) -> Result<Vec<MachineDefault>, CliError> {
+                match self {
+                    $( Bench::$variant(a) => a.machine_defaults(), )*
                 }
             }
 

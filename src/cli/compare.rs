@@ -38,7 +38,7 @@ use piotwin::report::{RunReport, write_atomic};
 use piotwin_sim::Scenario;
 
 use super::launcher::Launcher;
-use piotwin::run::{CliError, check_output};
+use piotwin::run::{CliError, MachineDefault, check_output};
 
 use super::{Cli, Command as CliCommand, normalize_args};
 
@@ -259,6 +259,18 @@ fn check_run(argv: Vec<OsString>, bench: &str, side: &str) -> Result<Checked, Cl
         _ => unreachable!("check_run is given `run` command lines"),
     }
     Ok(Checked::Run)
+}
+
+/// The options of `piotwin <words…>` (a checked `run` command line) that default
+/// from the machine, resolved here.
+fn machine_defaults(words: &[OsString]) -> Result<Vec<MachineDefault>, CliError> {
+    let argv = std::iter::once(OsString::from("piotwin")).chain(words.iter().cloned());
+    match Cli::try_parse_from(normalize_args(argv.collect())) {
+        Ok(Cli {
+            command: CliCommand::Run { bench },
+        }) => bench.machine_defaults(),
+        _ => unreachable!("machine_defaults is given checked `run` command lines"),
+    }
 }
 
 /// One side's run: its child process's outcome.
@@ -484,6 +496,17 @@ fn figures(c: &Comparison, sides: &[&Side], dir: &Path) -> Result<Vec<FigureRow>
     Ok(rows)
 }
 
+/// The machine defaults given to both runs, as one line (`-MB 12052 (from …)`).
+fn resolved_line(resolved: &[MachineDefault]) -> Option<String> {
+    (!resolved.is_empty()).then(|| {
+        resolved
+            .iter()
+            .map(|d| format!("{} {} ({})", d.flag, d.value, d.from))
+            .collect::<Vec<_>>()
+            .join("; ")
+    })
+}
+
 /// Top-level `params` keys whose values differ between the two runs (defaults
 /// taken from the environment, such as b_eff_io's memory per process, can).
 fn params_differ(m: &RunReport, p: &RunReport) -> Vec<String> {
@@ -609,6 +632,16 @@ pub(super) fn run(args: &CompareArgs) -> Result<(), CliError> {
         }
         check_run(argv(&real), &args.bench, "real")?;
     }
+    // Options that default from the machine, resolved once for both runs.
+    let resolved = machine_defaults(&real)?;
+    if let Some(line) = resolved_line(&resolved) {
+        eprintln!("piotwin compare: resolved for both runs: {line}");
+    }
+    for d in &resolved {
+        for words in [&mut real, &mut twin] {
+            words.extend([d.flag.into(), d.value.clone().into()]);
+        }
+    }
 
     // Nothing was written so far; from here on, only inside DIR.
     let measured_dir = dir.join("measured");
@@ -688,6 +721,7 @@ pub(super) fn run(args: &CompareArgs) -> Result<(), CliError> {
         "ranks": args.ranks,
         "options": args.options,
         "seed": seed,
+        "resolved": resolved,
         "launcher": launcher_words,
         "metrics": comparison.metrics_json(),
         "headline": headline,
@@ -717,6 +751,10 @@ pub(super) fn run(args: &CompareArgs) -> Result<(), CliError> {
             ("ranks".into(), args.ranks.to_string()),
             ("options".into(), args.options.join(" ")),
             ("seed".into(), seed.to_string()),
+            (
+                "resolved for both runs".into(),
+                resolved_line(&resolved).unwrap_or_else(|| "-".into()),
+            ),
             ("launcher".into(), launcher_words.join(" ")),
             (
                 "wall time".into(),
@@ -739,6 +777,9 @@ pub(super) fn run(args: &CompareArgs) -> Result<(), CliError> {
         .map_err(|e| CliError::Runtime(format!("`{}`: cannot write: {e}", html_path.display())))?;
 
     print!("{}", comparison.render(&title));
+    if let Some(line) = resolved_line(&resolved) {
+        println!("resolved for both runs: {line}");
+    }
     for w in &warnings {
         println!("warning: {w}");
     }

@@ -84,19 +84,28 @@ pub fn read_json(path: &Path) -> serde_json::Value {
 }
 
 /// The MPI launcher: `PIOTWIN_MPIEXEC` (split on spaces) or `mpiexec`; `None`
-/// when it cannot be started.
+/// (and a note on stderr) when it cannot be started. Where `PIOTWIN_REQUIRE_MPI`
+/// is set (`make test`, CI), a missing launcher fails the test instead: a
+/// real-mode test never passes without running.
 pub fn mpiexec() -> Option<Vec<String>> {
     let launcher = std::env::var("PIOTWIN_MPIEXEC").unwrap_or_else(|_| "mpiexec".into());
     let words: Vec<String> = launcher.split_whitespace().map(String::from).collect();
     let found = Command::new(&words[0]).arg("--version").output().is_ok();
+    if !found {
+        assert!(
+            std::env::var_os("PIOTWIN_REQUIRE_MPI").is_none(),
+            "PIOTWIN_REQUIRE_MPI is set but the launcher `{launcher}` cannot be started \
+             (install MPI, `make deps`, or set PIOTWIN_MPIEXEC)"
+        );
+        eprintln!("skipped: no `{launcher}` (set PIOTWIN_MPIEXEC to the launcher)");
+    }
     found.then_some(words)
 }
 
-/// `mpiexec -n N piotwin ARGS` in `dir`; `None` (and a note on stderr) when no
-/// launcher is installed.
+/// `mpiexec -n N piotwin ARGS` in `dir`; `None` when no launcher is installed
+/// (see [`mpiexec`]: a failure under `PIOTWIN_REQUIRE_MPI`).
 pub fn mpirun(dir: &Path, n: usize, args: &[&str]) -> Option<Output> {
     let Some(launcher) = mpiexec() else {
-        eprintln!("skipped: no mpiexec (set PIOTWIN_MPIEXEC to the launcher)");
         return None;
     };
     Some(

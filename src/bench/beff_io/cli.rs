@@ -102,6 +102,24 @@ fn twin_default_mb(scenario: &Scenario, ranks: u64) -> u64 {
     schedule::default_mb_per_process(g.memory, on_node)
 }
 
+/// `-MB` left out: the real run would take this machine's memory per core and the
+/// twin the scenario's node memory per process.
+impl crate::run::MachineDefaults for BeffIoCliArgs {
+    fn machine_defaults(&self) -> Result<Vec<crate::run::MachineDefault>, CliError> {
+        if self.bench.mb.is_some() {
+            return Ok(Vec::new());
+        }
+        let cores = std::thread::available_parallelism().map_or(1, |c| c.get());
+        Ok(vec![crate::run::MachineDefault {
+            flag: "-MB",
+            value: host_default_mb()?.to_string(),
+            from: format!(
+                "this machine's MemTotal (/proc/meminfo) over its {cores} cores, as a real run takes it"
+            ),
+        }])
+    }
+}
+
 /// Default memory per process on this machine: MemTotal of `/proc/meminfo` over
 /// its cores (what the original's users give as memory per processor).
 fn host_default_mb() -> Result<u64, CliError> {

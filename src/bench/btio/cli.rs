@@ -78,6 +78,9 @@ pub struct BtioCliArgs {
     pub common: CommonArgs,
 }
 
+/// Nothing defaults from the machine.
+impl crate::run::MachineDefaults for BtioCliArgs {}
+
 /// `piotwin run btio-kernel`'s options.
 #[derive(Debug, Args)]
 pub struct KernelCliArgs {
@@ -87,6 +90,9 @@ pub struct KernelCliArgs {
     #[command(flatten)]
     pub common: CommonArgs,
 }
+
+/// Nothing defaults from the machine.
+impl crate::run::MachineDefaults for KernelCliArgs {}
 
 /// The number of processes the run will have: `--ranks` in the twin and the dry
 /// run, the launcher's job size for a real run (MPICH's PMI, Open MPI; 1 when

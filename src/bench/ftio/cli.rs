@@ -40,6 +40,9 @@ pub struct FtioCliArgs {
     pub common: CommonArgs,
 }
 
+/// Nothing defaults from the machine.
+impl crate::run::MachineDefaults for FtioCliArgs {}
+
 /// The FTIO program with the options it was built from (the report names them).
 pub struct FtioCli {
     args: FtioArgs,

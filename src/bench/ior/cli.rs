@@ -112,6 +112,9 @@ pub struct IorArgs {
     pub common: CommonArgs,
 }
 
+/// Nothing defaults from the machine.
+impl crate::run::MachineDefaults for IorArgs {}
+
 impl IorArgs {
     /// The checked program, ready to run with `common`.
     pub fn program(&self, common: &Common) -> Result<Ior, CliError> {

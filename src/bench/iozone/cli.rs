@@ -121,6 +121,9 @@ pub struct IozoneArgs {
     pub common: CommonArgs,
 }
 
+/// Nothing defaults from the machine.
+impl crate::run::MachineDefaults for IozoneArgs {}
+
 impl IozoneArgs {
     /// Auto mode and the API from `-a` and `--api`.
     fn auto_and_api(&self) -> Result<(bool, Api), CliError> {

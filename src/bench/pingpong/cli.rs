@@ -57,6 +57,9 @@ pub struct PingpongArgs {
     pub common: CommonArgs,
 }
 
+/// Nothing defaults from the machine.
+impl crate::run::MachineDefaults for PingpongArgs {}
+
 impl PingpongArgs {
     /// The checked program, ready to run with `common`.
     pub fn program(&self, common: &Common) -> Result<Pingpong, CliError> {
