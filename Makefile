@@ -5,7 +5,7 @@ RANKS ?= 4
 BIN := target/release/piotwin
 DEMO_IOR := -a MPIIO -b 4m -t 256k -s 4 -i 3
 
-.PHONY: demo validate test bench deps build
+.PHONY: demo validate test bench deps build reference-check
 
 # Install the system packages real mode needs (MPICH and libclang for rsmpi), if missing.
 deps:
@@ -62,6 +62,16 @@ validate: build
 	  $(BIN) compare ior --scenario $(CAL) --ranks $$n --out $$d $$shape -i 3 -o ior.dat > $$d.txt 2>&1; \
 	  echo "ior $$shape n=$$n: exit $$?"; done; done; \
 	$(BIN) report validation $(VALIDATE_OUT)
+
+# Our real b_eff_io and BTIO beside the public reference codes, which you build outside
+# this repository (b_eff_io 2.1's b_eff_io.c; NPB 3.3-MPI's BT with SUBTYPE=full, simple,
+# fortran, epio): make reference-check BEFF_IO=/path/b_eff_io NPB_BIN=/path/NPB3.3-MPI/bin.
+# Alternating runs (RUNS=3), then per-row medians, min–max bands and ratios; all scratch
+# under REF_DIR (new). About 15 minutes with the defaults (scripts/reference-check.sh).
+REF_DIR ?= target/reference-check
+reference-check: build
+	@test ! -e $(REF_DIR) || { echo "$(REF_DIR) exists: move it away or give another REF_DIR"; exit 2; }
+	scripts/reference-check.sh $(REF_DIR)
 
 # Everything CI checks: the whole workspace's tests (real-mode tests launch mpiexec;
 # PIOTWIN_REQUIRE_MPI makes a missing launcher a failure, never a skip), and the

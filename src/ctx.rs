@@ -84,6 +84,11 @@ pub trait IoBuf {
     fn bytes(&self) -> Option<&[u8]>;
     /// The data for filling, where the back end keeps data; `None` in the twin.
     fn bytes_mut(&mut self) -> Option<&mut [u8]>;
+    /// Use the first `len` bytes of the allocation, `len` at most the length it
+    /// was allocated with: one buffer serves calls of several sizes, as the C
+    /// benchmarks reuse one `malloc`'d buffer (where it lies in memory can
+    /// matter: see b_eff_io's module notes).
+    fn set_len(&mut self, len: usize);
 }
 
 /// The one interface a benchmark may use. See the module docs.
@@ -108,6 +113,16 @@ pub trait IoCtx: Sized {
     fn wtime(&self) -> f64;
     /// A buffer of `len` bytes (zeroed where it holds data).
     fn alloc(&self, len: usize) -> Self::Buf;
+    /// A buffer like [`IoCtx::alloc`] that starts `page_offset` bytes past a page
+    /// boundary where the back end keeps bytes (the twin keeps none, and ignores
+    /// it). Where a C benchmark's buffer lies is part of what it measures: a read
+    /// from the page cache into a buffer 16 bytes past a page (glibc's `malloc`
+    /// of a large block) runs at half speed on some machines (see b_eff_io's
+    /// buffers, in its program).
+    fn alloc_placed(&self, len: usize, page_offset: usize) -> Self::Buf {
+        let _ = page_offset;
+        self.alloc(len)
+    }
 
     /// Synchronise all ranks.
     async fn barrier(&self);

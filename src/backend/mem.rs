@@ -31,6 +31,15 @@ impl IoBuf for MemBuf {
     fn bytes_mut(&mut self) -> Option<&mut [u8]> {
         Some(&mut self.0)
     }
+    fn set_len(&mut self, len: usize) {
+        assert!(
+            len <= self.0.capacity(),
+            "set_len({len}) beyond the allocation of {} bytes",
+            self.0.capacity()
+        );
+        // Within the capacity: never reallocates, so the buffer stays where it is.
+        self.0.resize(len, 0);
+    }
 }
 
 /// An open file: its path, view and shared file pointer (in etypes).

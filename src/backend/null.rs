@@ -112,6 +112,9 @@ impl IoBuf for NullBuf {
     fn bytes_mut(&mut self) -> Option<&mut [u8]> {
         None
     }
+    fn set_len(&mut self, len: usize) {
+        self.0 = len;
+    }
 }
 
 /// An open file of the null back end.

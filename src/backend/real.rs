@@ -72,19 +72,56 @@ pub struct RealCtx {
     comm: Comm,
 }
 
-/// An I/O buffer holding its bytes.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct RealBuf(Vec<u8>);
+/// A real buffer: `len` bytes from `start` of an allocation it owns. Plain
+/// buffers start at their allocation; [`IoCtx::alloc_placed`] ones a chosen
+/// number of bytes past a page boundary, inside a slightly larger allocation.
+pub struct RealBuf {
+    data: Vec<u8>,
+    start: usize,
+    len: usize,
+}
+
+/// The page size buffer placement is counted in (Linux x86-64, arm64 4 KiB pages).
+const PAGE: usize = 4096;
+
+impl RealBuf {
+    fn whole(data: Vec<u8>) -> RealBuf {
+        let len = data.len();
+        RealBuf {
+            data,
+            start: 0,
+            len,
+        }
+    }
+
+    /// The bytes as an allocation of their own, for a nonblocking request to own
+    /// (a placed buffer's bytes are copied out: nothing posts one today).
+    fn into_vec(self) -> Vec<u8> {
+        if self.start == 0 && self.len == self.data.len() {
+            self.data
+        } else {
+            self.data[self.start..self.start + self.len].to_vec()
+        }
+    }
+}
 
 impl IoBuf for RealBuf {
     fn len(&self) -> usize {
-        self.0.len()
+        self.len
     }
     fn bytes(&self) -> Option<&[u8]> {
-        Some(&self.0)
+        Some(&self.data[self.start..self.start + self.len])
     }
     fn bytes_mut(&mut self) -> Option<&mut [u8]> {
-        Some(&mut self.0)
+        Some(&mut self.data[self.start..self.start + self.len])
+    }
+    fn set_len(&mut self, len: usize) {
+        assert!(
+            self.start + len <= self.data.len(),
+            "set_len({len}) beyond the allocation of {} bytes",
+            self.data.len() - self.start
+        );
+        self.len = len;
     }
 }
 
@@ -146,7 +183,14 @@ impl IoCtx for RealCtx {
         piotwin_real::wtime()
     }
     fn alloc(&self, len: usize) -> RealBuf {
-        RealBuf(vec![0; len])
+        RealBuf::whole(vec![0; len])
+    }
+
+    fn alloc_placed(&self, len: usize, page_offset: usize) -> RealBuf {
+        let page_offset = page_offset % PAGE;
+        let data = vec![0; len + PAGE + page_offset];
+        let start = (PAGE - data.as_ptr() as usize % PAGE) % PAGE + page_offset;
+        RealBuf { data, start, len }
     }
 
     async fn barrier(&self) {
@@ -162,7 +206,11 @@ impl IoCtx for RealCtx {
         self.comm.allgather_f64(value)
     }
     async fn sendrecv_replace(&self, buf: &mut RealBuf, dest: usize, source: usize) {
-        if let Err(e) = self.comm.sendrecv_replace(&mut buf.0, dest, source) {
+        if let Err(e) = self.comm.sendrecv_replace(
+            buf.bytes_mut().expect("a real buffer holds bytes"),
+            dest,
+            source,
+        ) {
             panic!("sendrecv_replace: {e}");
         }
     }
@@ -200,10 +248,12 @@ impl IoCtx for RealCtx {
 
     async fn xfer(&self, file: &mut RealFile, op: Op, buf: &mut RealBuf) -> IoResult<usize> {
         let f = match &file.0 {
-            FileKind::Posix(f) => return posix_xfer(f, op, &mut buf.0),
+            FileKind::Posix(f) => {
+                return posix_xfer(f, op, buf.bytes_mut().expect("a real buffer holds bytes"));
+            }
             FileKind::Mpi(f) => f,
         };
-        let b = &mut buf.0;
+        let b = buf.bytes_mut().expect("a real buffer holds bytes");
         Ok(match (op.access, op.coord, op.pos) {
             (Access::Write, Coordination::Independent, Position::At(o)) => f.write_at(o, b)?,
             (Access::Write, Coordination::Collective, Position::At(o)) => f.write_at_all(o, b)?,
@@ -225,7 +275,7 @@ impl IoCtx for RealCtx {
     }
 
     async fn post(&self, file: &mut RealFile, op: Op, buf: RealBuf) -> IoResult<RealRequest> {
-        let mut buf = buf.0;
+        let mut buf = buf.into_vec();
         let f = match &file.0 {
             FileKind::Posix(f) => {
                 posix_xfer(f, op, &mut buf)?;
@@ -326,7 +376,7 @@ impl IoCtx for RealCtx {
         }
         Ok(out
             .into_iter()
-            .map(|b| RealBuf(b.expect("every request completed")))
+            .map(|b| RealBuf::whole(b.expect("every request completed")))
             .collect())
     }
 

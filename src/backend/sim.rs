@@ -34,6 +34,9 @@ impl IoBuf for SimBuf {
     fn bytes_mut(&mut self) -> Option<&mut [u8]> {
         None
     }
+    fn set_len(&mut self, len: usize) {
+        self.len = len;
+    }
 }
 
 /// An open file in the twin.
