@@ -92,12 +92,14 @@ enum ReportCommand {
     },
     /// Summarise a held-out study: the headline metrics of every DIR/<run>/compare.json
     /// (as `make validate` writes them), the median and largest |error|, and how many are
-    /// within --limit %. Also writes DIR/validation.json.
+    /// within --limit %. Also writes DIR/validation.json. Exit code 1 when the median
+    /// |error| is above --limit (or no headline metric has an error).
     Validation {
         /// The directory holding one `piotwin compare --out` directory per run.
         #[arg(value_name = "DIR")]
         dir: PathBuf,
-        /// The |error| a headline metric should stay within, percent.
+        /// The |error| a headline metric should stay within, percent; the run fails when
+        /// the median |error| is above it.
         #[arg(long, value_name = "PCT", default_value_t = 25.0)]
         limit: f64,
     },
@@ -146,7 +148,16 @@ pub(crate) fn run(cli: Cli) -> Result<(), CliError> {
             piotwin::report::write_atomic(&out, json.as_bytes())
                 .map_err(|e| CliError::Runtime(format!("cannot write `{}`: {e}", out.display())))?;
             println!("wrote {}", out.display());
-            Ok(())
+            let summary = piotwin::report::compare::Summary::of(entries.iter().map(|e| &e.row));
+            match summary.median_abs_error {
+                Some(m) if m <= limit => Ok(()),
+                Some(m) => Err(CliError::Runtime(format!(
+                    "report validation: median |error| {m:.1} % is above --limit {limit} %"
+                ))),
+                None => Err(CliError::Runtime(
+                    "report validation: no headline metric has an error to judge".into(),
+                )),
+            }
         }
         Command::Scenario {
             command: ScenarioCommand::Check { file },

@@ -150,6 +150,88 @@ impl Figure {
     }
 }
 
+/// Checks that an SVG drawn by [`Figure::write_svg`] for `figure` can be read:
+/// every panel carries at least three numeric values on its y axis and two
+/// labels on its x axis, and both axis descriptions, each with a unit in
+/// brackets (`bandwidth [MB/s]`). The error names the panel and what is missing.
+pub fn check_readable_axes(svg: &str, figure: &Figure) -> Result<(), String> {
+    let texts = svg_texts(svg);
+    let (w, h) = (figure.panel_size.0 as f64, figure.panel_size.1 as f64);
+    for (i, panel) in figure.panels.iter().enumerate() {
+        let (left, top) = (i as f64 * w, TITLE_HEIGHT as f64);
+        let inside = |t: &&SvgText| t.x >= left && t.x < left + w && t.y >= top && t.y < top + h;
+        let here: Vec<&SvgText> = texts.iter().filter(inside).collect();
+        // The y tick labels sit in the label area left of the plot (60 px + margin),
+        // the x tick labels in the band under it (40 px + margin).
+        let y_values = here
+            .iter()
+            .filter(|t| t.x < left + 75.0 && t.y < top + h - 50.0)
+            .filter(|t| t.text.parse::<f64>().is_ok())
+            .count();
+        let x_labels = here
+            .iter()
+            .filter(|t| t.y >= top + h - 50.0 && t.text != panel.x_label && !t.text.is_empty())
+            .count();
+        let name = &panel.title;
+        if y_values < 3 {
+            return Err(format!(
+                "panel `{name}`: {y_values} numeric y-axis values (at least 3 wanted)"
+            ));
+        }
+        if x_labels < 2 {
+            return Err(format!(
+                "panel `{name}`: {x_labels} x-axis labels (at least 2 wanted)"
+            ));
+        }
+        for (axis, label) in [("x", &panel.x_label), ("y", &panel.y_label)] {
+            if !(label.contains('[') && label.ends_with(']')) {
+                return Err(format!(
+                    "panel `{name}`: the {axis} axis `{label}` names no unit in brackets"
+                ));
+            }
+            if !here.iter().any(|t| &t.text == label) {
+                return Err(format!(
+                    "panel `{name}`: the {axis} axis description `{label}` is not drawn"
+                ));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// A `<text>` element of an SVG: its anchor position and content.
+struct SvgText {
+    x: f64,
+    y: f64,
+    text: String,
+}
+
+/// The `<text>` elements of an SVG as plotters writes them (`<text x=".." y=".." …>content</text>`).
+fn svg_texts(svg: &str) -> Vec<SvgText> {
+    let attr = |tag: &str, name: &str| -> Option<f64> {
+        let at = tag.find(&format!(" {name}=\""))? + name.len() + 3;
+        tag[at..].split('"').next()?.parse().ok()
+    };
+    svg.split("<text")
+        .skip(1)
+        .filter_map(|rest| {
+            let (tag, body) = rest.split_once('>')?;
+            let text = body.split("</text>").next()?.trim();
+            let text = text
+                .replace("&lt;", "<")
+                .replace("&gt;", ">")
+                .replace("&quot;", "\"")
+                .replace("&apos;", "'")
+                .replace("&amp;", "&");
+            Some(SvgText {
+                x: attr(tag, "x")?,
+                y: attr(tag, "y")?,
+                text,
+            })
+        })
+        .collect()
+}
+
 /// Horizontal bars, one per named value, over a linear axis from 0 to
 /// `value_max` (give two charts the same `value_max` to compare them by eye).
 #[derive(Debug, Clone, PartialEq)]
@@ -281,6 +363,43 @@ fn y_range(panel: &Panel) -> (f64, f64) {
     }
 }
 
+/// The labelled values of a log axis over `[lo, hi]`: the powers of ten inside,
+/// or where that gives fewer than four, the 1-2-5 values, or every 1…9 multiple:
+/// a panel whose data span less than a decade still carries readable values.
+pub fn log_ticks(lo: f64, hi: f64) -> Vec<f64> {
+    if !(lo > 0.0 && hi > lo && hi.is_finite()) {
+        return Vec::new();
+    }
+    let (k0, k1) = (lo.log10().floor() as i32, hi.log10().ceil() as i32);
+    let mut ticks = Vec::new();
+    for mantissas in [
+        &[1.0][..],
+        &[1.0, 2.0, 5.0],
+        &[1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0, 8.0, 9.0],
+    ] {
+        ticks = (k0..=k1)
+            .flat_map(|k| mantissas.iter().map(move |m| m * 10f64.powi(k)))
+            .filter(|v| (lo..=hi).contains(v))
+            .collect();
+        if ticks.len() >= 4 {
+            break;
+        }
+    }
+    ticks
+}
+
+/// An axis value as a person reads it: whole numbers from 1 up (`20000`, not
+/// `2e4`), up to three significant digits below (`0.05`, `0.125`).
+fn tick_label(v: f64) -> String {
+    if v.abs() >= 1.0 || v == 0.0 {
+        format!("{v:.0}")
+    } else {
+        let digits = (2 - v.abs().log10().floor() as i32).max(0) as usize;
+        let s = format!("{v:.digits$}");
+        s.trim_end_matches('0').trim_end_matches('.').to_string()
+    }
+}
+
 fn draw_panel<DB: DrawingBackend>(
     panel: &Panel,
     area: &DrawingArea<DB, plotters::coord::Shift>,
@@ -307,6 +426,7 @@ fn draw_panel<DB: DrawingBackend>(
         .x_label_area_size(40)
         .y_label_area_size(60);
     let visible = |p: &&(f64, f64)| p.1.is_finite() && (!panel.log_y || p.1 > 0.0);
+    let y_fmt = |v: &f64| tick_label(*v);
     macro_rules! body {
         ($chart:expr) => {{
             let mut chart = $chart;
@@ -317,6 +437,7 @@ fn draw_panel<DB: DrawingBackend>(
                 .x_labels(n_x_labels)
                 .y_labels(12)
                 .x_label_formatter(&x_fmt)
+                .y_label_formatter(&y_fmt)
                 .label_style(("sans-serif", 12))
                 .draw()
                 .map_err(e)?;
@@ -347,7 +468,10 @@ fn draw_panel<DB: DrawingBackend>(
     if panel.log_y {
         body!(
             builder
-                .build_cartesian_2d(x0..x1, (y0..y1).log_scale())
+                .build_cartesian_2d(
+                    x0..x1,
+                    (y0..y1).log_scale().with_key_points(log_ticks(y0, y1))
+                )
                 .map_err(e)?
         );
     } else {
@@ -385,6 +509,56 @@ mod tests {
             panels: vec![panel("write"), panel("read")],
             panel_size: (400, 300),
         }
+    }
+
+    /// Log panels whose data span less than a decade (b_eff_io's rewrite panel:
+    /// one series, 2000–2700 MB/s) or several decades still carry readable values.
+    #[test]
+    fn every_panel_has_readable_axes_with_units() {
+        let mut fig = figure();
+        fig.panels.push(Panel {
+            title: "rewrite".into(),
+            series: vec![Series {
+                name: "scatter - type 0".into(),
+                points: vec![(1.0, 2705.0), (2.0, 2199.0), (10.0, 2666.0)],
+            }],
+            ..fig.panels[0].clone()
+        });
+        fig.panels.push(Panel {
+            title: "linear".into(),
+            log_y: false,
+            ..fig.panels[2].clone()
+        });
+        let dir = tempfile::tempdir().unwrap();
+        let svg = dir.path().join("f.svg");
+        fig.write_svg(&svg).unwrap();
+        let text = std::fs::read_to_string(&svg).unwrap();
+        check_readable_axes(&text, &fig).unwrap();
+        // The check fails where values or units are missing.
+        let err = check_readable_axes("<svg></svg>", &fig).unwrap_err();
+        assert!(err.contains("0 numeric y-axis values"), "{err}");
+        let mut no_unit = fig.clone();
+        no_unit.panels[1].y_label = "bandwidth".into();
+        no_unit.write_svg(&svg).unwrap();
+        let err =
+            check_readable_axes(&std::fs::read_to_string(&svg).unwrap(), &no_unit).unwrap_err();
+        assert!(err.contains("names no unit"), "{err}");
+    }
+
+    #[test]
+    fn log_ticks_give_readable_values_for_any_span() {
+        assert_eq!(log_ticks(1.0, 1e4), vec![1.0, 10.0, 100.0, 1000.0, 10000.0]);
+        // Under a decade: the 1-2-5 values or every multiple, at least four.
+        assert_eq!(
+            log_ticks(1000.0, 6000.0),
+            vec![1000.0, 2000.0, 3000.0, 4000.0, 5000.0, 6000.0]
+        );
+        assert_eq!(log_ticks(150.0, 2500.0), vec![200.0, 500.0, 1000.0, 2000.0]);
+        assert!(log_ticks(0.0, 1.0).is_empty());
+        assert_eq!(tick_label(20000.0), "20000");
+        assert_eq!(tick_label(0.05), "0.05");
+        assert_eq!(tick_label(0.125), "0.125");
+        assert_eq!(tick_label(0.5), "0.5");
     }
 
     #[test]

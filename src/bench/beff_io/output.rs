@@ -938,6 +938,22 @@ mod tests {
         c
     }
 
+    /// Every panel of the b_eff_io figure carries readable values and units, the
+    /// rewrite panel too (one series, a flat line: a narrow log range).
+    #[test]
+    fn the_figure_has_readable_axes_in_every_panel() {
+        // 2400 MB/s: no power of ten within the rewrite panel's range.
+        let c = cfg(&["-N", "2"]);
+        let m = synthetic(&c, 2400.0);
+        let a = Analysis::new(&c, &m);
+        let fig = partition_figure(&c, &m, &a, 2);
+        let dir = tempfile::tempdir().unwrap();
+        let svg = dir.path().join("f.svg");
+        fig.write_svg(&svg).unwrap();
+        let text = std::fs::read_to_string(&svg).unwrap();
+        crate::report::plot::check_readable_axes(&text, &fig).unwrap();
+    }
+
     #[test]
     fn analysis_of_synthetic_measurements() {
         let c = cfg(&["-N", "2,4"]);
