@@ -294,3 +294,98 @@ fn real_b_eff_io_with_rewrite_noshared_nounique_keep() {
         .collect();
     assert_eq!(data.len(), 6, "{data:?}");
 }
+
+/// A small tmpfs mounted at `dir` for the life of the value (root only): a file
+/// system that fills up. Unmounted on drop.
+struct Tmpfs(PathBuf);
+
+impl Tmpfs {
+    /// Mounts `size` of tmpfs at `dir`; `None` where this process may not mount
+    /// (not root) and no test requires it. Under `PIOTWIN_REQUIRE_MPI` (`make
+    /// test`, CI as root) a failure to mount fails the test instead.
+    fn mount(dir: &Path, size: &str) -> Option<Tmpfs> {
+        std::fs::create_dir_all(dir).unwrap();
+        let ok = std::process::Command::new("mount")
+            .args(["-t", "tmpfs", "-o", &format!("size={size}"), "tmpfs"])
+            .arg(dir)
+            .status()
+            .is_ok_and(|s| s.success());
+        if !ok {
+            assert!(
+                std::env::var_os("PIOTWIN_REQUIRE_MPI").is_none(),
+                "cannot mount a tmpfs at {} (these tests need root)",
+                dir.display()
+            );
+            eprintln!("skipped: cannot mount a tmpfs (not root)");
+            return None;
+        }
+        Some(Tmpfs(dir.to_path_buf()))
+    }
+}
+
+impl Drop for Tmpfs {
+    fn drop(&mut self) {
+        let _ = std::process::Command::new("umount").arg(&self.0).status();
+    }
+}
+
+/// b_eff_io on a file system that is full from the start: every failed pattern is
+/// reported as failed (no bandwidth), the shared-pointer type is skipped before MPI
+/// could abort on its hidden file, the run ends (no hang) with exit status 1 and
+/// its report, and it leaves none of its scratch files behind.
+#[cfg(feature = "mpi")]
+#[test]
+fn real_b_eff_io_on_a_full_disk_fails_cleanly_and_reports() {
+    let dir = tempfile::tempdir().unwrap();
+    let full = dir.path().join("full");
+    let Some(_fs) = Tmpfs::mount(&full, "8m") else {
+        return;
+    };
+    // Fill it to the last block.
+    let fill = full.join("fill");
+    let _ = std::fs::write(&fill, vec![7u8; 8 << 20]);
+    let Some(launcher) = mpiexec() else {
+        return;
+    };
+    let o = std::process::Command::new("timeout")
+        .arg("300")
+        .args(&launcher)
+        .args([
+            "-n", "2", BIN, "run", "b_eff_io", "-MB", "16", "-T", "4", "-N", "2", "-p",
+        ])
+        .arg(&full)
+        .args(["-f", "r", "--json", "r.json"])
+        .current_dir(dir.path())
+        .env_remove("PMI_SIZE")
+        .env_remove("OMPI_COMM_WORLD_SIZE")
+        .output()
+        .unwrap();
+    let err = stderr(&o);
+    assert_eq!(o.status.code(), Some(1), "{err}");
+    assert!(err.contains("No space left on device"), "{err}");
+    assert!(err.contains("FAILED"), "{err}");
+    assert!(err.contains("shared file pointer not usable"), "{err}");
+    let j = read_json(&dir.path().join("r.json"));
+    assert!(!j["errors"].as_array().unwrap().is_empty());
+    let patterns = &j["tables"]["patterns"];
+    let col = |name: &str| {
+        patterns["columns"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .position(|c| c == name)
+            .unwrap()
+    };
+    for row in patterns["rows"].as_array().unwrap() {
+        if row[col("errors")].as_u64().unwrap() > 0 {
+            assert!(
+                row[col("bw_mb_s")].is_null(),
+                "a failed pattern with a bandwidth: {row}"
+            );
+        }
+    }
+    for f in ["r.sum", "r.prot"] {
+        assert!(dir.path().join(f).is_file(), "{f} not written");
+    }
+    assert_eq!(files_in(&full), ["fill"], "scratch files left behind");
+}

@@ -110,7 +110,7 @@ fn stored_live_runs_stay_within_their_gates() {
                     "{name:<22} {metric:<16} predicted {p:>10.2} measured {m:>10.2} error {error:+7.1} % (gate {gate:.1} %)"
                 );
                 checked += 1;
-                if !(error.abs() <= gate) {
+                if error.is_nan() || error.abs() > gate {
                     failures.push(format!(
                         "{}/{name} {metric}: |error| {:.1} % is past its gate {gate:.1} % \
                          (recorded {recorded:+.1} % + margin {margin} points; predicted {p}, measured {m})",

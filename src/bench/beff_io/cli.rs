@@ -243,6 +243,11 @@ impl Benchmark for BeffIo {
     fn failure(&self, out: &Result<Measurements, BeffIoError>) -> Option<String> {
         match out {
             Err(e) => Some(e.to_string()),
+            Ok(Measurements {
+                stopped: Some(why), ..
+            }) => Some(format!(
+                "stopped early: {why} (what finished is in the report; scratch files removed unless -keep)"
+            )),
             Ok(m) => {
                 let errors: u64 = m.patterns.iter().map(|p| p.errors).sum();
                 (errors > 0).then(|| {

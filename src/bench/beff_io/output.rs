@@ -224,6 +224,13 @@ pub fn summary_text(
     environment: &BTreeMap<String, String>,
 ) -> String {
     let mut s = header(cfg, mode, environment);
+    if let Some(why) = &m.stopped {
+        let _ = writeln!(
+            s,
+            "\nSTOPPED EARLY: {why}\nThe tables below hold the patterns that finished (the rest read 0 or -); \
+             no b_eff_io value is a measurement of this run.\n"
+        );
+    }
     let lmax = cfg.lmax();
     let system = system_name(environment);
     for p in &a.partitions {
@@ -438,7 +445,7 @@ pub fn protocol_text(
                         p.reps,
                         1e-6 * (p.bytes * n as u64) as f64,
                         p.time,
-                        p.mb_s()
+                        p.measured_mb_s().unwrap_or(FAILED_MB_S)
                     );
                     if p.errors > 0 {
                         let _ = write!(s, " {} ERRORS", p.errors);
@@ -589,7 +596,7 @@ pub fn run_report(
                         json!(p.reps),
                         json!(p.bytes),
                         f(p.time),
-                        f(p.mb_s()),
+                        p.measured_mb_s().map_or(Value::Null, f),
                         json!(p.errors),
                     ]
                 })
@@ -718,6 +725,12 @@ pub fn run_report(
         },
     );
     let mut errors = m.error_messages.clone();
+    if let Some(why) = &m.stopped {
+        // The schedule did not finish: no aggregate is a measurement of it. The
+        // pattern and type tables keep what finished.
+        metrics.retain(|k, _| k == "errors" || k == "total_time_s");
+        errors.insert(0, format!("stopped early: {why}"));
+    }
     for p in a.partitions.iter().filter(|p| p.errors > 0) {
         errors.push(format!(
             "partition n={}: {} errors (failed calls, short transfers or wrong data)",
@@ -875,6 +888,7 @@ mod tests {
             segments: vec![None; cfg.partitions.len()],
             error_messages: vec![],
             total_time: 10.0,
+            stopped: None,
         };
         for pass in Pass::ALL {
             for &n in &cfg.partitions {

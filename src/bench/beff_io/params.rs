@@ -32,6 +32,9 @@ pub enum BeffIoError {
     /// A call outside the repetition loop failed.
     #[error("b_eff_io: {0}")]
     Io(#[from] IoError),
+    /// The run stopped because another process did.
+    #[error("b_eff_io: {0}")]
+    Stopped(String),
 }
 
 /// b_eff_io's options. The original's single-dash names (`-MB 1024 -rewrite`) are

@@ -33,9 +33,16 @@ pub struct PatternRecord {
 }
 
 impl PatternRecord {
-    /// Bandwidth in MB/s.
+    /// Bandwidth in MB/s, as computed: bytes over time, whether or not the calls
+    /// succeeded.
     pub fn mb_s(&self) -> f64 {
         formulas::pattern_mb_s(self.n, self.bytes, self.time)
+    }
+
+    /// The bandwidth as a measurement: none where calls failed or data was wrong
+    /// (failed calls return at once, so bytes over time would be a fiction).
+    pub fn measured_mb_s(&self) -> Option<f64> {
+        (self.errors == 0).then(|| self.mb_s())
     }
 }
 
@@ -83,6 +90,10 @@ pub struct Measurements {
     pub error_messages: Vec<String>,
     /// Time from the first to the last world barrier, seconds.
     pub total_time: f64,
+    /// The error that stopped the run before its end, if one did. Everything
+    /// measured before it is kept (and reported); the run's scratch files are removed
+    /// unless `-keep`.
+    pub stopped: Option<String>,
 }
 
 impl Measurements {
@@ -311,6 +322,7 @@ impl RankProgram for BeffIo {
             segments: vec![None; np],
             error_messages: Vec::new(),
             total_time: 0.0,
+            stopped: None,
         };
         // Repetition counts per partition and pattern, from the write pass.
         let mut reps = vec![[0u64; schedule::PATTERNS.len()]; np];
@@ -318,13 +330,31 @@ impl RankProgram for BeffIo {
         let mut done = 0u64;
         ctx.barrier().await;
         let t_total = ctx.wtime();
+        // A rank that stopped (an error) keeps taking part in the world's barrier
+        // and split of every partition, under a colour of its own: the partners of
+        // a partition it belonged to find their communicator short and stop too.
+        // So every rank reaches the end, with no collective added to a clean run.
+        let mut stopped: Option<BeffIoError> = None;
         for pass in Pass::ALL {
             for (i_n, &n) in cfg.partitions.iter().enumerate() {
                 ctx.barrier().await;
-                let color = (ctx.rank() < n).then_some(0);
+                let color = if stopped.is_some() {
+                    Some(STOPPED_COLOR)
+                } else {
+                    (ctx.rank() < n).then_some(0)
+                };
                 let Some(sub) = ctx.split(color, 0).await else {
                     continue;
                 };
+                if stopped.is_some() {
+                    continue;
+                }
+                if sub.size() < n {
+                    stopped = Some(BeffIoError::Stopped(
+                        "another process of the partition stopped (its message says why)".into(),
+                    ));
+                    continue;
+                }
                 sub.barrier().await;
                 let t0 = sub.wtime();
                 let mut run = PartitionRun {
@@ -343,15 +373,69 @@ impl RankProgram for BeffIo {
                     if pass == Pass::Rewrite && !cfg.rewrite && ptype != PatternType::Scatter {
                         continue;
                     }
-                    run.run_type(ptype).await?;
+                    if let Err(e) = run.run_type(ptype).await {
+                        // Said here: rank 0's report may only learn that a partner stopped.
+                        eprintln!("piotwin: rank {}: b_eff_io stopped: {e}", ctx.rank());
+                        stopped = Some(e);
+                        break;
+                    }
                 }
-                sub.barrier().await;
-                m.partition_times[i_n][pass.index()] = sub.wtime() - t0;
+                if stopped.is_none() {
+                    sub.barrier().await;
+                    m.partition_times[i_n][pass.index()] = sub.wtime() - t0;
+                }
+            }
+        }
+        if let Some(e) = stopped {
+            // Keep what finished; remove this rank's scratch files.
+            m.stopped = Some(e.to_string());
+            if !cfg.keep {
+                remove_scratch(ctx, cfg).await;
             }
         }
         ctx.barrier().await;
         m.total_time = ctx.wtime() - t_total;
         Ok(m)
+    }
+}
+
+/// Whether a small file can be created and written at `probe` (then removed): what
+/// MPI needs for a shared file pointer's hidden file beside the data file.
+async fn shared_pointer_probe<C: IoCtx>(ctx: &C, probe: &str) -> crate::ctx::IoResult<()> {
+    let opts = OpenOptions {
+        mode: OpenMode::Create,
+        scope: Scope::Private,
+        api: Api::Posix,
+        hints: Hints::new(),
+        unique_open: false,
+    };
+    let mut file = ctx.open(probe, &opts).await?;
+    let mut buf = ctx.alloc(ETYPE_BYTES as usize);
+    let written = ctx.xfer(&mut file, Op::write_at(0), &mut buf).await;
+    let closed = ctx.close(file).await;
+    let deleted = ctx.delete(probe).await;
+    written.and(closed).and(deleted)
+}
+
+/// The split colour of ranks that stopped: apart from every partition's.
+const STOPPED_COLOR: usize = 1;
+
+/// Removes the scratch files this rank owns, of every partition it takes part in
+/// (a run that stopped early): rank 0 the shared files, each rank its type-2 files.
+/// Missing files are no error; nothing else is touched.
+async fn remove_scratch<C: IoCtx>(ctx: &C, cfg: &Config) {
+    let rank = ctx.rank();
+    for (i_n, &n) in cfg.partitions.iter().enumerate() {
+        for ptype in PatternType::ALL {
+            let mine = if ptype == PatternType::Separated {
+                rank < n
+            } else {
+                rank == 0
+            };
+            if mine {
+                let _ = ctx.delete(&file_name(cfg, i_n, n, ptype, rank)).await;
+            }
+        }
     }
 }
 
@@ -412,6 +496,63 @@ pub(super) struct PartitionRun<'a, C: IoCtx> {
 }
 
 impl<C: IoCtx> PartitionRun<'_, C> {
+    /// Whether the write pass of this partition skipped `ptype` (every pattern
+    /// recorded without a repetition).
+    fn skipped_in_write(&self, ptype: PatternType) -> bool {
+        let mut written = self
+            .m
+            .patterns
+            .iter()
+            .filter(|p| p.n == self.n && p.pass == Pass::Write && p.ptype == ptype)
+            .peekable();
+        written.peek().is_some() && written.all(|p| p.reps == 0 && p.errors > 0)
+    }
+
+    /// Records every pattern of `ptype` in this pass as failed without running it
+    /// (one error each, `why` kept as rank 0's message): the report shows the type
+    /// as failed rather than as a measurement.
+    fn skip_type(&mut self, ptype: PatternType, why: &str) {
+        let lmax = self.cfg.lmax();
+        for def in ptype.patterns() {
+            let (l, big_l) = def.sizes(lmax, 0);
+            self.m.patterns.push(PatternRecord {
+                n: self.n,
+                pass: self.pass,
+                ptype,
+                pattern: def.id,
+                tp: self.cfg.tp(def),
+                l,
+                big_l,
+                reps: 0,
+                bytes: 0,
+                time: 0.0,
+                errors: 1,
+                checked: true,
+            });
+            *self.done += 1;
+            self.progress.done(
+                *self.done,
+                &format!(
+                    "n={} {} type={} ({}) pattern {}: FAILED: {why}",
+                    self.n,
+                    self.pass.name(),
+                    ptype.index(),
+                    ptype.name(),
+                    def.number
+                ),
+            );
+        }
+        if self.ctx.rank() == 0 {
+            self.m.error_messages.push(format!(
+                "rank 0: n={} {} type {} ({}) skipped: {why}",
+                self.n,
+                self.pass.name(),
+                ptype.index(),
+                ptype.name()
+            ));
+        }
+    }
+
     pub(super) async fn run_type(&mut self, ptype: PatternType) -> Result<(), BeffIoError> {
         let (cfg, ctx, pass, n) = (self.cfg, self.ctx, self.pass, self.n);
         let rank = ctx.rank();
@@ -434,6 +575,29 @@ impl<C: IoCtx> PartitionRun<'_, C> {
             Scope::Shared
         };
         let owner = scope == Scope::Private || rank == 0;
+        if pass != Pass::Write && self.skipped_in_write(ptype) {
+            self.skip_type(ptype, "not written: skipped in the write pass");
+            return Ok(());
+        }
+        if ptype == PatternType::Shared && cfg.shared {
+            // MPI's shared file pointer lives in a hidden file of its own that ROMIO
+            // creates at first use, and a failure there aborts inside MPI (a full
+            // disk): try a small file in the same directory first, all ranks agree.
+            let probe = if rank == 0 {
+                shared_pointer_probe(ctx, &format!("{path}.shfp-probe")).await
+            } else {
+                Ok(())
+            };
+            let usable = ctx.bcast_u64(probe.is_ok() as u64, 0).await == 1;
+            if !usable {
+                let why = probe.err().map_or_else(
+                    || "the scratch directory cannot take a file (rank 0 says)".to_string(),
+                    |e| e.to_string(),
+                );
+                self.skip_type(ptype, &format!("shared file pointer not usable: {why}"));
+                return Ok(());
+            }
+        }
         if pass == Pass::Write && owner {
             ctx.delete(&path).await?;
         }
@@ -552,7 +716,17 @@ impl<C: IoCtx> PartitionRun<'_, C> {
                 .await?;
             if pass != Pass::Read {
                 ctx.barrier().await;
-                ctx.sync(&mut file).await?;
+                // A flush that fails (a full disk) is the pattern's error, not the run's.
+                if let Err(e) = ctx.sync(&mut file).await {
+                    errors += 1;
+                    if (errors as usize) <= max_errors {
+                        messages.push(format!(
+                            "rank {rank}: n={n} {} pattern {}: sync: {e}",
+                            pass.name(),
+                            def.id
+                        ));
+                    }
+                }
             }
             ctx.barrier().await;
             let time = ctx.wtime() - t0;
@@ -565,6 +739,7 @@ impl<C: IoCtx> PartitionRun<'_, C> {
             self.reps[def.id] = r;
             bytes += pbytes;
             t_patterns += time;
+            let first_error = messages.first().cloned();
             self.m.error_messages.extend(messages);
             let errors = ctx.allreduce_f64(errors as f64, ReduceOp::Sum).await as u64;
             // Holding data is the back end's property, the same on every rank.
@@ -584,17 +759,16 @@ impl<C: IoCtx> PartitionRun<'_, C> {
                 checked,
             };
             *self.done += 1;
+            let result = match rec.measured_mb_s() {
+                Some(bw) => format!("bw={bw:.3} MB/s"),
+                None => format!(
+                    "FAILED: {errors} errors, first: {}",
+                    first_error.as_deref().unwrap_or("on another rank")
+                ),
+            };
             self.progress.done(
                 *self.done,
-                &format!(
-                    "{what}: Tp={tp:.2}s r={r} t={time:.3}s bw={:.3} MB/s{}",
-                    rec.mb_s(),
-                    if errors > 0 {
-                        format!(" {errors} ERRORS")
-                    } else {
-                        String::new()
-                    }
-                ),
+                &format!("{what}: Tp={tp:.2}s r={r} t={time:.3}s {result}"),
             );
             self.m.patterns.push(rec);
         }
