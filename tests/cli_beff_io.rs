@@ -295,40 +295,6 @@ fn real_b_eff_io_with_rewrite_noshared_nounique_keep() {
     assert_eq!(data.len(), 6, "{data:?}");
 }
 
-/// A small tmpfs mounted at `dir` for the life of the value (root only): a file
-/// system that fills up. Unmounted on drop.
-struct Tmpfs(PathBuf);
-
-impl Tmpfs {
-    /// Mounts `size` of tmpfs at `dir`; `None` where this process may not mount
-    /// (not root) and no test requires it. Under `PIOTWIN_REQUIRE_MPI` (`make
-    /// test`, CI as root) a failure to mount fails the test instead.
-    fn mount(dir: &Path, size: &str) -> Option<Tmpfs> {
-        std::fs::create_dir_all(dir).unwrap();
-        let ok = std::process::Command::new("mount")
-            .args(["-t", "tmpfs", "-o", &format!("size={size}"), "tmpfs"])
-            .arg(dir)
-            .status()
-            .is_ok_and(|s| s.success());
-        if !ok {
-            assert!(
-                std::env::var_os("PIOTWIN_REQUIRE_MPI").is_none(),
-                "cannot mount a tmpfs at {} (these tests need root)",
-                dir.display()
-            );
-            eprintln!("skipped: cannot mount a tmpfs (not root)");
-            return None;
-        }
-        Some(Tmpfs(dir.to_path_buf()))
-    }
-}
-
-impl Drop for Tmpfs {
-    fn drop(&mut self) {
-        let _ = std::process::Command::new("umount").arg(&self.0).status();
-    }
-}
-
 /// b_eff_io on a file system that is full from the start: every failed pattern is
 /// reported as failed (no bandwidth), the shared-pointer type is skipped before MPI
 /// could abort on its hidden file, the run ends (no hang) with exit status 1 and

@@ -396,3 +396,49 @@ fn real_ior_reports_corrupted_data() {
         serde_json::from_str(&std::fs::read_to_string(dir.path().join("r.json")).unwrap()).unwrap();
     assert_eq!(r["errors"].as_array().unwrap().len(), 1);
 }
+
+/// IOR on a file system too small for its file: exit status 1 with the failing
+/// rank, call and file named, its report kept, and its test file removed.
+#[cfg(feature = "mpi")]
+#[test]
+fn real_ior_on_a_full_disk_fails_cleanly_and_removes_its_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let full = dir.path().join("full");
+    let Some(_fs) = Tmpfs::mount(&full, "4m") else {
+        return;
+    };
+    let target = full.join("ior.dat");
+    let Some(o) = mpirun(
+        dir.path(),
+        2,
+        &[
+            "run",
+            "ior",
+            "-a",
+            "MPIIO",
+            "-b",
+            "4m",
+            "-t",
+            "1m",
+            "-o",
+            target.to_str().unwrap(),
+            "--json",
+            "r.json",
+        ],
+    ) else {
+        return;
+    };
+    let err = stderr(&o);
+    assert_eq!(o.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains("No space left on device") && err.contains("rank"),
+        "{err}"
+    );
+    let j = read_json(&dir.path().join("r.json"));
+    assert!(!j["errors"].as_array().unwrap().is_empty(), "{j}");
+    assert_eq!(
+        files_in(&full),
+        Vec::<String>::new(),
+        "the test file was left behind"
+    );
+}

@@ -303,6 +303,10 @@ impl RankProgram for Ior {
                             access_name(access)
                         ),
                     });
+                    if wrote && !p.keep_file {
+                        // Failed, but its test file is removed all the same (best effort).
+                        let _ = self.remove(ctx).await;
+                    }
                     break 'reps;
                 }
                 let start = ctx.allreduce_f64(st.t0, ReduceOp::Min).await;
