@@ -23,6 +23,15 @@
 //! the context — no clock, no collective — so its steady state is visible to the
 //! back end.
 //!
+//! Buffers and failures follow the release where it says something, and keep
+//! results where it does not. The two buffers are release 2.1's (`wr_buf`,
+//! `rd_buf`: Lmax each, allocated once, placed where glibc puts them; see
+//! `program::Buffers`). A pattern whose calls fail counts its errors and shows no
+//! bandwidth. The shared file pointer is tried on a small file before type 1, because
+//! ROMIO aborts when it cannot create its hidden file. An error outside the
+//! repetitions stops the run: every rank agrees through the world's split, keeps
+//! what finished (`Measurements::stopped`), and removes its scratch files.
+//!
 //! [`RunReport`]: crate::report::RunReport
 
 pub mod cli;
