@@ -142,14 +142,7 @@ fn twin_b_eff_io_is_deterministic_and_writes_every_file() {
     // Not valid anyway (T < 30 min): that much is known without data.
     assert_eq!(j["metrics"]["valid"], 0.0, "{}", j["metrics"]);
     let partitions = &j["tables"]["partitions"];
-    let col = |name: &str| {
-        partitions["columns"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .position(|c| c == name)
-            .unwrap()
-    };
+    let col = |name: &str| column(partitions, name);
     for row in partitions["rows"].as_array().unwrap() {
         assert!(
             row[col("valid")] == false && row[col("errors_ok")].is_null(),
@@ -334,14 +327,7 @@ fn real_b_eff_io_on_a_full_disk_fails_cleanly_and_reports() {
     let j = read_json(&dir.path().join("r.json"));
     assert!(!j["errors"].as_array().unwrap().is_empty());
     let patterns = &j["tables"]["patterns"];
-    let col = |name: &str| {
-        patterns["columns"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .position(|c| c == name)
-            .unwrap()
-    };
+    let col = |name: &str| column(patterns, name);
     for row in patterns["rows"].as_array().unwrap() {
         if row[col("errors")].as_u64().unwrap() > 0 {
             assert!(

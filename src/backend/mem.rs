@@ -19,7 +19,7 @@ use crate::ctx::{
 };
 
 /// Bytes of data.
-pub(crate) struct MemBuf(Vec<u8>);
+pub(crate) struct MemBuf(pub(crate) Vec<u8>);
 
 impl IoBuf for MemBuf {
     fn len(&self) -> usize {

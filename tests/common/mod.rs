@@ -77,6 +77,16 @@ pub fn scenario(name: &str) -> PathBuf {
         .join(name)
 }
 
+/// The index of column `name` in a report table (`{"columns": [...], "rows": ...}`).
+pub fn column(table: &serde_json::Value, name: &str) -> usize {
+    table["columns"]
+        .as_array()
+        .expect("a table has columns")
+        .iter()
+        .position(|c| c == name)
+        .unwrap_or_else(|| panic!("no column `{name}` in {}", table["columns"]))
+}
+
 /// A JSON file, parsed.
 pub fn read_json(path: &Path) -> serde_json::Value {
     let text = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));

@@ -417,6 +417,24 @@ async fn shared_pointer_probe<C: IoCtx>(ctx: &C, probe: &str) -> crate::ctx::IoR
     written.and(closed).and(deleted)
 }
 
+/// One pattern's errors on this rank: how many, and the first `max` messages,
+/// each after `prefix` (rank, partition, pass, pattern).
+struct PatternErrors {
+    count: u64,
+    messages: Vec<String>,
+    max: usize,
+    prefix: String,
+}
+
+impl PatternErrors {
+    fn report(&mut self, msg: String) {
+        self.count += 1;
+        if self.count as usize <= self.max {
+            self.messages.push(format!("{}: {msg}", self.prefix));
+        }
+    }
+}
+
 /// The split colour of ranks that stopped: apart from every partition's.
 const STOPPED_COLOR: usize = 1;
 
@@ -677,9 +695,12 @@ impl<C: IoCtx> PartitionRun<'_, C> {
             // The repetition body: one xfer, offsets affine in the repetition number.
             let base = if cfg.strided(ptype) { 0 } else { pos };
             let per_call = big_l / ETYPE_BYTES;
-            let mut errors = 0u64;
-            let mut messages = Vec::new();
-            let max_errors = cfg.max_errors;
+            let mut errs = PatternErrors {
+                count: 0,
+                messages: Vec::new(),
+                max: cfg.max_errors,
+                prefix: format!("rank {rank}: n={n} {} pattern {}", pass.name(), def.id),
+            };
             let (file_ref, buf_ref) = (&mut file, &mut *buf);
             let r = ctx
                 .repeat(policy, async |rep: u64| {
@@ -687,16 +708,7 @@ impl<C: IoCtx> PartitionRun<'_, C> {
                     if pass != Pass::Read {
                         fill(buf_ref, rep, def.id, pass, l, big_l);
                     }
-                    let mut report = |msg: String| {
-                        errors += 1;
-                        if (errors as usize) <= max_errors {
-                            messages.push(format!(
-                                "rank {rank}: n={n} {} pattern {}: {msg}",
-                                pass.name(),
-                                def.id
-                            ));
-                        }
-                    };
+                    let mut report = |msg: String| errs.report(msg);
                     match ctx.xfer(file_ref, op, buf_ref).await {
                         Ok(moved) if moved as u64 == big_l => {}
                         Ok(moved) => {
@@ -718,14 +730,7 @@ impl<C: IoCtx> PartitionRun<'_, C> {
                 ctx.barrier().await;
                 // A flush that fails (a full disk) is the pattern's error, not the run's.
                 if let Err(e) = ctx.sync(&mut file).await {
-                    errors += 1;
-                    if (errors as usize) <= max_errors {
-                        messages.push(format!(
-                            "rank {rank}: n={n} {} pattern {}: sync: {e}",
-                            pass.name(),
-                            def.id
-                        ));
-                    }
+                    errs.report(format!("sync: {e}"));
                 }
             }
             ctx.barrier().await;
@@ -739,9 +744,9 @@ impl<C: IoCtx> PartitionRun<'_, C> {
             self.reps[def.id] = r;
             bytes += pbytes;
             t_patterns += time;
-            let first_error = messages.first().cloned();
-            self.m.error_messages.extend(messages);
-            let errors = ctx.allreduce_f64(errors as f64, ReduceOp::Sum).await as u64;
+            let first_error = errs.messages.first().cloned();
+            self.m.error_messages.extend(errs.messages);
+            let errors = ctx.allreduce_f64(errs.count as f64, ReduceOp::Sum).await as u64;
             // Holding data is the back end's property, the same on every rank.
             let checked = pass != Pass::Read || buf.bytes().is_some();
             let rec = PatternRecord {

@@ -1,7 +1,7 @@
 //! Tests of the beff_io benchmark.
 
 use super::*;
-use crate::backend::mem::MemCtx;
+use crate::backend::mem::{MemBuf, MemCtx};
 use clap::Parser;
 
 #[derive(Parser)]
@@ -99,34 +99,11 @@ fn check_values_are_distinct_and_round_trip() {
     }
 }
 
-/// A buffer with data, as real mode has.
-struct Bytes(Vec<u8>);
-impl IoBuf for Bytes {
-    fn len(&self) -> usize {
-        self.0.len()
-    }
-    fn bytes(&self) -> Option<&[u8]> {
-        Some(&self.0)
-    }
-    fn bytes_mut(&mut self) -> Option<&mut [u8]> {
-        Some(&mut self.0)
-    }
-    fn set_len(&mut self, len: usize) {
-        assert!(
-            len <= self.0.capacity(),
-            "set_len({len}) beyond the allocation of {} bytes",
-            self.0.capacity()
-        );
-        // Within the capacity: never reallocates, so the buffer stays where it is.
-        self.0.resize(len, 0);
-    }
-}
-
 #[test]
 fn fill_then_verify_every_chunk() {
     // 1 KiB + 8 chunks in a 1 MiB + 8 KiB call: 1024 chunks.
     let (l, big_l) = (1032, 1024 * 1032);
-    let mut b = Bytes(vec![0; big_l as usize]);
+    let mut b = MemBuf(vec![0; big_l as usize]);
     assert_eq!(
         verify(&b, 0, 7, Pass::Write, l, big_l).len(),
         1024,
