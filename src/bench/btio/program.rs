@@ -469,6 +469,27 @@ impl RankProgram for BtioProgram {
     type Output = IoResult<BtioOutcome>;
 
     async fn run<C: IoCtx>(&self, ctx: &C) -> IoResult<BtioOutcome> {
+        let out = self.measure(ctx).await;
+        if out.is_err() {
+            // A failed run leaves no dump file behind (best effort, each owner its own).
+            match self.cfg.subtype {
+                Subtype::None => {}
+                Subtype::Epio => {
+                    let _ = ctx.delete(&self.cfg.epio_path(ctx.rank())).await;
+                }
+                _ if ctx.rank() == 0 => {
+                    let _ = ctx.delete(&self.cfg.file_path()).await;
+                }
+                _ => {}
+            }
+        }
+        out
+    }
+}
+
+impl BtioProgram {
+    /// The run itself: time steps, dumps, verification.
+    async fn measure<C: IoCtx>(&self, ctx: &C) -> IoResult<BtioOutcome> {
         let cfg = &self.cfg;
         let decomp = Decomposition::new(cfg.grid, ctx.size())
             .map_err(|e| IoError::Invalid(e.to_string()))?;
@@ -683,6 +704,19 @@ impl RankProgram for KernelProgram {
     type Output = IoResult<KernelOutcome>;
 
     async fn run<C: IoCtx>(&self, ctx: &C) -> IoResult<KernelOutcome> {
+        let out = self.measure(ctx).await;
+        if out.is_err() && self.cfg.write && ctx.rank() == 0 {
+            // A failed write leaves no half-written record file behind (best effort;
+            // a file given to read is the user's and stays).
+            let _ = ctx.delete(&self.cfg.file_path()).await;
+        }
+        out
+    }
+}
+
+impl KernelProgram {
+    /// The run itself: the records written or read, then verified.
+    async fn measure<C: IoCtx>(&self, ctx: &C) -> IoResult<KernelOutcome> {
         let cfg = &self.cfg;
         let decomp = Decomposition::new(cfg.grid, ctx.size())
             .map_err(|e| IoError::Invalid(e.to_string()))?;
