@@ -207,14 +207,16 @@ impl Drop for CheckDir {
 
 /// What checking the options found.
 enum Checked {
-    /// Good: run.
-    Run,
+    /// Good: run, with the options left out that default from the machine,
+    /// resolved here.
+    Run(Vec<MachineDefault>),
     /// The benchmark's help was asked for and printed: stop, successfully.
     HelpShown,
 }
 
 /// Parses and checks `piotwin <argv…>` as `run` would (options, scenario,
-/// hints, paths), running and writing nothing.
+/// hints, paths), running and writing nothing; resolves the options that
+/// default from the machine.
 fn check_run(argv: Vec<OsString>, bench: &str, side: &str) -> Result<Checked, CliError> {
     let cli = match Cli::try_parse_from(normalize_args(argv)) {
         Ok(c) => c,
@@ -240,8 +242,10 @@ fn check_run(argv: Vec<OsString>, bench: &str, side: &str) -> Result<Checked, Cl
             )));
         }
     };
-    match cli.command {
-        CliCommand::Run { bench } => bench.check().map_err(|e| match e {
+    let CliCommand::Run { bench } = cli.command else {
+        unreachable!("check_run is given `run` command lines")
+    };
+    bench.check().map_err(|e| match e {
             CliError::Usage(m) => {
                 let about_paths = ["does not exist", "cannot read", "cannot create"]
                     .iter()
@@ -255,22 +259,8 @@ fn check_run(argv: Vec<OsString>, bench: &str, side: &str) -> Result<Checked, Cl
                 CliError::Usage(format!("the benchmark's options, for the {side} run: {m}{note}"))
             }
             other => other,
-        })?,
-        _ => unreachable!("check_run is given `run` command lines"),
-    }
-    Ok(Checked::Run)
-}
-
-/// The options of `piotwin <words…>` (a checked `run` command line) that default
-/// from the machine, resolved here.
-fn machine_defaults(words: &[OsString]) -> Result<Vec<MachineDefault>, CliError> {
-    let argv = std::iter::once(OsString::from("piotwin")).chain(words.iter().cloned());
-    match Cli::try_parse_from(normalize_args(argv.collect())) {
-        Ok(Cli {
-            command: CliCommand::Run { bench },
-        }) => bench.machine_defaults(),
-        _ => unreachable!("machine_defaults is given checked `run` command lines"),
-    }
+    })?;
+    Ok(Checked::Run(bench.machine_defaults()?))
 }
 
 /// One side's run: its child process's outcome.
@@ -620,7 +610,7 @@ pub(super) fn run(args: &CompareArgs) -> Result<(), CliError> {
         "--ranks".into(),
         args.ranks.to_string().into(),
     ]);
-    {
+    let resolved = {
         let _in_empty_dir = CheckDir::enter()?;
         let argv = |words: &[OsString]| {
             std::iter::once(OsString::from("piotwin"))
@@ -630,10 +620,12 @@ pub(super) fn run(args: &CompareArgs) -> Result<(), CliError> {
         if let Checked::HelpShown = check_run(argv(&twin), &args.bench, "twin")? {
             return Ok(());
         }
-        check_run(argv(&real), &args.bench, "real")?;
-    }
-    // Options that default from the machine, resolved once for both runs.
-    let resolved = machine_defaults(&real)?;
+        // Options that default from the machine: the real run's, given to both runs.
+        match check_run(argv(&real), &args.bench, "real")? {
+            Checked::Run(resolved) => resolved,
+            Checked::HelpShown => return Ok(()),
+        }
+    };
     if let Some(line) = resolved_line(&resolved) {
         eprintln!("piotwin compare: resolved for both runs: {line}");
     }

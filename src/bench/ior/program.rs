@@ -1,6 +1,7 @@
 //! The per-rank program.
 
 use super::*;
+use crate::bench::common::agree::lowest_rank;
 
 /// One access of one repetition, reduced over all ranks.
 #[derive(Debug, Clone, PartialEq)]
@@ -84,6 +85,7 @@ pub struct Ior {
 }
 
 /// One rank's measurements of one access.
+#[derive(Default)]
 pub(super) struct Stamps {
     pub(super) t0: f64,
     pub(super) t1: f64,
@@ -149,17 +151,7 @@ impl Ior {
             Access::Write => OpenMode::Create,
             Access::Read => OpenMode::Read,
         };
-        let mut st = Stamps {
-            t0: 0.0,
-            t1: 0.0,
-            t2: 0.0,
-            t3: 0.0,
-            bytes: 0,
-            ops: 0,
-            mismatches: 0,
-            first: None,
-            error: None,
-        };
+        let mut st = Stamps::default();
         let mut buf = ctx.alloc(p.transfer as usize);
 
         ctx.barrier().await;
@@ -269,30 +261,13 @@ impl RankProgram for Ior {
                     self.access(ctx, access, &mut hints).await
                 } else {
                     Stamps {
-                        t0: 0.0,
-                        t1: 0.0,
-                        t2: 0.0,
-                        t3: 0.0,
-                        bytes: 0,
-                        ops: 0,
-                        mismatches: 0,
-                        first: None,
                         error: local_error,
+                        ..Stamps::default()
                     }
                 };
                 // Agree on failure first: every rank then takes the same path.
-                let failed = ctx
-                    .allreduce_f64(
-                        if st.error.is_some() {
-                            rank as f64
-                        } else {
-                            f64::INFINITY
-                        },
-                        ReduceOp::Min,
-                    )
-                    .await;
-                if failed.is_finite() {
-                    let who = failed as u64;
+                if let Some(who) = lowest_rank(ctx, st.error.is_some()).await {
+                    let who = who as u64;
                     out.failure = Some(match &st.error {
                         Some(e) if who == rank => format!(
                             "repetition {iter}, {}: rank {rank}: {e}",
@@ -351,17 +326,7 @@ impl RankProgram for Ior {
             if wrote && !p.keep_file {
                 ctx.barrier().await;
                 let e = self.remove(ctx).await.err();
-                let failed = ctx
-                    .allreduce_f64(
-                        if e.is_some() {
-                            rank as f64
-                        } else {
-                            f64::INFINITY
-                        },
-                        ReduceOp::Min,
-                    )
-                    .await;
-                if failed.is_finite() {
+                if let Some(failed) = lowest_rank(ctx, e.is_some()).await {
                     out.failure = Some(match e {
                         Some(e) => {
                             format!("repetition {iter}, removing the test file: rank {rank}: {e}")
