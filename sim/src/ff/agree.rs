@@ -36,15 +36,7 @@ impl Rank {
     /// cost in virtual time: the minimum of every rank's `skip` where that is
     /// at least every rank's `fewest` (its plan's [`FfPlan::min_skip`]), else 0.
     pub async fn ff_agree(&self, skip: u64, fewest: u64) -> u64 {
-        let out = self
-            .collective(
-                &self.comm,
-                self.rank,
-                &self.seq,
-                Contrib::Skip(skip, fewest),
-                Kind::Agree,
-            )
-            .await;
+        let out = self.on_comm(Contrib::Skip(skip, fewest), Kind::Agree).await;
         match out.get() {
             Some(CollOut::U64(v)) => *v,
             _ => unreachable!("an agreement yields a u64"),

@@ -11,7 +11,7 @@ use crate::Rank;
 use crate::engine::{Engine, Signal};
 use crate::mpi::Model;
 use crate::mpi::Wait;
-use crate::mpi::mpiio::open_inode;
+use crate::mpi::mpiio::{File, open_inode};
 use crate::storage::Storage;
 
 pub(crate) struct Comm {
@@ -107,6 +107,25 @@ pub(crate) fn ceil_log2(n: usize) -> f64 {
 }
 
 impl Rank {
+    /// A collective on this rank's own communicator (see [`Rank::collective`]).
+    pub(crate) async fn on_comm(&self, c: Contrib, kind: Kind<'_>) -> Rc<OnceCell<CollOut>> {
+        self.collective(&self.comm, self.rank, &self.seq, c, kind)
+            .await
+    }
+
+    /// A collective on `file`'s communicator (its own sequence of collectives).
+    pub(crate) async fn on_file(
+        &self,
+        file: &File,
+        c: Contrib,
+        kind: Kind<'_>,
+    ) -> Rc<OnceCell<CollOut>> {
+        self.collective(&file.comm, file.rank, &file.seq, c, kind)
+            .await
+    }
+
+    /// Joins the next collective of `comm` (numbered by `seq`) as member `me`;
+    /// the last to arrive completes it ([`complete`]). Returns the result cell.
     pub(crate) async fn collective(
         &self,
         comm: &Rc<Comm>,
@@ -163,14 +182,7 @@ impl Rank {
 
     /// Synchronises all ranks of the communicator.
     pub async fn barrier(&self) {
-        self.collective(
-            &self.comm,
-            self.rank,
-            &self.seq,
-            Contrib::None,
-            Kind::Barrier,
-        )
-        .await;
+        self.on_comm(Contrib::None, Kind::Barrier).await;
     }
 
     /// A barrier, then `root`'s `decide(t)` on every rank, `t` the time
@@ -188,13 +200,7 @@ impl Rank {
         let decide: Option<Box<dyn FnOnce(f64) -> u64>> =
             (self.rank == root).then(|| Box::new(decide) as _);
         let out = self
-            .collective(
-                &self.comm,
-                self.rank,
-                &self.seq,
-                Contrib::None,
-                Kind::BarrierBcast(decide),
-            )
+            .on_comm(Contrib::None, Kind::BarrierBcast(decide))
             .await;
         match out.get() {
             Some(CollOut::U64(v)) => *v,
@@ -204,15 +210,7 @@ impl Rank {
 
     /// `root`'s value on every rank.
     pub async fn bcast_u64(&self, value: u64, root: usize) -> u64 {
-        let out = self
-            .collective(
-                &self.comm,
-                self.rank,
-                &self.seq,
-                Contrib::U64(value),
-                Kind::Bcast(root),
-            )
-            .await;
+        let out = self.on_comm(Contrib::U64(value), Kind::Bcast(root)).await;
         match out.get() {
             Some(CollOut::U64(v)) => *v,
             _ => unreachable!("bcast yields a u64"),
@@ -221,15 +219,7 @@ impl Rank {
 
     /// The reduction of every rank's value, in rank order.
     pub async fn allreduce_f64(&self, value: f64, op: ReduceOp) -> f64 {
-        let out = self
-            .collective(
-                &self.comm,
-                self.rank,
-                &self.seq,
-                Contrib::F64(value),
-                Kind::Allreduce(op),
-            )
-            .await;
+        let out = self.on_comm(Contrib::F64(value), Kind::Allreduce(op)).await;
         match out.get() {
             Some(CollOut::F64(v)) => *v,
             _ => unreachable!("allreduce yields an f64"),
@@ -238,15 +228,7 @@ impl Rank {
 
     /// Every rank's value, indexed by rank.
     pub async fn allgather_f64(&self, value: f64) -> Vec<f64> {
-        let out = self
-            .collective(
-                &self.comm,
-                self.rank,
-                &self.seq,
-                Contrib::F64(value),
-                Kind::Allgather,
-            )
-            .await;
+        let out = self.on_comm(Contrib::F64(value), Kind::Allgather).await;
         match out.get() {
             Some(CollOut::F64s(v)) => v.clone(),
             _ => unreachable!("allgather yields values"),
@@ -256,15 +238,7 @@ impl Rank {
     /// `MPI_Comm_split`: ranks with the same `Some(color)` form a communicator,
     /// ordered by `key` then old rank; `None` gets no communicator.
     pub async fn split(&self, color: Option<usize>, key: usize) -> Option<Rank> {
-        let out = self
-            .collective(
-                &self.comm,
-                self.rank,
-                &self.seq,
-                Contrib::Split(color, key),
-                Kind::Split,
-            )
-            .await;
+        let out = self.on_comm(Contrib::Split(color, key), Kind::Split).await;
         match out.get() {
             Some(CollOut::Split(v)) => v[self.rank]
                 .as_ref()

@@ -105,15 +105,7 @@ impl Rank {
             self.call_cost(|c| c.open).await;
         }
         let (rank, opened) = if shared && self.size() > 1 {
-            let out = self
-                .collective(
-                    &self.comm,
-                    self.rank,
-                    &self.seq,
-                    Contrib::None,
-                    Kind::Open(path, mode),
-                )
-                .await;
+            let out = self.on_comm(Contrib::None, Kind::Open(path, mode)).await;
             let opened = match out.get() {
                 Some(CollOut::Opened(r)) => r.clone(),
                 _ => unreachable!("open yields a file"),
@@ -225,14 +217,8 @@ impl Rank {
                 file.path
             )));
         }
-        self.collective(
-            &file.comm,
-            file.rank,
-            &file.seq,
-            Contrib::None,
-            Kind::SetView(file.ptr),
-        )
-        .await;
+        self.on_file(file, Contrib::None, Kind::SetView(file.ptr))
+            .await;
         file.view = view.clone();
         Ok(())
     }
@@ -366,10 +352,8 @@ impl Rank {
     /// shared pointer; returns this rank's (etypes).
     async fn ordered_offset(&self, file: &File, len: u64) -> u64 {
         let out = self
-            .collective(
-                &file.comm,
-                file.rank,
-                &file.seq,
+            .on_file(
+                file,
                 Contrib::U64(len / etype_size(&file.view)),
                 Kind::Ordered(file.ptr),
             )
@@ -450,14 +434,7 @@ impl Rank {
     /// sync cost (collective over the file's ranks for MPI-IO).
     pub async fn sync(&self, file: &mut File) {
         if file.api == Api::MpiIo {
-            self.collective(
-                &file.comm,
-                file.rank,
-                &file.seq,
-                Contrib::None,
-                Kind::Barrier,
-            )
-            .await;
+            self.on_file(file, Contrib::None, Kind::Barrier).await;
         }
         let node = self.sim.model.borrow().platform.node_of(self.world_rank);
         self.sim.model.borrow_mut().waiting[self.world_rank] = Wait::Io;
@@ -501,8 +478,7 @@ impl Rank {
             .forget_stream(self.world_rank, file.inode);
         storage::close(&self.sim, node, file.inode).await;
         if file.comm.members.len() > 1 {
-            self.collective(&file.comm, file.rank, &file.seq, Contrib::None, Kind::Close)
-                .await;
+            self.on_file(&file, Contrib::None, Kind::Close).await;
         } else {
             let t = {
                 let mut m = self.sim.model.borrow_mut();

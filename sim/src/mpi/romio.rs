@@ -71,14 +71,7 @@ impl Rank {
             });
             c.accesses.borrow_mut()[file.rank] = Some((file.view.clone(), off, len));
         }
-        self.collective(
-            &file.comm,
-            file.rank,
-            &file.seq,
-            Contrib::None,
-            Kind::Offsets,
-        )
-        .await;
+        self.on_file(file, Contrib::None, Kind::Offsets).await;
         let io = {
             let mut m = self.sim.model.borrow_mut();
             let io = m
@@ -114,14 +107,7 @@ impl Rank {
                 }
             }
         };
-        self.collective(
-            &file.comm,
-            file.rank,
-            &file.seq,
-            Contrib::None,
-            Kind::Barrier,
-        )
-        .await;
+        self.on_file(file, Contrib::None, Kind::Barrier).await;
         moved
     }
 
@@ -131,14 +117,7 @@ impl Rank {
         let my_agg = tp.aggregators.iter().position(|&a| a == me);
         for m in 0..tp.rounds {
             // The all-to-all of sizes that opens every round.
-            self.collective(
-                &file.comm,
-                file.rank,
-                &file.seq,
-                Contrib::None,
-                Kind::Offsets,
-            )
-            .await;
+            self.on_file(file, Contrib::None, Kind::Offsets).await;
             let moves = &tp.moves[m];
             let lo = moves.partition_point(|x| x.0 < me);
             let hi = moves.partition_point(|x| x.0 <= me);
