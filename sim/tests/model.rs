@@ -429,3 +429,40 @@ fn sequential_reads_fetch_growing_read_ahead_windows() {
     assert!(close(backwards[0], each), "{backwards:?}");
     assert!(close(none[0], each), "{none:?}");
 }
+
+/// A write larger than the room left under the dirty limit, while the dirty
+/// data is below the background threshold (the flusher asleep), is not held
+/// for ever: 1 GiB of memory, limit 20 % (~215 MB), background 10 % (~107 MB);
+/// 50 MB dirty, then one write of 300 MB goes through at memory speed (0.3 s
+/// at 1 GB/s), as Linux lets a writer dirty its pages until the flusher runs.
+#[test]
+fn a_write_beyond_the_dirty_limit_with_the_flusher_asleep_goes_through() {
+    let scn = scenario(
+        1,
+        1,
+        &[
+            "nodes[0].cache.dirty_ratio=0.2",
+            "nodes[0].cache.dirty_background_ratio=0.1",
+        ],
+    );
+    let t = run(&scn, 1, async |r| {
+        let mut f = r
+            .open("/big", OpenMode::CreateReadWrite, false, Api::Posix)
+            .await
+            .unwrap();
+        let write = Op {
+            access: Access::Write,
+            coord: Coordination::Independent,
+            pos: Position::At(0),
+        };
+        r.xfer(&mut f, write, 50_000_000).await.unwrap();
+        let t0 = r.now();
+        let at = Op {
+            pos: Position::At(50_000_000),
+            ..write
+        };
+        r.xfer(&mut f, at, 300_000_000).await.unwrap();
+        vec![r.now() - t0]
+    });
+    assert!(close(t[0][0], 0.3), "{:?}", t[0]);
+}

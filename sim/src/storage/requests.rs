@@ -259,8 +259,12 @@ pub(crate) async fn io(
                 let wait = {
                     let mut m = machine.storage.borrow_mut();
                     let nc = m.nodes[node].as_mut().expect("cached");
+                    // Throttled only while write-back can make room: at or below the
+                    // background threshold with none in flight the flusher sleeps, and
+                    // a write larger than the room left would wait for ever. Linux
+                    // lets it dirty its pages (the flusher starts past background).
                     if nc.cache.dirty + nc.cache.writeback + len > nc.cache.dirty_limit
-                        && nc.cache.dirty + nc.cache.writeback > 0
+                        && (nc.cache.dirty > nc.cache.background || nc.cache.writeback > 0)
                     {
                         let s = Signal::new();
                         nc.throttled.push(s.clone());
