@@ -77,18 +77,24 @@ impl Comm {
 
     /// `MPI_Sendrecv_replace` of bytes: sends `buf` to `dest` and replaces it with
     /// what `source` sends (which must be the same length).
+    ///
+    /// A buffer beyond MPI's `int` count goes as consecutive messages of at
+    /// most [`MESSAGE_CHUNK`] bytes (MPI keeps their order between a pair of
+    /// processes); both sides pass the same length, so they cut it alike.
     pub fn sendrecv_replace(&self, buf: &mut [u8], dest: usize, source: usize) -> RealResult<()> {
-        to_int(
-            buf.len() as u64,
-            "buffer length",
-            "MPI_Sendrecv_replace",
-            None,
-        )?;
-        p2p::send_receive_replace_into(
-            buf,
-            &self.inner.process_at_rank(dest as i32),
-            &self.inner.process_at_rank(source as i32),
-        );
+        for chunk in buf.chunks_mut(MESSAGE_CHUNK) {
+            to_int(
+                chunk.len() as u64,
+                "buffer length",
+                "MPI_Sendrecv_replace",
+                None,
+            )?;
+            p2p::send_receive_replace_into(
+                chunk,
+                &self.inner.process_at_rank(dest as i32),
+                &self.inner.process_at_rank(source as i32),
+            );
+        }
         Ok(())
     }
 
@@ -106,6 +112,10 @@ impl Comm {
             .map(|inner| Comm { inner }))
     }
 }
+
+/// The largest message [`Comm::sendrecv_replace`] sends at once: 1 GiB, inside
+/// MPI's `int` count of bytes.
+const MESSAGE_CHUNK: usize = 1 << 30;
 
 fn system_op(op: ReduceOp) -> SystemOperation {
     match op {
