@@ -175,6 +175,7 @@ pub fn build_report(
         map.insert("mini_squares_per_rank".into(), json!(geo.c * geo.i * geo.i));
     }
     RunReport {
+        interrupted: None,
         benchmark: "ftio".to_string(),
         mode,
         ranks: outputs.len(),
@@ -265,13 +266,14 @@ pub fn nas_block(report: &RunReport, dry_run: bool) -> String {
     }
     if let Some(t) = report.tables.get("phases") {
         out += &format!(
-            "\n {:<20}{:>12}{:>12}{:>12}{:>12}{:>10}\n",
+            "\n {:<20} {:>12} {:>12} {:>12} {:>12} {:>10}\n",
             "Phase", "wall (s)", "I/O (s)", "compute (s)", "comm (s)", "I/O frac"
         );
         for row in &t.rows {
             let f = |k: usize| row.get(k).and_then(Value::as_f64).unwrap_or(f64::NAN);
             out += &format!(
-                " {:<20}{:>12.6}{:>12.6}{:>12.6}{:>12.6}{:>10.4}\n",
+                // A space between columns: long runs' seconds outgrow 12 characters.
+                " {:<20} {:>12.6} {:>12.6} {:>12.6} {:>12.6} {:>10.4}\n",
                 row.first().and_then(Value::as_str).unwrap_or("?"),
                 f(1),
                 f(2),
