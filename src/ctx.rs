@@ -200,6 +200,25 @@ pub trait IoCtx: Sized {
     /// kernel's modelled cost and returns `None`.
     async fn compute<R>(&self, kernel: Kernel, work: impl FnOnce() -> R) -> Option<R>;
 
+    /// Whether this rank has seen a stop request: no communication, so only
+    /// for a loop that may end early on one rank alone (independent I/O),
+    /// before the checkpoint ([`IoCtx::stop_requested`]) where all agree.
+    fn stop_seen(&self) -> bool {
+        piotwin_types::stop::requested().is_some()
+    }
+
+    /// A checkpoint: the stop request (the signal number of a SIGINT or
+    /// SIGTERM) that any rank of the context has received, the same answer on
+    /// every rank. All ranks call it at the same points, outside measured
+    /// regions (between patterns, repetitions, dumps). Real mode pays one
+    /// all-reduce (this default); the twin answers at no cost in virtual time
+    /// and without synchronising, so an uninterrupted twin run is unchanged.
+    async fn stop_requested(&self) -> Option<i32> {
+        let mine = piotwin_types::stop::requested().unwrap_or(0);
+        let any = self.allreduce_f64(mine as f64, ReduceOp::Max).await;
+        (any > 0.0).then_some(any as i32)
+    }
+
     /// Run `body(r)` for `r = 0, 1, …` as `policy` says and return how many times
     /// it ran. Every rank of the context must call it with the same policy.
     /// Real mode runs it literally (this default); the twin may fast-forward once
@@ -223,7 +242,8 @@ pub trait IoCtx: Sized {
 
 /// Whether [`IoCtx::repeat`] runs its body again after `done` runs that began at
 /// `start` (the context's `wtime`): [`Repeat`]'s rule, with the time-driven
-/// barrier and rank 0's broadcast decision. The default [`IoCtx::repeat`] asks
+/// barrier and rank 0's broadcast decision (a stop request on rank 0 ends
+/// it too). The default [`IoCtx::repeat`] asks
 /// here; the twin's asks the same rule ([`within_budget`]) in one rendezvous
 /// of the barrier and the broadcast, of the same virtual times.
 pub async fn go_on<C: IoCtx + ?Sized>(ctx: &C, policy: Repeat, start: f64, done: u64) -> bool {
@@ -231,7 +251,9 @@ pub async fn go_on<C: IoCtx + ?Sized>(ctx: &C, policy: Repeat, start: f64, done:
         Repeat::Count(n) => done < n,
         Repeat::TimeBudget { budget } => {
             ctx.barrier().await;
-            let mine = within_budget(ctx.wtime() - start, done, budget);
+            // A stop request ends the loop after this run, as rank 0 decides.
+            let mine = within_budget(ctx.wtime() - start, done, budget)
+                && piotwin_types::stop::requested().is_none();
             ctx.bcast_u64(mine as u64, 0).await == 1
         }
     }

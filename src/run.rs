@@ -11,6 +11,7 @@ use std::path::{Path, PathBuf};
 
 use clap::Args;
 use piotwin_sim::{Scenario, SimOptions};
+use piotwin_types::stop;
 
 use crate::backend;
 use crate::ctx::{Hints, RankProgram};
@@ -25,6 +26,14 @@ pub enum CliError {
     Runtime(String),
     /// The same failure on a rank other than 0 of a real run: exit code 1, rank 0 says why.
     Quiet,
+    /// A signal stopped the run early (its reports hold what finished):
+    /// exit code 128 + the signal (130 for SIGINT), the message on rank 0.
+    Interrupted {
+        /// The signal number.
+        signal: i32,
+        /// What to say; `None` where another rank says it.
+        message: Option<String>,
+    },
 }
 
 impl CliError {
@@ -33,6 +42,7 @@ impl CliError {
         match self {
             CliError::Usage(_) => 2,
             CliError::Runtime(_) | CliError::Quiet => 1,
+            CliError::Interrupted { signal, .. } => (128 + signal).clamp(1, 255) as u8,
         }
     }
     /// The message for stderr; `None` where another rank reports it.
@@ -40,6 +50,7 @@ impl CliError {
         match self {
             CliError::Usage(m) | CliError::Runtime(m) => Some(m),
             CliError::Quiet => None,
+            CliError::Interrupted { message, .. } => message.as_deref(),
         }
     }
 }
@@ -310,6 +321,8 @@ pub struct RunInfo {
     /// A twin run's fast-forward: whether it was on, and the iterations it
     /// skipped (summed over ranks).
     pub fast_forward: Option<(bool, u64)>,
+    /// The signal that stopped the run early, agreed by every rank.
+    pub interrupted: Option<i32>,
 }
 
 /// What the runner needs from a benchmark's program besides running it.
@@ -336,6 +349,7 @@ pub trait Benchmark: RankProgram {
 /// Runs `program` on the back end `common` chose, prints rank 0's results and
 /// writes its reports. Every rank returns the same outcome.
 pub fn execute<P: Benchmark>(program: &P, common: &Common) -> Result<(), CliError> {
+    install_stop_handlers()?;
     let (out, info, is_root) = match &common.backend {
         #[cfg(feature = "mpi")]
         Backend::Real => {
@@ -357,6 +371,7 @@ pub fn execute<P: Benchmark>(program: &P, common: &Common) -> Result<(), CliErro
                     ranks: job.size as u64,
                     environment,
                     fast_forward: None,
+                    interrupted: job.stopped,
                 },
                 job.rank == 0,
             )
@@ -393,6 +408,7 @@ pub fn execute<P: Benchmark>(program: &P, common: &Common) -> Result<(), CliErro
                     ranks: *ranks,
                     environment,
                     fast_forward: Some((*fast_forward, stats.skipped)),
+                    interrupted: stop::requested(),
                 },
                 true,
             )
@@ -410,6 +426,7 @@ pub fn execute<P: Benchmark>(program: &P, common: &Common) -> Result<(), CliErro
                     ranks: *ranks,
                     environment: BTreeMap::new(),
                     fast_forward: None,
+                    interrupted: stop::requested(),
                 },
                 true,
             )
@@ -418,7 +435,8 @@ pub fn execute<P: Benchmark>(program: &P, common: &Common) -> Result<(), CliErro
     if is_root {
         print!("{}", program.render(&out, &info));
         if let Some(mode) = info.mode {
-            let report = program.report(&out, mode, &info);
+            let mut report = program.report(&out, mode, &info);
+            report.interrupted = info.interrupted.map(stop::signal_name);
             if let Some(p) = &common.json {
                 report.write_json(p).map_err(|e| {
                     CliError::Runtime(format!("--json `{}`: cannot write: {e}", p.display()))
@@ -437,11 +455,48 @@ pub fn execute<P: Benchmark>(program: &P, common: &Common) -> Result<(), CliErro
             }
         }
     }
+    if let Some(signal) = info.interrupted {
+        let message = is_root.then(|| {
+            format!(
+                "interrupted by {}: the output above and the reports hold what finished",
+                stop::signal_name(signal)
+            )
+        });
+        return Err(CliError::Interrupted { signal, message });
+    }
     match program.failure(&out) {
         Some(f) if is_root => Err(CliError::Runtime(f)),
         Some(_) => Err(CliError::Quiet),
         None => Ok(()),
     }
+}
+
+/// SIGINT and SIGTERM, from here on: the first asks the run to stop
+/// (`piotwin_types::stop`; benchmarks stop at their next checkpoint, keep what
+/// finished and remove their scratch files), a second ends the process at once
+/// (the signal's default action). Installed once per process.
+fn install_stop_handlers() -> Result<(), CliError> {
+    use signal_hook::consts::{SIGINT, SIGTERM};
+    static INSTALLED: std::sync::OnceLock<Result<(), String>> = std::sync::OnceLock::new();
+    let installed = INSTALLED.get_or_init(|| {
+        for signal in [SIGINT, SIGTERM] {
+            // One action does both, so no signal falls between two registrations.
+            // SAFETY: it only loads and stores atomics, or re-raises the signal
+            // with its default action, as `emulate_default_handler` is made for.
+            unsafe {
+                signal_hook::low_level::register(signal, move || {
+                    if stop::requested().is_some() {
+                        let _ = signal_hook::low_level::emulate_default_handler(signal);
+                    } else {
+                        stop::request(signal);
+                    }
+                })
+            }
+            .map_err(|e| format!("cannot install the handler of signal {signal}: {e}"))?;
+        }
+        Ok(())
+    });
+    installed.clone().map_err(CliError::Runtime)
 }
 
 /// The job size the MPI launcher announced to this process (MPICH's PMI,

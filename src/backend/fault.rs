@@ -144,4 +144,7 @@ impl<C: IoCtx> IoCtx for Faulty<'_, C> {
     async fn compute<R>(&self, kernel: Kernel, work: impl FnOnce() -> R) -> Option<R> {
         self.inner.compute(kernel, work).await
     }
+    async fn stop_requested(&self) -> Option<i32> {
+        self.inner.stop_requested().await
+    }
 }

@@ -42,6 +42,8 @@ pub struct JobInfo {
     pub size: usize,
     /// `MPI_Get_library_version`'s first line (MPICH or Open MPI, and its version).
     pub library: String,
+    /// The signal that asked the run to stop, agreed by every rank.
+    pub stopped: Option<i32>,
 }
 
 /// Initialise MPI (once per process), run `program` on this rank with a context
@@ -57,11 +59,14 @@ pub fn launch<P: RankProgram>(program: &P) -> Result<(JobInfo, P::Output), RealE
         comm: Comm::world(),
     };
     let output = block_on(program.run(&ctx));
+    // After the program: a signal that came after its last checkpoint counts too.
+    let stopped = block_on(ctx.stop_requested());
     Ok((
         JobInfo {
             rank: job.rank,
             size: job.size,
             library: job.library,
+            stopped,
         },
         output,
     ))

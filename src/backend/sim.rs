@@ -166,6 +166,11 @@ impl IoCtx for SimCtx {
         None
     }
 
+    /// At no cost in virtual time, without synchronising ([`piotwin_sim::Rank::stop_requested`]).
+    async fn stop_requested(&self) -> Option<i32> {
+        self.rank.stop_requested()
+    }
+
     /// The twin's repetition ([`piotwin_sim::Rank::repeat`]): the same
     /// collectives and stop rule as the default, fast-forwarded once steady.
     async fn repeat(

@@ -268,6 +268,10 @@ impl<C: IoCtx> IoCtx for TraceCtx<'_, C> {
         })
         .await
     }
+    /// The back end's own checkpoint (the twin's costs nothing; not a call of the program's).
+    async fn stop_requested(&self) -> Option<i32> {
+        self.inner.stop_requested().await
+    }
     /// The back end's own repetition (the twin's fast-forwards; skipped
     /// iterations make no calls to record).
     async fn repeat(

@@ -265,6 +265,7 @@ mod tests {
     fn iozone_report() -> String {
         use crate::bench::iozone::ROW_COLUMNS;
         let mut report = crate::report::RunReport {
+            interrupted: None,
             benchmark: "iozone".into(),
             mode: crate::report::Mode::Real,
             ranks: 1,

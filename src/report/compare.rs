@@ -385,6 +385,7 @@ mod tests {
         let metrics: BTreeMap<String, f64> =
             metrics.iter().map(|(k, v)| (k.to_string(), *v)).collect();
         RunReport {
+            interrupted: None,
             benchmark: "ior".into(),
             mode,
             ranks: 4,

@@ -63,6 +63,10 @@ pub struct RunReport {
     /// Problems found that did not stop the run (verification mismatches, a failed
     /// pattern whose later patterns were still measured). Empty on a clean run.
     pub errors: Vec<String>,
+    /// The signal (`SIGINT`, `SIGTERM`) that stopped the run early; the report
+    /// then holds what finished before it. Absent on a run that ended.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub interrupted: Option<String>,
 }
 
 /// Write `bytes` to `path` atomically: a temporary file in the same directory,
@@ -113,6 +117,10 @@ impl RunReport {
         w.write_record(["metric", "value"]).expect("in-memory CSV");
         for (k, v) in &self.metrics {
             w.write_record([k.clone(), v.to_string()])
+                .expect("in-memory CSV");
+        }
+        if let Some(signal) = &self.interrupted {
+            w.write_record(["interrupted", signal.as_str()])
                 .expect("in-memory CSV");
         }
         for (name, t) in &self.tables {

@@ -13,6 +13,7 @@
 mod datatype;
 mod flatten;
 mod hints;
+pub mod stop;
 mod vocab;
 
 pub use datatype::{DARG_DEFAULT, Datatype, Distrib, Extents, Order, TypeError, View, ViewExtents};

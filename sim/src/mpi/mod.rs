@@ -34,6 +34,7 @@ pub(crate) mod fsio;
 pub(crate) mod mpiio;
 mod rank;
 pub(crate) mod romio;
+mod stop;
 
 pub use mpiio::{File, Pending};
 pub use rank::Rank;
@@ -142,6 +143,8 @@ pub(crate) struct Model {
     /// [`PLAN_MEMOS`]): a call whose extents are an earlier call's moved by
     /// one distance takes that plan moved ([`planned`]).
     pub(crate) plans: VecDeque<PlanMemo>,
+    /// Stop-request checkpoints, by communicator.
+    pub(crate) checkpoints: FxHashMap<u32, stop::Checkpoints>,
 }
 
 impl Model {
@@ -221,6 +224,7 @@ impl Twin {
             trace: None,
             ff: FfState::new(ranks),
             plans: VecDeque::new(),
+            checkpoints: FxHashMap::default(),
         };
         let world = model.new_comm((0..ranks).collect());
         let sim = Rc::new(Sim {

@@ -21,6 +21,8 @@ pub struct Rank {
     pub(crate) comm: Rc<Comm>,
     pub(crate) rank: usize,
     pub(crate) seq: Cell<u64>,
+    /// Stop-request checkpoints this rank has passed on its communicator.
+    pub(crate) checks: Cell<u64>,
     /// Its repetitions, for the fast-forward.
     pub(crate) reps: Repetitions,
 }
@@ -33,6 +35,7 @@ impl Rank {
             comm,
             rank,
             seq: Cell::new(0),
+            checks: Cell::new(0),
             reps: Repetitions::default(),
         }
     }

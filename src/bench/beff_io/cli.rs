@@ -207,6 +207,7 @@ impl Benchmark for BeffIo {
                 environment(mode, run),
             ),
             Err(e) => RunReport {
+                interrupted: None,
                 benchmark: "b_eff_io".into(),
                 mode,
                 ranks: run.ranks as usize,

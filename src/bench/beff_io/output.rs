@@ -738,6 +738,7 @@ pub fn run_report(
         ));
     }
     RunReport {
+        interrupted: None,
         benchmark: "b_eff_io".to_string(),
         mode,
         ranks,

@@ -35,6 +35,9 @@ pub enum BeffIoError {
     /// The run stopped because another process did.
     #[error("b_eff_io: {0}")]
     Stopped(String),
+    /// A signal asked the run to stop: the pattern it came in is not reported.
+    #[error("b_eff_io: interrupted by {}", piotwin_types::stop::signal_name(*.0))]
+    Interrupted(i32),
 }
 
 /// b_eff_io's options. The original's single-dash names (`-MB 1024 -rewrite`) are

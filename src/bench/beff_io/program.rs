@@ -375,7 +375,9 @@ impl RankProgram for BeffIo {
                     }
                     if let Err(e) = run.run_type(ptype).await {
                         // Said here: rank 0's report may only learn that a partner stopped.
-                        eprintln!("piotwin: rank {}: b_eff_io stopped: {e}", ctx.rank());
+                        if !matches!(e, BeffIoError::Interrupted(_)) {
+                            eprintln!("piotwin: rank {}: b_eff_io stopped: {e}", ctx.rank());
+                        }
                         stopped = Some(e);
                         break;
                     }
@@ -747,6 +749,11 @@ impl<C: IoCtx> PartitionRun<'_, C> {
             let first_error = errs.messages.first().cloned();
             self.m.error_messages.extend(errs.messages);
             let errors = ctx.allreduce_f64(errs.count as f64, ReduceOp::Sum).await as u64;
+            if let Some(signal) = ctx.stop_requested().await {
+                // The pattern the signal came in may have ended early: not a measurement.
+                ctx.close(file).await?;
+                return Err(BeffIoError::Interrupted(signal));
+            }
             // Holding data is the back end's property, the same on every rank.
             let checked = pass != Pass::Read || buf.bytes().is_some();
             let rec = PatternRecord {

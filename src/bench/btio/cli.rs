@@ -169,6 +169,7 @@ fn failed_report(
     error: String,
 ) -> RunReport {
     RunReport {
+        interrupted: None,
         benchmark: benchmark.into(),
         mode,
         ranks: run.ranks as usize,

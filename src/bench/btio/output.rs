@@ -61,7 +61,13 @@ pub fn npb_block(cfg: &BtioConfig, o: &BtioOutcome) -> String {
     s += "\n\n BT Benchmark Completed.\n";
     s += &format!(" Class           =                        {class}\n");
     s += &format!(" Size            =            {nx:4}x{ny:4}x{nz:4}\n");
-    s += &format!(" Iterations      =             {:12}\n", cfg.niter);
+    s += &format!(" Iterations      =             {:12}\n", o.steps);
+    if o.steps < cfg.niter {
+        s += &format!(
+            " (interrupted: {} of {} time steps done)\n",
+            o.steps, cfg.niter
+        );
+    }
     s += &format!(" Time in seconds =             {:12.2}\n", o.total_time_s);
     s += &format!(" Total processes =             {:12}\n", o.nprocs);
     s += &format!(
@@ -142,7 +148,7 @@ fn bandwidth_mib_s(o: &KernelOutcome) -> f64 {
 
 fn verified(v: &Verification) -> Option<f64> {
     match v {
-        Verification::NotPerformed | Verification::NoData => None,
+        Verification::NotPerformed | Verification::NoData | Verification::Interrupted => None,
         Verification::Successful => Some(1.0),
         Verification::Failed(_) => Some(0.0),
     }
@@ -164,9 +170,14 @@ pub fn btio_report(
     if cfg.subtype != Subtype::None {
         metrics.insert("io_time_max_s".into(), o.io_time_max_s);
         metrics.insert("io_rate_mb_s".into(), o.io_rate_mb_s);
-        metrics.insert("verify_io_time_s".into(), o.verify_io_time_s);
-        metrics.insert("effective_output_mb_s".into(), o.effective_output_mb_s);
+        if o.verification != Verification::Interrupted {
+            metrics.insert("verify_io_time_s".into(), o.verify_io_time_s);
+            metrics.insert("effective_output_mb_s".into(), o.effective_output_mb_s);
+        }
         metrics.insert("bytes_written".into(), o.bytes_written as f64);
+    }
+    if o.steps < cfg.niter {
+        metrics.insert("steps_done".into(), o.steps as f64);
     }
     if let Some(v) = verified(&o.verification) {
         metrics.insert("verified".into(), v);
@@ -187,6 +198,7 @@ pub fn btio_report(
         );
     }
     RunReport {
+        interrupted: None,
         benchmark: "btio".into(),
         mode,
         ranks: o.nprocs,
@@ -231,6 +243,7 @@ pub fn kernel_report(
         metrics.insert("verified".into(), v);
     }
     RunReport {
+        interrupted: None,
         benchmark: "btio-kernel".into(),
         mode,
         ranks: o.nprocs,

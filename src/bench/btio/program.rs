@@ -36,6 +36,8 @@ pub enum Verification {
     NotPerformed,
     /// The data was read back but the back end holds none to compare (the twin).
     NoData,
+    /// A signal stopped the run before the read-back.
+    Interrupted,
     /// Every double read back equals what was written.
     Successful,
     /// The first wrong double in file order: where it is, what was expected and read.
@@ -48,6 +50,7 @@ impl Verification {
         match self {
             Verification::NotPerformed => "NOT PERFORMED",
             Verification::NoData => "NOT PERFORMED (no data)",
+            Verification::Interrupted => "NOT PERFORMED (interrupted)",
             Verification::Successful => "SUCCESSFUL",
             Verification::Failed(_) => "FAILED",
         }
@@ -409,6 +412,8 @@ impl<C: IoCtx> DumpFile<C> {
 pub struct BtioOutcome {
     /// Number of processes.
     pub nprocs: usize,
+    /// Time steps done: all of them, unless a signal stopped the run.
+    pub steps: u64,
     /// Dumps written.
     pub dumps: u64,
     /// Bytes written by all ranks (`40·N³·dumps`).
@@ -470,8 +475,12 @@ impl RankProgram for BtioProgram {
 
     async fn run<C: IoCtx>(&self, ctx: &C) -> IoResult<BtioOutcome> {
         let out = self.measure(ctx).await;
-        if out.is_err() {
-            // A failed run leaves no dump file behind (best effort, each owner its own).
+        let stopped = out
+            .as_ref()
+            .is_ok_and(|o| o.verification == Verification::Interrupted);
+        if out.is_err() || stopped {
+            // A failed or interrupted run leaves no dump file behind (best effort,
+            // each owner its own).
             match self.cfg.subtype {
                 Subtype::None => {}
                 Subtype::Epio => {
@@ -513,6 +522,8 @@ impl BtioProgram {
         let t0 = ctx.wtime();
         let mut t_io = 0.0;
         let mut dump = 0;
+        let mut steps = 0;
+        let mut interrupted = false;
         for step in 1..=cfg.niter {
             bt_step(ctx, &solver, &layout, step_flops).await;
             if let (true, Some(f)) = (cfg.dumps_after(step), out.as_mut()) {
@@ -524,6 +535,13 @@ impl BtioProgram {
                 f.write(ctx, &layout, dump).await?;
                 t_io += ctx.wtime() - t;
                 dump += 1;
+            }
+            steps = step;
+            // A checkpoint after every step (one all-reduce in real mode: a few
+            // microseconds against a step's milliseconds).
+            if step < cfg.niter && ctx.stop_requested().await.is_some() {
+                interrupted = true;
+                break;
             }
         }
         if let Some(f) = out {
@@ -538,7 +556,7 @@ impl BtioProgram {
         let mut found = None;
         let mut checked = false;
         let mut t_verify = 0.0;
-        if cfg.subtype != Subtype::None {
+        if cfg.subtype != Subtype::None && !interrupted {
             let t = ctx.wtime();
             let mut f = DumpFile::open(ctx, cfg, &layout, &self.hints, false).await?;
             checked = f.holds_data();
@@ -559,6 +577,7 @@ impl BtioProgram {
         let total_time_s = ctx.allreduce_f64(t_total, ReduceOp::Max).await;
         let wall_to_verified_s = ctx.allreduce_f64(t_wall, ReduceOp::Max).await;
         let verification = match cfg.subtype {
+            _ if interrupted => Verification::Interrupted,
             Subtype::None => Verification::NotPerformed,
             Subtype::Epio => agree(ctx, found, checked, cfg.grid, |r| cfg.epio_path(r)).await,
             _ => agree(ctx, found, checked, cfg.grid, |_| cfg.file_path()).await,
@@ -568,6 +587,7 @@ impl BtioProgram {
         let per = |mb: f64, rate: f64| if rate > 0.0 { mb / rate } else { 0.0 };
         Ok(BtioOutcome {
             nprocs: ctx.size(),
+            steps,
             dumps: dump,
             bytes_written,
             total_time_s,
@@ -582,7 +602,7 @@ impl BtioProgram {
                 0.0
             },
             mops: if total_time_s > 0.0 {
-                1e-6 * cfg.niter as f64 * bt_step_flops(cfg.grid) / total_time_s
+                1e-6 * steps as f64 * bt_step_flops(cfg.grid) / total_time_s
             } else {
                 0.0
             },
@@ -705,9 +725,12 @@ impl RankProgram for KernelProgram {
 
     async fn run<C: IoCtx>(&self, ctx: &C) -> IoResult<KernelOutcome> {
         let out = self.measure(ctx).await;
-        if out.is_err() && self.cfg.write && ctx.rank() == 0 {
-            // A failed write leaves no half-written record file behind (best effort;
-            // a file given to read is the user's and stays).
+        let stopped = out
+            .as_ref()
+            .is_ok_and(|o| o.verification == Verification::Interrupted);
+        if (out.is_err() || stopped) && self.cfg.write && ctx.rank() == 0 {
+            // A failed or interrupted write leaves no half-written record file
+            // behind (best effort; a file given to read is the user's and stays).
             let _ = ctx.delete(&self.cfg.file_path()).await;
         }
         out
@@ -803,6 +826,8 @@ impl KernelProgram {
             Access::Read
         };
         let (mut t_post, mut t_wait) = (0.0, 0.0);
+        let mut records = 0;
+        let mut interrupted = false;
         for r in 0..cfg.records {
             if cfg.write {
                 ctx.compute(Kernel::memcpy(layout.bytes()), || storage.fill(&layout, r))
@@ -812,33 +837,40 @@ impl KernelProgram {
                 kernel_record(ctx, &mut file, &mut storage, cfg.method, access, &layout, r).await?;
             t_post += p;
             t_wait += w;
+            records = r + 1;
+            if records < cfg.records && ctx.stop_requested().await.is_some() {
+                interrupted = true;
+                break;
+            }
         }
         ctx.close(file).await?;
         let t_total = ctx.wtime() - t0;
 
-        // Verification: every record read back the same way and checked.
-        let mut file = ctx.open(&path, &open(OpenMode::Read)).await?;
-        ctx.set_view(&mut file, &view).await?;
+        // Verification: every record read back the same way and checked. Not after an interrupt.
         let mut found = None;
-        for r in 0..cfg.records {
-            storage.zero();
-            kernel_record(
-                ctx,
-                &mut file,
-                &mut storage,
-                cfg.method,
-                Access::Read,
-                &layout,
-                r,
-            )
-            .await?;
-            found = found.or(storage.check(&layout, r).map(|(m, _)| Found {
-                element: m.element,
-                got_bits: m.got_bits,
-                file_offset: m.element * 8,
-            }));
+        if !interrupted {
+            let mut file = ctx.open(&path, &open(OpenMode::Read)).await?;
+            ctx.set_view(&mut file, &view).await?;
+            for r in 0..cfg.records {
+                storage.zero();
+                kernel_record(
+                    ctx,
+                    &mut file,
+                    &mut storage,
+                    cfg.method,
+                    Access::Read,
+                    &layout,
+                    r,
+                )
+                .await?;
+                found = found.or(storage.check(&layout, r).map(|(m, _)| Found {
+                    element: m.element,
+                    got_bits: m.got_bits,
+                    file_offset: m.element * 8,
+                }));
+            }
+            ctx.close(file).await?;
         }
-        ctx.close(file).await?;
         let t_wall = ctx.wtime() - t0;
 
         let max = |v: f64| ctx.allreduce_f64(v, ReduceOp::Max);
@@ -847,12 +879,14 @@ impl KernelProgram {
         let post_time_s = max(t_post).await;
         let wait_time_s = max(t_wait).await;
         let wall_to_verified_s = max(t_wall).await;
-        let verification =
-            agree(ctx, found, storage.holds_data(), cfg.grid, |_| path.clone()).await;
+        let verification = match interrupted {
+            true => Verification::Interrupted,
+            false => agree(ctx, found, storage.holds_data(), cfg.grid, |_| path.clone()).await,
+        };
         Ok(KernelOutcome {
             nprocs: ctx.size(),
-            records: cfg.records,
-            bytes: record_bytes * cfg.records,
+            records,
+            bytes: record_bytes * records,
             total_time_s,
             open_time_s,
             post_time_s,

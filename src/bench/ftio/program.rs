@@ -348,7 +348,14 @@ impl<'a, C: IoCtx> RankRun<'a, C> {
             wall_s: ctx.wtime() - t0,
             ..m.st
         });
-        Ok(())
+        match ctx.stop_requested().await {
+            Some(signal) => Err(format!(
+                "interrupted by {} after the {} phase",
+                piotwin_types::stop::signal_name(signal),
+                phase.name()
+            )),
+            None => Ok(()),
+        }
     }
 
     /// Phase 1, initialization: open (create) the file, compute the input

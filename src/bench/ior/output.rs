@@ -258,6 +258,7 @@ impl Ior {
         let mut errors: Vec<String> = out.verify_errors.iter().map(|e| e.to_string()).collect();
         errors.extend(out.failure.iter().cloned());
         RunReport {
+            interrupted: None,
             benchmark: "ior".into(),
             mode,
             ranks: ranks as usize,

@@ -170,6 +170,10 @@ impl Ior {
             *hints = Some(ctx.hints_in_effect(&file));
         }
         for q in 0..p.transfers_per_rank() {
+            if coord == Coordination::Independent && ctx.stop_seen() {
+                // Interrupted: the checkpoint after the access drops it.
+                break;
+            }
             let off = p.offset(role, ranks, q);
             if access == Access::Write {
                 ctx.compute(Kernel::pattern(p.transfer), || {
@@ -280,6 +284,13 @@ impl RankProgram for Ior {
                     });
                     if wrote && !p.keep_file {
                         // Failed, but its test file is removed all the same (best effort).
+                        let _ = self.remove(ctx).await;
+                    }
+                    break 'reps;
+                }
+                if ctx.stop_requested().await.is_some() {
+                    // The access the signal came in may have ended early: not a result.
+                    if wrote && !p.keep_file {
                         let _ = self.remove(ctx).await;
                     }
                     break 'reps;

@@ -156,6 +156,7 @@ impl Iozone {
         let mut errors: Vec<String> = out.verify_errors.iter().map(|e| e.to_string()).collect();
         errors.extend(out.failure.iter().cloned());
         RunReport {
+            interrupted: None,
             benchmark: "iozone".into(),
             mode,
             ranks: ranks as usize,

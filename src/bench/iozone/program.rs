@@ -322,6 +322,10 @@ impl Iozone {
         if st.error.is_none() {
             let n = s / r;
             for q in 0..n {
+                if ctx.stop_seen() {
+                    // Interrupted (each rank its own file): the checkpoint drops the pass.
+                    break;
+                }
                 let off = p.offset(pass, rank, n, r, q);
                 if access == Access::Write
                     && let Some(b) = buf.bytes_mut()
@@ -424,6 +428,10 @@ impl RankProgram for Iozone {
                 if let Some(who) = lowest_rank(ctx, st.error.is_some()).await.map(|w| w as u64) {
                     let what = format!("{} of {}", pass.name(), combo_name(s, r));
                     out.failure = Some(Self::failure_text(rank, who, &what, &st.error));
+                    break 'combos;
+                }
+                if ctx.stop_requested().await.is_some() {
+                    // The pass the signal came in may have ended early: not a result.
                     break 'combos;
                 }
                 let start = ctx.allreduce_f64(st.t0, ReduceOp::Min).await;

@@ -71,6 +71,7 @@ impl Pingpong {
                 .collect(),
         };
         RunReport {
+            interrupted: None,
             benchmark: "pingpong".into(),
             mode,
             ranks: ranks as usize,

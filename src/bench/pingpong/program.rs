@@ -92,6 +92,9 @@ impl RankProgram for Pingpong {
                 iterations: k,
                 seconds,
             });
+            if ctx.stop_requested().await.is_some() {
+                return out;
+            }
         }
         ctx.barrier().await;
         let t0 = ctx.wtime();

@@ -1,0 +1,367 @@
+//! Ctrl-C and SIGTERM at a random point of every benchmark, real (under the
+//! launcher, which forwards the signal to every rank) and in the twin: the run
+//! stops within seconds, exits 128 + the signal, keeps its reports marked
+//! `interrupted`, and leaves its scratch directory empty.
+//!
+//! The point is drawn from `PIOTWIN_TEST_SEED` (default: the clock), printed
+//! with every case so a failure can be replayed (`PIOTWIN_TEST_CASE=NAME`
+//! runs only that benchmark's cases).
+#![cfg(feature = "mpi")]
+
+mod common;
+
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use common::*;
+
+/// One run to interrupt: its ranks (0: the twin, no launcher), arguments
+/// (`{S}` is the scratch directory, `{T}` the default scenario, `{SIZES}`
+/// 300 message sizes: pingpong's checkpoint is per size) and the window
+/// of the signal in seconds after the start, well inside the run.
+struct Case {
+    name: &'static str,
+    ranks: usize,
+    args: &'static [&'static str],
+    window: (f64, f64),
+}
+
+const REAL: &[Case] = &[
+    Case {
+        name: "b_eff_io",
+        ranks: 2,
+        args: &["b_eff_io", "-MB", "256", "-T", "60", "-p", "{S}", "-f", "b"],
+        window: (1.0, 6.0),
+    },
+    Case {
+        name: "ior",
+        ranks: 2,
+        args: &[
+            "ior",
+            "-a",
+            "MPIIO",
+            "-b",
+            "256m",
+            "-t",
+            "1m",
+            "-i",
+            "40",
+            "-o",
+            "{S}/ior.dat",
+        ],
+        window: (0.5, 4.0),
+    },
+    Case {
+        name: "btio",
+        ranks: 4,
+        args: &["btio", "--class", "A", "--subtype", "full", "-p", "{S}"],
+        window: (1.0, 6.0),
+    },
+    Case {
+        name: "btio-kernel",
+        ranks: 4,
+        args: &[
+            "btio-kernel",
+            "--records",
+            "40",
+            "--grid",
+            "128,128,128",
+            "-p",
+            "{S}",
+        ],
+        window: (1.0, 6.0),
+    },
+    Case {
+        name: "ftio",
+        ranks: 2,
+        args: &["ftio", "-i", "96", "-p", "{S}"],
+        window: (1.0, 6.0),
+    },
+    Case {
+        name: "iozone",
+        ranks: 2,
+        args: &["iozone", "-s", "2g", "-r", "4k", "-f", "{S}/ioz.tmp"],
+        window: (0.5, 3.0),
+    },
+    Case {
+        name: "pingpong",
+        ranks: 2,
+        args: &["pingpong", "--sizes", "{SIZES}", "--iterations", "20000"],
+        window: (0.5, 3.0),
+    },
+];
+
+const TWIN: &[Case] = &[
+    Case {
+        name: "b_eff_io",
+        ranks: 0,
+        args: &[
+            "b_eff_io", "--sim", "{T}", "--ranks", "16", "-MB", "256", "-T", "120", "-f", "b",
+        ],
+        window: (0.5, 3.0),
+    },
+    Case {
+        name: "ior",
+        ranks: 0,
+        args: &[
+            "ior",
+            "-a",
+            "MPIIO",
+            "-b",
+            "64m",
+            "-t",
+            "4k",
+            "-i",
+            "40",
+            "-o",
+            "{S}/ior.dat",
+            "--sim",
+            "{T}",
+            "--ranks",
+            "16",
+        ],
+        window: (0.5, 3.0),
+    },
+    Case {
+        name: "btio",
+        ranks: 0,
+        args: &[
+            "btio",
+            "--class",
+            "B",
+            "--subtype",
+            "simple",
+            "-p",
+            "{S}",
+            "--sim",
+            "{T}",
+            "--ranks",
+            "16",
+        ],
+        window: (0.5, 3.0),
+    },
+    Case {
+        name: "btio-kernel",
+        ranks: 0,
+        args: &[
+            "btio-kernel",
+            "--records",
+            "8000",
+            "--grid",
+            "256,256,256",
+            "-p",
+            "{S}",
+            "--sim",
+            "{T}",
+            "--ranks",
+            "16",
+        ],
+        window: (0.5, 3.0),
+    },
+    Case {
+        name: "iozone",
+        ranks: 0,
+        args: &[
+            "iozone",
+            "-s",
+            "1g",
+            "-r",
+            "4k",
+            "-f",
+            "{S}/ioz.tmp",
+            "--sim",
+            "{T}",
+            "--ranks",
+            "4",
+        ],
+        window: (0.5, 3.0),
+    },
+    Case {
+        name: "pingpong",
+        ranks: 0,
+        args: &[
+            "pingpong",
+            "--sizes",
+            "{SIZES}",
+            "--iterations",
+            "20000",
+            "--sim",
+            "{T}",
+            "--ranks",
+            "16",
+        ],
+        window: (0.5, 3.0),
+    },
+];
+
+/// A fraction in [0, 1) from the seed and the case (splitmix64).
+fn fraction(seed: u64, case: &str) -> f64 {
+    let mut z = case
+        .bytes()
+        .fold(seed, |h, b| h.rotate_left(5) ^ u64::from(b))
+        .wrapping_add(0x9e37_79b9_7f4a_7c15);
+    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    (z ^ (z >> 31)) as f64 / 2f64.powi(64)
+}
+
+fn seed() -> u64 {
+    std::env::var("PIOTWIN_TEST_SEED")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or_else(|| {
+            std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .unwrap()
+                .as_nanos() as u64
+        })
+}
+
+fn start(case: &Case, out: &Path, scratch: &Path) -> Option<Child> {
+    let scenario = scenario("default.toml");
+    let sizes = (1..=300)
+        .map(|b| b.to_string())
+        .collect::<Vec<_>>()
+        .join(",");
+    let args: Vec<String> = case
+        .args
+        .iter()
+        .map(|a| {
+            a.replace("{S}", scratch.to_str().unwrap())
+                .replace("{T}", scenario.to_str().unwrap())
+                .replace("{SIZES}", &sizes)
+        })
+        .chain(["--json", "r.json", "--csv", "r.csv"].map(String::from))
+        .collect();
+    let mut cmd = if case.ranks > 0 {
+        let launcher = mpiexec()?;
+        let mut c = Command::new(&launcher[0]);
+        c.args(&launcher[1..])
+            .args(["-n", &case.ranks.to_string(), BIN, "run"]);
+        c
+    } else {
+        let mut c = Command::new(BIN);
+        c.arg("run");
+        c
+    };
+    let child = cmd
+        .args(&args)
+        .current_dir(out)
+        .stdout(std::fs::File::create(out.join("stdout")).unwrap())
+        .stderr(std::fs::File::create(out.join("stderr")).unwrap())
+        .stdin(Stdio::null())
+        .spawn()
+        .expect("the run starts");
+    Some(child)
+}
+
+/// Runs `case`, sends `signal` at a random point of its window, and checks
+/// the exit status, the reports and the scratch directory.
+fn interrupted(case: &Case, seed: u64, signal: i32) {
+    if std::env::var("PIOTWIN_TEST_CASE").is_ok_and(|only| only != case.name) {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let (out, scratch) = (dir.path().join("out"), dir.path().join("scratch"));
+    std::fs::create_dir_all(&out).unwrap();
+    std::fs::create_dir_all(&scratch).unwrap();
+    let (lo, hi) = case.window;
+    let at = lo + (hi - lo) * fraction(seed, case.name);
+    let what = format!(
+        "{} ({}; signal {signal} at {at:.2} s; PIOTWIN_TEST_SEED={seed})",
+        case.name,
+        if case.ranks > 0 {
+            format!("{} ranks", case.ranks)
+        } else {
+            "twin".into()
+        }
+    );
+    let Some(mut child) = start(case, &out, &scratch) else {
+        return;
+    };
+    std::thread::sleep(Duration::from_secs_f64(at));
+    assert!(
+        child.try_wait().unwrap().is_none(),
+        "{what}: the run ended before the signal; its window is too late"
+    );
+    // SAFETY: kill(2) on the child's pid.
+    assert_eq!(unsafe { libc::kill(child.id() as i32, signal) }, 0);
+    let sent = Instant::now();
+    let status = loop {
+        if let Some(s) = child.try_wait().unwrap() {
+            break s;
+        }
+        if sent.elapsed() > Duration::from_secs(120) {
+            let _ = child.kill();
+            panic!("{what}: still running 120 s after the signal");
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    let stopped_in = sent.elapsed().as_secs_f64();
+    let printed = std::fs::read_to_string(out.join("stdout")).unwrap();
+    eprintln!(
+        "{what}: its output ends\n{}",
+        printed.lines().rev().take(3).collect::<Vec<_>>().join("\n")
+    );
+    let err = std::fs::read_to_string(out.join("stderr")).unwrap();
+    let name = if signal == libc::SIGINT {
+        "SIGINT"
+    } else {
+        "SIGTERM"
+    };
+    eprintln!(
+        "{what}: exit {:?} {stopped_in:.2} s after the signal",
+        status.code()
+    );
+    // MPICH's launcher (hydra) forwards the signal to every rank, but its own
+    // status afterwards is racy: measured here, it returns 0 in about a third
+    // of runs whose ranks all exit 128 + signal (a shell script that traps the
+    // signal shows the same). Every rank's status is 128 + signal; the
+    // launcher's is required only where it reports one.
+    let launcher_race = case.ranks > 0 && status.code() == Some(0);
+    if launcher_race {
+        eprintln!("{what}: the launcher returned 0 (hydra's race after a forwarded signal)");
+    } else {
+        assert_eq!(status.code(), Some(128 + signal), "{what}: {err}");
+    }
+    assert!(
+        err.contains(&format!("interrupted by {name}")),
+        "{what}: {err}"
+    );
+    let j = read_json(&out.join("r.json"));
+    assert_eq!(j["interrupted"], name, "{what}: {j}");
+    let csv = std::fs::read_to_string(out.join("r.csv")).unwrap();
+    assert!(
+        csv.contains(&format!("\ninterrupted,{name}\n")),
+        "{what}: {csv}"
+    );
+    assert_eq!(
+        files_in(&scratch),
+        Vec::<String>::new(),
+        "{what}: scratch files left behind"
+    );
+}
+
+#[test]
+fn real_runs_stop_on_sigint_keep_their_reports_and_leave_no_scratch() {
+    let seed = seed();
+    for case in REAL {
+        interrupted(case, seed, libc::SIGINT);
+    }
+}
+
+#[test]
+fn twin_runs_stop_on_sigint_keep_their_reports_and_leave_no_scratch() {
+    let seed = seed();
+    for case in TWIN {
+        interrupted(case, seed, libc::SIGINT);
+    }
+}
+
+#[test]
+fn sigterm_stops_a_run_with_exit_status_143() {
+    let seed = seed();
+    interrupted(&REAL[1], seed, libc::SIGTERM);
+    interrupted(&TWIN[0], seed, libc::SIGTERM);
+}
