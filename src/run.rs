@@ -474,8 +474,9 @@ pub fn execute<P: Benchmark>(program: &P, common: &Common) -> Result<(), CliErro
 /// SIGINT and SIGTERM, from here on: the first asks the run to stop
 /// (`piotwin_types::stop`; benchmarks stop at their next checkpoint, keep what
 /// finished and remove their scratch files), a second ends the process at once
-/// (the signal's default action). Installed once per process.
-fn install_stop_handlers() -> Result<(), CliError> {
+/// (the signal's default action). Installed once per process, by the commands
+/// that heed it (`run`, and `compare`, which passes it on to its runs).
+pub fn install_stop_handlers() -> Result<(), CliError> {
     use signal_hook::consts::{SIGINT, SIGTERM};
     static INSTALLED: std::sync::OnceLock<Result<(), String>> = std::sync::OnceLock::new();
     let installed = INSTALLED.get_or_init(|| {

@@ -365,3 +365,129 @@ fn sigterm_stops_a_run_with_exit_status_143() {
     interrupted(&REAL[1], seed, libc::SIGTERM);
     interrupted(&TWIN[0], seed, libc::SIGTERM);
 }
+
+/// `compare` passes the signal on to the run it is in (started in a process
+/// group of its own, so a terminal's Ctrl-C reaches it once), does not start
+/// the other, writes compare.json and report.html with what finished and
+/// exits 130.
+#[test]
+fn compare_passes_sigint_on_and_keeps_what_finished() {
+    let Some(_) = mpiexec() else {
+        return;
+    };
+    let seed = seed();
+    let dir = tempfile::tempdir().unwrap();
+    let (out, scratch) = (dir.path().join("out"), dir.path().join("scratch"));
+    std::fs::create_dir_all(&scratch).unwrap();
+    let at = 1.0 + 3.0 * fraction(seed, "compare");
+    let what = format!("compare b_eff_io (signal at {at:.2} s; PIOTWIN_TEST_SEED={seed})");
+    let mut child = Command::new(BIN)
+        .args(["compare", "b_eff_io", "--ranks", "2", "--scenario"])
+        .arg(scenario("default.toml"))
+        .arg("--out")
+        .arg(&out)
+        .args(["-MB", "256", "-T", "60", "-p"])
+        .arg(&scratch)
+        .current_dir(dir.path())
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(std::fs::File::create(dir.path().join("stderr")).unwrap())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_secs_f64(at));
+    assert!(child.try_wait().unwrap().is_none(), "{what}: ended early");
+    // SAFETY: kill(2) on the child's pid.
+    assert_eq!(unsafe { libc::kill(child.id() as i32, libc::SIGINT) }, 0);
+    let sent = Instant::now();
+    let status = loop {
+        if let Some(s) = child.try_wait().unwrap() {
+            break s;
+        }
+        if sent.elapsed() > Duration::from_secs(120) {
+            let _ = child.kill();
+            panic!("{what}: still running 120 s after the signal");
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    let err = std::fs::read_to_string(dir.path().join("stderr")).unwrap();
+    assert_eq!(status.code(), Some(130), "{what}: {err}");
+    assert!(
+        err.contains("compare.json and report.html hold what finished"),
+        "{what}: {err}"
+    );
+    let c = read_json(&out.join("compare.json"));
+    let failed = c["failed"].as_array().unwrap();
+    assert!(
+        failed
+            .iter()
+            .any(|f| f["side"] == "predicted" && f["message"] == "not run: interrupted by SIGINT"),
+        "{what}: {c}"
+    );
+    assert_eq!(
+        read_json(&out.join("measured.json"))["interrupted"],
+        "SIGINT",
+        "{what}"
+    );
+    assert!(out.join("report.html").is_file(), "{what}");
+    assert_eq!(
+        files_in(&scratch),
+        Vec::<String>::new(),
+        "{what}: scratch left"
+    );
+}
+
+/// The process of rank `rank` whose command line holds `marker`, if running.
+fn rank_pid(marker: &str, rank: u32) -> Option<i32> {
+    std::fs::read_dir("/proc").ok()?.flatten().find_map(|e| {
+        let pid: i32 = e.file_name().to_str()?.parse().ok()?;
+        let cmdline = std::fs::read(e.path().join("cmdline")).ok()?;
+        let environ = std::fs::read(e.path().join("environ")).ok()?;
+        let has = |hay: &[u8], needle: &[u8]| hay.windows(needle.len()).any(|w| w == needle);
+        (has(&cmdline, BIN.as_bytes())
+            && has(&cmdline, marker.as_bytes())
+            && environ.split(|&b| b == 0).any(|v| {
+                // MPICH's and Open MPI's names of the rank.
+                v == format!("PMI_RANK={rank}").as_bytes()
+                    || v == format!("OMPI_COMM_WORLD_RANK={rank}").as_bytes()
+            }))
+        .then_some(pid)
+    })
+}
+
+/// A rank killed outright (SIGKILL: nothing can be kept) ends the whole job
+/// within seconds with a non-zero status instead of leaving its partners
+/// waiting in a collective.
+#[test]
+fn a_killed_rank_ends_the_job_with_a_failure() {
+    let seed = seed();
+    let dir = tempfile::tempdir().unwrap();
+    let scratch = dir.path().join("scratch");
+    std::fs::create_dir_all(&scratch).unwrap();
+    let marker = scratch.to_str().unwrap().to_string();
+    let Some(mut child) = start(&REAL[0], dir.path(), &scratch) else {
+        return;
+    };
+    let at = 1.0 + 3.0 * fraction(seed, "sigkill");
+    std::thread::sleep(Duration::from_secs_f64(at));
+    let pid = rank_pid(&marker, 1).expect("rank 1 is running");
+    // SAFETY: kill(2) on rank 1's pid.
+    assert_eq!(unsafe { libc::kill(pid, libc::SIGKILL) }, 0);
+    let sent = Instant::now();
+    let status = loop {
+        if let Some(s) = child.try_wait().unwrap() {
+            break s;
+        }
+        if sent.elapsed() > Duration::from_secs(60) {
+            let _ = child.kill();
+            panic!(
+                "rank 1 killed at {at:.2} s (PIOTWIN_TEST_SEED={seed}): the job still runs 60 s later"
+            );
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    eprintln!(
+        "rank 1 killed at {at:.2} s: the job ended {:.2} s later with {status}",
+        sent.elapsed().as_secs_f64()
+    );
+    assert!(!status.success(), "{status}");
+}

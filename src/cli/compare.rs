@@ -26,8 +26,11 @@
 
 use std::ffi::OsString;
 use std::io::{BufRead, BufReader, Read};
+use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Instant;
 
 use clap::{Args, CommandFactory, Parser};
@@ -38,7 +41,8 @@ use piotwin::report::{RunReport, write_atomic};
 use piotwin_sim::Scenario;
 
 use super::launcher::Launcher;
-use piotwin::run::{CliError, MachineDefault, check_output};
+use piotwin::run::{CliError, MachineDefault, check_output, install_stop_handlers};
+use piotwin_types::stop;
 
 use super::{Cli, Command as CliCommand, normalize_args};
 
@@ -290,13 +294,30 @@ fn run_side(
     let started = Instant::now();
     let shown = format!("{cmd:?}");
     eprintln!("piotwin compare: {name} run: {shown}");
+    // A process group of its own: Ctrl-C at the terminal reaches compare only,
+    // which passes it on once (a second Ctrl-C makes mpiexec abort at once).
     let mut child = cmd
         .current_dir(workdir)
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
+        .process_group(0)
         .spawn()
         .map_err(|e| CliError::Runtime(format!("the {name} run could not start ({shown}): {e}")))?;
+    let ended = Arc::new(AtomicBool::new(false));
+    let pass_on = {
+        let (ended, pid) = (ended.clone(), child.id() as i32);
+        std::thread::spawn(move || {
+            while !ended.load(Ordering::SeqCst) {
+                if let Some(signal) = stop::requested() {
+                    // SAFETY: kill(2) on our child, which has not been waited for yet.
+                    unsafe { libc::kill(pid, signal) };
+                    return;
+                }
+                std::thread::sleep(std::time::Duration::from_millis(50));
+            }
+        })
+    };
     let stderr = child.stderr.take().expect("stderr is piped");
     let reader = std::thread::spawn(move || {
         let mut written = Vec::new();
@@ -317,6 +338,8 @@ fn run_side(
         .take()
         .expect("stdout is piped")
         .read_to_end(&mut out);
+    ended.store(true, Ordering::SeqCst);
+    let _ = pass_on.join();
     let status = child.wait();
     let (written, errors) = reader.join().unwrap_or_default();
     let wall_s = started.elapsed().as_secs_f64();
@@ -647,10 +670,23 @@ pub(super) fn run(args: &CompareArgs) -> Result<(), CliError> {
     };
     let mut real_cmd = launcher.command(args.ranks);
     real_cmd.arg(&exe).args(&real).args(json_arg("measured"));
+    install_stop_handlers()?;
     let measured = run_side("measured", real_cmd, &measured_dir, &dir)?;
     let mut twin_cmd = Command::new(&exe);
     twin_cmd.args(&twin).args(json_arg("predicted"));
-    let predicted = run_side("predicted", twin_cmd, &predicted_dir, &dir)?;
+    let predicted = match stop::requested() {
+        None => run_side("predicted", twin_cmd, &predicted_dir, &dir)?,
+        Some(signal) => Side {
+            name: "predicted",
+            report: None,
+            failure: Some(format!(
+                "not run: interrupted by {}",
+                stop::signal_name(signal)
+            )),
+            written: Vec::new(),
+            wall_s: 0.0,
+        },
+    };
 
     let benchmark = measured
         .report
@@ -776,6 +812,15 @@ pub(super) fn run(args: &CompareArgs) -> Result<(), CliError> {
         println!("warning: {w}");
     }
     println!("report: {}", html_path.display());
+    if let Some(signal) = stop::requested() {
+        return Err(CliError::Interrupted {
+            signal,
+            message: Some(format!(
+                "interrupted by {}: compare.json and report.html hold what finished",
+                stop::signal_name(signal)
+            )),
+        });
+    }
     match failures.is_empty() {
         true => Ok(()),
         false => Err(CliError::Runtime(failures.join("\n"))),
