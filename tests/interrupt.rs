@@ -491,3 +491,49 @@ fn a_killed_rank_ends_the_job_with_a_failure() {
     );
     assert!(!status.success(), "{status}");
 }
+
+/// `calibrate` passes the signal on to the probe run it is in, runs no more,
+/// writes the scenario and its probe results (the steps not measured keep the
+/// base values, named under [source]), removes its scratch directory and
+/// exits 130.
+#[test]
+fn calibrate_stops_on_sigint_and_writes_what_it_measured() {
+    let Some(launcher) = mpiexec() else {
+        return;
+    };
+    let seed = seed();
+    let dir = tempfile::tempdir().unwrap();
+    let at = 0.8 + 1.7 * fraction(seed, "calibrate");
+    let what = format!("calibrate (signal at {at:.2} s; PIOTWIN_TEST_SEED={seed})");
+    let mut child = Command::new(BIN)
+        .args([
+            "calibrate",
+            "--dir",
+            ".",
+            "--out",
+            "cal.toml",
+            "--ranks",
+            "2",
+        ])
+        .args(["--probe-scale", "tiny", "--mpiexec", &launcher.join(" ")])
+        .current_dir(dir.path())
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(std::fs::File::create(dir.path().join("stderr")).unwrap())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_secs_f64(at));
+    assert!(child.try_wait().unwrap().is_none(), "{what}: ended early");
+    // SAFETY: kill(2) on the child's pid.
+    assert_eq!(unsafe { libc::kill(child.id() as i32, libc::SIGINT) }, 0);
+    let status = child.wait().unwrap();
+    let err = std::fs::read_to_string(dir.path().join("stderr")).unwrap();
+    assert_eq!(status.code(), Some(130), "{what}: {err}");
+    assert!(err.contains("interrupted by SIGINT"), "{what}: {err}");
+    let text = std::fs::read_to_string(dir.path().join("cal.toml")).unwrap();
+    assert!(text.contains("interrupted by SIGINT"), "{what}: {text}");
+    assert!(dir.path().join("cal.toml.probes.json").is_file(), "{what}");
+    let mut left = files_in(dir.path());
+    left.retain(|f| f.starts_with("piotwin-calibrate-"));
+    assert_eq!(left, Vec::<String>::new(), "{what}: scratch left");
+}

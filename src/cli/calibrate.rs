@@ -7,7 +7,7 @@
 //! scenario's values (say so in `[source]`); the scenario and the raw results are
 //! still written, and the exit code is 1.
 
-use std::io::IsTerminal;
+use std::io::{IsTerminal, Read};
 use std::path::{Path, PathBuf};
 
 use clap::{Args, ValueEnum};
@@ -18,8 +18,10 @@ use piotwin::calibrate::{Machine, memcpy, writer};
 use piotwin::report::write_atomic;
 use piotwin_sim::Scenario;
 
-use super::launcher::Launcher;
-use piotwin::run::{CliError, check_output};
+use super::launcher::{Launcher, Relayed};
+use piotwin::run::{CliError, check_output, install_stop_handlers};
+use piotwin_types::stop;
+use std::process::Stdio;
 
 /// The scenario whose values calibration does not fit are kept from, unless `--base`.
 const DEFAULT_BASE: &str = include_str!("../../scenarios/default.toml");
@@ -205,24 +207,38 @@ impl Progress {
 /// Runs one launched step; its JSON report text, or why not.
 fn launch(launcher: &Launcher, step: &Step, json: &Path) -> Result<String, String> {
     let exe = std::env::current_exe().map_err(|e| format!("cannot find this program: {e}"))?;
-    let out = launcher
-        .command(step.ranks as u64)
-        .arg(&exe)
-        .arg("run")
-        .arg(step.probe.command())
-        .args(&step.args)
-        .arg("--json")
-        .arg(json)
-        .output()
-        .map_err(|e| format!("cannot start the launcher: {e}"))?;
-    if !out.status.success() {
-        let err = String::from_utf8_lossy(&out.stderr);
+    let mut run = Relayed::spawn(
+        launcher
+            .command(step.ranks as u64)
+            .arg(&exe)
+            .arg("run")
+            .arg(step.probe.command())
+            .args(&step.args)
+            .arg("--json")
+            .arg(json)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped()),
+    )
+    .map_err(|e| format!("cannot start the launcher: {e}"))?;
+    let mut stderr = Vec::new();
+    if let Some(mut e) = run.child.stderr.take() {
+        let _ = e.read_to_end(&mut stderr);
+    }
+    let status = run
+        .wait()
+        .map_err(|e| format!("cannot wait for the launcher: {e}"))?;
+    if let Some(signal) = stop::requested() {
+        return Err(format!("interrupted by {}", stop::signal_name(signal)));
+    }
+    if !status.success() {
+        let err = String::from_utf8_lossy(&stderr);
         let line = err
             .lines()
             .find(|l| l.contains("error"))
             .or_else(|| err.lines().rev().find(|l| !l.trim().is_empty()))
             .unwrap_or("");
-        return Err(format!("{}: {}", out.status, line.trim()));
+        return Err(format!("{status}: {}", line.trim()));
     }
     std::fs::read_to_string(json).map_err(|e| format!("no report `{}`: {e}", json.display()))
 }
@@ -245,6 +261,7 @@ pub(super) fn run(args: &CalibrateArgs) -> Result<(), CliError> {
         inp.max_ranks,
         &scratch.display().to_string(),
     );
+    install_stop_handlers()?;
     let results = probe(&inp, plan, &scratch);
     let removed = std::fs::remove_dir_all(&scratch);
     let fitted = fits::fit_all(&results, &inp.base);
@@ -275,6 +292,15 @@ pub(super) fn run(args: &CalibrateArgs) -> Result<(), CliError> {
             "cannot remove the scratch directory `{}`: {e}",
             scratch.display()
         )));
+    }
+    if let Some(signal) = stop::requested() {
+        return Err(CliError::Interrupted {
+            signal,
+            message: Some(format!(
+                "interrupted by {}: the steps not measured keep the base values, as the scenario's [source] says",
+                stop::signal_name(signal)
+            )),
+        });
     }
     match results.failures.len() {
         0 => Ok(()),
@@ -309,6 +335,13 @@ fn probe(inp: &Inputs, plan: Plan, scratch: &Path) -> ProbeResults {
     for (i, step) in plan.steps.iter().enumerate() {
         let json = scratch.join(format!("step-{i}.json"));
         let what = step.describe();
+        if let Some(signal) = stop::requested() {
+            results.failures.push(StepFailure {
+                step: what,
+                message: format!("not run: interrupted by {}", stop::signal_name(signal)),
+            });
+            continue;
+        }
         let t0 = std::time::Instant::now();
         let outcome =
             launch(&inp.launcher, step, &json).and_then(|text| results.add_report(step, &text));

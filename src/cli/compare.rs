@@ -26,11 +26,8 @@
 
 use std::ffi::OsString;
 use std::io::{BufRead, BufReader, Read};
-use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
-use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Instant;
 
 use clap::{Args, CommandFactory, Parser};
@@ -40,7 +37,7 @@ use piotwin::report::plot::BarChart;
 use piotwin::report::{RunReport, write_atomic};
 use piotwin_sim::Scenario;
 
-use super::launcher::Launcher;
+use super::launcher::{Launcher, Relayed};
 use piotwin::run::{CliError, MachineDefault, check_output, install_stop_handlers};
 use piotwin_types::stop;
 
@@ -294,30 +291,14 @@ fn run_side(
     let started = Instant::now();
     let shown = format!("{cmd:?}");
     eprintln!("piotwin compare: {name} run: {shown}");
-    // A process group of its own: Ctrl-C at the terminal reaches compare only,
-    // which passes it on once (a second Ctrl-C makes mpiexec abort at once).
-    let mut child = cmd
-        .current_dir(workdir)
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .process_group(0)
-        .spawn()
-        .map_err(|e| CliError::Runtime(format!("the {name} run could not start ({shown}): {e}")))?;
-    let ended = Arc::new(AtomicBool::new(false));
-    let pass_on = {
-        let (ended, pid) = (ended.clone(), child.id() as i32);
-        std::thread::spawn(move || {
-            while !ended.load(Ordering::SeqCst) {
-                if let Some(signal) = stop::requested() {
-                    // SAFETY: kill(2) on our child, which has not been waited for yet.
-                    unsafe { libc::kill(pid, signal) };
-                    return;
-                }
-                std::thread::sleep(std::time::Duration::from_millis(50));
-            }
-        })
-    };
+    let mut run = Relayed::spawn(
+        cmd.current_dir(workdir)
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped()),
+    )
+    .map_err(|e| CliError::Runtime(format!("the {name} run could not start ({shown}): {e}")))?;
+    let child = &mut run.child;
     let stderr = child.stderr.take().expect("stderr is piped");
     let reader = std::thread::spawn(move || {
         let mut written = Vec::new();
@@ -338,9 +319,7 @@ fn run_side(
         .take()
         .expect("stdout is piped")
         .read_to_end(&mut out);
-    ended.store(true, Ordering::SeqCst);
-    let _ = pass_on.join();
-    let status = child.wait();
+    let status = run.wait();
     let (written, errors) = reader.join().unwrap_or_default();
     let wall_s = started.elapsed().as_secs_f64();
     let text = dir.join(format!("{name}.txt"));

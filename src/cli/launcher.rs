@@ -1,8 +1,15 @@
 //! How real runs are started and learn their size: one [`Launcher`] for
-//! `run`, `compare` and `calibrate`.
+//! `run`, `compare` and `calibrate`; [`Relayed`] children that get this
+//! process's stop request (Ctrl-C, SIGTERM) passed on.
 
 use std::ffi::OsString;
-use std::process::Command;
+use std::os::unix::process::CommandExt;
+use std::process::{Child, Command};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::thread::JoinHandle;
+
+use piotwin_types::stop;
 #[cfg(feature = "mpi")]
 use std::process::Stdio;
 
@@ -206,5 +213,63 @@ mod tests {
         assert!(is_open_mpi("mpiexec (OpenRTE) 4.1.4\n"));
         assert!(is_open_mpi("mpirun (Open MPI) 5.0.3"));
         assert!(!is_open_mpi("HYDRA build details:\n    Version: 4.0.2"));
+    }
+}
+
+/// A child run (`mpiexec … piotwin run …` or a twin run) in a process group of
+/// its own, so that Ctrl-C at the terminal reaches this process only, and a
+/// thread that passes this process's stop request on to it, once (a second
+/// Ctrl-C makes mpiexec abort at once).
+pub(crate) struct Relayed {
+    /// The child.
+    pub(crate) child: Child,
+    ended: Arc<AtomicBool>,
+    relay: Option<JoinHandle<()>>,
+}
+
+impl Relayed {
+    /// Starts `cmd` as a relayed child.
+    pub(crate) fn spawn(cmd: &mut Command) -> std::io::Result<Relayed> {
+        let child = cmd.process_group(0).spawn()?;
+        let ended = Arc::new(AtomicBool::new(false));
+        let relay = {
+            let (ended, pid) = (ended.clone(), child.id() as i32);
+            std::thread::spawn(move || {
+                while !ended.load(Ordering::SeqCst) {
+                    if let Some(signal) = stop::requested() {
+                        // SAFETY: kill(2) on our child, not yet reaped while `ended` is false.
+                        unsafe { libc::kill(pid, signal) };
+                        return;
+                    }
+                    std::thread::sleep(std::time::Duration::from_millis(20));
+                }
+            })
+        };
+        Ok(Relayed {
+            child,
+            ended,
+            relay: Some(relay),
+        })
+    }
+
+    /// Waits for the child (its output is read elsewhere) and stops the relay.
+    pub(crate) fn wait(mut self) -> std::io::Result<std::process::ExitStatus> {
+        // The child is waited for without reaping it first, so the relay can
+        // never signal a process that reused its pid.
+        let mut info: libc::siginfo_t = unsafe { std::mem::zeroed() };
+        // SAFETY: waitid(2) on our child with WNOWAIT leaves it to `wait`.
+        unsafe {
+            libc::waitid(
+                libc::P_PID,
+                self.child.id(),
+                &mut info,
+                libc::WEXITED | libc::WNOWAIT,
+            )
+        };
+        self.ended.store(true, Ordering::SeqCst);
+        if let Some(r) = self.relay.take() {
+            let _ = r.join();
+        }
+        self.child.wait()
     }
 }
