@@ -160,6 +160,14 @@ const TWIN: &[Case] = &[
         window: (0.5, 3.0),
     },
     Case {
+        name: "ftio",
+        ranks: 0,
+        args: &[
+            "ftio", "-i", "192", "-p", "{S}", "--sim", "{T}", "--ranks", "4",
+        ],
+        window: (0.5, 3.0),
+    },
+    Case {
         name: "iozone",
         ranks: 0,
         args: &[

@@ -44,6 +44,9 @@ pub struct FtioPlan {
 /// Everything that can stop an FTIO run.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 pub enum FtioError {
+    /// A stop request (Ctrl-C, SIGTERM) ended an independent phase on this rank early.
+    #[error("ftio: interrupted")]
+    Interrupted,
     /// I is not valid for the process count.
     #[error(
         "ftio: -i {i} is not valid for {c} processes: {reason}; \

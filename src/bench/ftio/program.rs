@@ -303,6 +303,15 @@ pub(super) async fn delete_files<C: IoCtx>(
     Ok(())
 }
 
+/// In a phase of independent I/O only, a rank that has seen a stop request
+/// leaves it at once; the agreement that ends every phase stops the others.
+fn stop_if_seen<C: IoCtx>(ctx: &C) -> Result<(), FtioError> {
+    match ctx.stop_seen() {
+        true => Err(FtioError::Interrupted),
+        false => Ok(()),
+    }
+}
+
 /// One rank's state through the run.
 pub(super) struct RankRun<'a, C: IoCtx> {
     pub(super) ctx: &'a C,
@@ -376,6 +385,7 @@ impl<'a, C: IoCtx> RankRun<'a, C> {
         let mut buf = ctx.alloc(band_bytes);
         for q in 0..geo.c {
             for b in 0..geo.i {
+                stop_if_seen(ctx)?;
                 let signal = &mut self.signal;
                 m.compute(Kernel::memcpy(2 * band_bytes as u64), || {
                     if let Some(bytes) = buf.bytes_mut() {
@@ -406,6 +416,7 @@ impl<'a, C: IoCtx> RankRun<'a, C> {
         let band_bytes = (geo.band_elems() * ELEM_BYTES) as usize;
         let mut bands: Vec<C::Buf> = (0..geo.c).map(|_| ctx.alloc(band_bytes)).collect();
         for b in 0..geo.i {
+            stop_if_seen(ctx)?;
             for (q, buf) in bands.iter_mut().enumerate() {
                 let at = self.base + geo.band_offset(q as u64, b);
                 m.xfer(self.file(), Op::read_at(at), buf).await?;
@@ -438,6 +449,7 @@ impl<'a, C: IoCtx> RankRun<'a, C> {
         let i = geo.i as usize;
         for q in 0..geo.c {
             for (a, b) in mini_square_pairs(geo.i) {
+                stop_if_seen(ctx)?;
                 let at = |a, b| self.base + geo.mini_offset(q, a, b);
                 let (ab, ba) = (at(a, b), at(b, a));
                 let file = self.file.as_mut().expect("the data file is open");
