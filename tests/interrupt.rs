@@ -11,7 +11,7 @@
 mod common;
 
 use std::path::Path;
-use std::process::{Child, Command, Stdio};
+use std::process::{Child, Command, ExitStatus, Stdio};
 use std::time::{Duration, Instant};
 
 use common::*;
@@ -264,6 +264,37 @@ fn start(case: &Case, out: &Path, scratch: &Path) -> Option<Child> {
     Some(child)
 }
 
+/// Sends `signal` to `pid` at `at` seconds after `child` started (which must
+/// still run then), and waits for `child` to end: its status and the seconds
+/// it took after the signal. A child still running 120 s later is killed and
+/// the test fails.
+fn signal_and_wait(
+    child: &mut Child,
+    pid: impl FnOnce() -> i32,
+    signal: i32,
+    at: f64,
+    what: &str,
+) -> (ExitStatus, f64) {
+    std::thread::sleep(Duration::from_secs_f64(at));
+    assert!(
+        child.try_wait().unwrap().is_none(),
+        "{what}: the run ended before the signal; its window is too late"
+    );
+    // SAFETY: kill(2) on a process of this test's child run.
+    assert_eq!(unsafe { libc::kill(pid(), signal) }, 0, "{what}");
+    let sent = Instant::now();
+    loop {
+        if let Some(s) = child.try_wait().unwrap() {
+            return (s, sent.elapsed().as_secs_f64());
+        }
+        if sent.elapsed() > Duration::from_secs(120) {
+            let _ = child.kill();
+            panic!("{what}: still running 120 s after the signal");
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
 /// Runs `case`, sends `signal` at a random point of its window, and checks
 /// the exit status, the reports and the scratch directory.
 fn interrupted(case: &Case, seed: u64, signal: i32) {
@@ -288,25 +319,8 @@ fn interrupted(case: &Case, seed: u64, signal: i32) {
     let Some(mut child) = start(case, &out, &scratch) else {
         return;
     };
-    std::thread::sleep(Duration::from_secs_f64(at));
-    assert!(
-        child.try_wait().unwrap().is_none(),
-        "{what}: the run ended before the signal; its window is too late"
-    );
-    // SAFETY: kill(2) on the child's pid.
-    assert_eq!(unsafe { libc::kill(child.id() as i32, signal) }, 0);
-    let sent = Instant::now();
-    let status = loop {
-        if let Some(s) = child.try_wait().unwrap() {
-            break s;
-        }
-        if sent.elapsed() > Duration::from_secs(120) {
-            let _ = child.kill();
-            panic!("{what}: still running 120 s after the signal");
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    };
-    let stopped_in = sent.elapsed().as_secs_f64();
+    let pid = child.id() as i32;
+    let (status, stopped_in) = signal_and_wait(&mut child, || pid, signal, at, &what);
     let printed = std::fs::read_to_string(out.join("stdout")).unwrap();
     eprintln!(
         "{what}: its output ends\n{}",
@@ -402,21 +416,8 @@ fn compare_passes_sigint_on_and_keeps_what_finished() {
         .stderr(std::fs::File::create(dir.path().join("stderr")).unwrap())
         .spawn()
         .unwrap();
-    std::thread::sleep(Duration::from_secs_f64(at));
-    assert!(child.try_wait().unwrap().is_none(), "{what}: ended early");
-    // SAFETY: kill(2) on the child's pid.
-    assert_eq!(unsafe { libc::kill(child.id() as i32, libc::SIGINT) }, 0);
-    let sent = Instant::now();
-    let status = loop {
-        if let Some(s) = child.try_wait().unwrap() {
-            break s;
-        }
-        if sent.elapsed() > Duration::from_secs(120) {
-            let _ = child.kill();
-            panic!("{what}: still running 120 s after the signal");
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    };
+    let pid = child.id() as i32;
+    let (status, _) = signal_and_wait(&mut child, || pid, libc::SIGINT, at, &what);
     let err = std::fs::read_to_string(dir.path().join("stderr")).unwrap();
     assert_eq!(status.code(), Some(130), "{what}: {err}");
     assert!(
@@ -476,27 +477,10 @@ fn a_killed_rank_ends_the_job_with_a_failure() {
         return;
     };
     let at = 1.0 + 3.0 * fraction(seed, "sigkill");
-    std::thread::sleep(Duration::from_secs_f64(at));
-    let pid = rank_pid(&marker, 1).expect("rank 1 is running");
-    // SAFETY: kill(2) on rank 1's pid.
-    assert_eq!(unsafe { libc::kill(pid, libc::SIGKILL) }, 0);
-    let sent = Instant::now();
-    let status = loop {
-        if let Some(s) = child.try_wait().unwrap() {
-            break s;
-        }
-        if sent.elapsed() > Duration::from_secs(60) {
-            let _ = child.kill();
-            panic!(
-                "rank 1 killed at {at:.2} s (PIOTWIN_TEST_SEED={seed}): the job still runs 60 s later"
-            );
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    };
-    eprintln!(
-        "rank 1 killed at {at:.2} s: the job ended {:.2} s later with {status}",
-        sent.elapsed().as_secs_f64()
-    );
+    let what = format!("rank 1 killed at {at:.2} s (PIOTWIN_TEST_SEED={seed})");
+    let rank1 = || rank_pid(&marker, 1).expect("rank 1 is running");
+    let (status, after) = signal_and_wait(&mut child, rank1, libc::SIGKILL, at, &what);
+    eprintln!("{what}: the job ended {after:.2} s later with {status}");
     assert!(!status.success(), "{status}");
 }
 
@@ -530,11 +514,8 @@ fn calibrate_stops_on_sigint_and_writes_what_it_measured() {
         .stderr(std::fs::File::create(dir.path().join("stderr")).unwrap())
         .spawn()
         .unwrap();
-    std::thread::sleep(Duration::from_secs_f64(at));
-    assert!(child.try_wait().unwrap().is_none(), "{what}: ended early");
-    // SAFETY: kill(2) on the child's pid.
-    assert_eq!(unsafe { libc::kill(child.id() as i32, libc::SIGINT) }, 0);
-    let status = child.wait().unwrap();
+    let pid = child.id() as i32;
+    let (status, _) = signal_and_wait(&mut child, || pid, libc::SIGINT, at, &what);
     let err = std::fs::read_to_string(dir.path().join("stderr")).unwrap();
     assert_eq!(status.code(), Some(130), "{what}: {err}");
     assert!(err.contains("interrupted by SIGINT"), "{what}: {err}");
