@@ -16,6 +16,7 @@
 
 use std::future::Future;
 
+pub use piotwin_types::stop::Checkpoint;
 pub use piotwin_types::{
     Access, Api, Coordination, Datatype, Hints, IoError, IoResult, KernelKind, Op, OpenMode,
     Position, ReduceOp, Repeat, Scope, View, within_budget,
@@ -207,16 +208,31 @@ pub trait IoCtx: Sized {
         piotwin_types::stop::requested().is_some()
     }
 
-    /// A checkpoint: the stop request (the signal number of a SIGINT or
-    /// SIGTERM) that any rank of the context has received, the same answer on
-    /// every rank. All ranks call it at the same points, outside measured
-    /// regions (between patterns, repetitions, dumps). Real mode pays one
-    /// all-reduce (this default); the twin answers at no cost in virtual time
-    /// and without synchronising, so an uninterrupted twin run is unchanged.
+    /// A checkpoint: whether every rank stops here, because some rank received
+    /// a stop request (SIGINT, SIGTERM) or reported a failure (`failed`, this
+    /// rank's). The same answer on every rank. All ranks call it at the same
+    /// points, outside measured regions (between patterns, repetitions, dumps);
+    /// a rank that failed keeps calling it (skipping its I/O) until it says
+    /// stop, so that no partner waits for it in a collective. Real mode pays
+    /// one all-reduce (this default; where a rank failed, the signal may show
+    /// only at the end of the run); the twin answers at no cost in virtual
+    /// time and without synchronising, so an uninterrupted run is unchanged.
+    async fn checkpoint(&self, failed: bool) -> Checkpoint {
+        const FAILED: f64 = 1024.0;
+        let signal = piotwin_types::stop::requested().unwrap_or(0);
+        let mine = signal as f64 + if failed { FAILED } else { 0.0 };
+        let all = self.allreduce_f64(mine, ReduceOp::Max).await;
+        let signal = (all % FAILED) as i32;
+        Checkpoint {
+            signal: (signal > 0).then_some(signal),
+            failed: all >= FAILED,
+        }
+    }
+
+    /// [`IoCtx::checkpoint`] where failures are agreed otherwise: the stop
+    /// request, if any.
     async fn stop_requested(&self) -> Option<i32> {
-        let mine = piotwin_types::stop::requested().unwrap_or(0);
-        let any = self.allreduce_f64(mine as f64, ReduceOp::Max).await;
-        (any > 0.0).then_some(any as i32)
+        self.checkpoint(false).await.signal
     }
 
     /// Run `body(r)` for `r = 0, 1, …` as `policy` says and return how many times

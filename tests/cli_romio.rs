@@ -5,6 +5,9 @@
 //!
 //! `twin_*` need the twin only; `real_*` need `mpiexec` (MPICH, or `PIOTWIN_MPIEXEC`).
 
+mod common;
+
+use common::output_within_limit;
 use std::path::Path;
 use std::process::Command;
 
@@ -22,14 +25,13 @@ fn ior(dir: &Path, name: &str, launcher: Option<&[&str]>, args: &[&str]) -> serd
         }
         None => Command::new(BIN),
     };
-    let out = cmd
-        .current_dir(dir)
-        .args(["run", "ior"])
-        .args(args)
-        .arg("--json")
-        .arg(&json)
-        .output()
-        .expect("piotwin runs");
+    let out = output_within_limit(
+        cmd.current_dir(dir)
+            .args(["run", "ior"])
+            .args(args)
+            .arg("--json")
+            .arg(&json),
+    );
     assert!(
         out.status.success(),
         "{name}: {}\n{}",

@@ -3,6 +3,9 @@
 //! the same b_eff_io within 1 %, nearly every pattern's bandwidth within 1 %,
 //! and bit-identical results for the same seed. Needs the twin only.
 
+mod common;
+
+use common::output_within_limit;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
@@ -19,17 +22,17 @@ fn scenario(name: &str) -> PathBuf {
 fn run(scn: &str, ranks: usize, t: &str, extra: &[&str]) -> Value {
     let dir = tempfile::tempdir().unwrap();
     let prefix = dir.path().join("r");
-    let o = Command::new(BIN)
-        .current_dir(dir.path())
-        .args(["run", "b_eff_io", "--sim"])
-        .arg(scenario(scn))
-        .args(["--ranks", &ranks.to_string(), "-MB", "64", "-T", t, "-p"])
-        .arg(dir.path())
-        .arg("-f")
-        .arg(&prefix)
-        .args(extra)
-        .output()
-        .expect("piotwin runs");
+    let o = output_within_limit(
+        Command::new(BIN)
+            .current_dir(dir.path())
+            .args(["run", "b_eff_io", "--sim"])
+            .arg(scenario(scn))
+            .args(["--ranks", &ranks.to_string(), "-MB", "64", "-T", t, "-p"])
+            .arg(dir.path())
+            .arg("-f")
+            .arg(&prefix)
+            .args(extra),
+    );
     assert!(
         o.status.success(),
         "b_eff_io on {scn} {extra:?} failed: {}",

@@ -9,7 +9,8 @@ use std::cell::Cell;
 use std::ops::RangeInclusive;
 
 use crate::ctx::{
-    Hints, IoCtx, IoError, IoResult, Kernel, Op, OpenOptions, RankProgram, ReduceOp, View,
+    Checkpoint, Hints, IoCtx, IoError, IoResult, Kernel, Op, OpenOptions, RankProgram, ReduceOp,
+    View,
 };
 
 /// Which calls are counted and failed.
@@ -144,7 +145,7 @@ impl<C: IoCtx> IoCtx for Faulty<'_, C> {
     async fn compute<R>(&self, kernel: Kernel, work: impl FnOnce() -> R) -> Option<R> {
         self.inner.compute(kernel, work).await
     }
-    async fn stop_requested(&self) -> Option<i32> {
-        self.inner.stop_requested().await
+    async fn checkpoint(&self, failed: bool) -> Checkpoint {
+        self.inner.checkpoint(failed).await
     }
 }

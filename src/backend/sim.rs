@@ -13,8 +13,8 @@ use std::future::Future;
 use std::pin::Pin;
 
 use crate::ctx::{
-    Api, Hints, IoBuf, IoCtx, IoResult, Kernel, Op, OpenOptions, RankProgram, ReduceOp, Repeat,
-    Scope, View,
+    Api, Checkpoint, Hints, IoBuf, IoCtx, IoResult, Kernel, Op, OpenOptions, RankProgram, ReduceOp,
+    Repeat, Scope, View,
 };
 use piotwin_sim::{RunStats, Scenario, SimError, SimOptions};
 
@@ -166,9 +166,9 @@ impl IoCtx for SimCtx {
         None
     }
 
-    /// At no cost in virtual time, without synchronising ([`piotwin_sim::Rank::stop_requested`]).
-    async fn stop_requested(&self) -> Option<i32> {
-        self.rank.stop_requested()
+    /// At no cost in virtual time, without synchronising ([`piotwin_sim::Rank::checkpoint`]).
+    async fn checkpoint(&self, failed: bool) -> Checkpoint {
+        self.rank.checkpoint(failed)
     }
 
     /// The twin's repetition ([`piotwin_sim::Rank::repeat`]): the same

@@ -12,8 +12,8 @@ use std::ops::Deref;
 use std::rc::Rc;
 
 use crate::ctx::{
-    Hints, IoBuf, IoCtx, IoResult, Kernel, Op, OpenOptions, Position, RankProgram, ReduceOp,
-    Repeat, View,
+    Checkpoint, Hints, IoBuf, IoCtx, IoResult, Kernel, Op, OpenOptions, Position, RankProgram,
+    ReduceOp, Repeat, View,
 };
 
 /// One call of one rank.
@@ -269,8 +269,8 @@ impl<C: IoCtx> IoCtx for TraceCtx<'_, C> {
         .await
     }
     /// The back end's own checkpoint (the twin's costs nothing; not a call of the program's).
-    async fn stop_requested(&self) -> Option<i32> {
-        self.inner.stop_requested().await
+    async fn checkpoint(&self, failed: bool) -> Checkpoint {
+        self.inner.checkpoint(failed).await
     }
     /// The back end's own repetition (the twin's fast-forwards; skipped
     /// iterations make no calls to record).

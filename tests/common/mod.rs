@@ -3,8 +3,10 @@
 //! refused without anything written.
 #![allow(dead_code)] // each test crate uses its own subset
 
+use std::io::Read;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::{Command, Output, Stdio};
+use std::time::{Duration, Instant};
 
 /// The binary under test.
 pub const BIN: &str = env!("CARGO_BIN_EXE_piotwin");
@@ -20,15 +22,62 @@ pub fn piotwin_env<S: AsRef<std::ffi::OsStr>>(
     args: &[S],
     env: &[(&str, &str)],
 ) -> Output {
-    Command::new(BIN)
-        .current_dir(dir)
-        .args(args)
-        // A real run sizes itself from the launcher's variables: never inherit them.
-        .env_remove("PMI_SIZE")
-        .env_remove("OMPI_COMM_WORLD_SIZE")
-        .envs(env.iter().copied())
-        .output()
-        .expect("piotwin runs")
+    output_within_limit(
+        Command::new(BIN)
+            .current_dir(dir)
+            .args(args)
+            // A real run sizes itself from the launcher's variables: never inherit them.
+            .env_remove("PMI_SIZE")
+            .env_remove("OMPI_COMM_WORLD_SIZE")
+            .envs(env.iter().copied()),
+    )
+}
+
+/// How long one run of the binary may take before the test calls it hung.
+pub const HUNG: Duration = Duration::from_secs(600);
+
+/// Runs `cmd` to its end and returns its output, like `Command::output`, but
+/// a run still going after [`HUNG`] is killed (under mpiexec: the launcher,
+/// whose proxies then kill the ranks) and the test fails saying so, with what
+/// it printed: a hang must fail a test, never stall the suite.
+pub fn output_within_limit(cmd: &mut Command) -> Output {
+    let shown = format!("{cmd:?}");
+    let mut child = cmd
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap_or_else(|e| panic!("{shown}: cannot start: {e}"));
+    let drain = |mut r: Box<dyn Read + Send>| {
+        std::thread::spawn(move || {
+            let mut v = Vec::new();
+            let _ = r.read_to_end(&mut v);
+            v
+        })
+    };
+    let out = drain(Box::new(child.stdout.take().expect("piped")));
+    let err = drain(Box::new(child.stderr.take().expect("piped")));
+    let started = Instant::now();
+    let status = loop {
+        if let Some(s) = child.try_wait().expect("waitable") {
+            break s;
+        }
+        if started.elapsed() > HUNG {
+            let _ = child.kill();
+            let _ = child.wait();
+            let err = String::from_utf8_lossy(&err.join().unwrap_or_default()).into_owned();
+            panic!(
+                "{shown}: hung: still running after {} s, killed; its stderr:\n{err}",
+                HUNG.as_secs()
+            );
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    Output {
+        status,
+        stdout: out.join().unwrap_or_default(),
+        stderr: err.join().unwrap_or_default(),
+    }
 }
 
 /// Standard error as text.
@@ -118,15 +167,13 @@ pub fn mpirun(dir: &Path, n: usize, args: &[&str]) -> Option<Output> {
     let Some(launcher) = mpiexec() else {
         return None;
     };
-    Some(
+    Some(output_within_limit(
         Command::new(&launcher[0])
             .args(&launcher[1..])
             .args(["-n", &n.to_string(), BIN])
             .args(args)
-            .current_dir(dir)
-            .output()
-            .expect("mpiexec runs"),
-    )
+            .current_dir(dir),
+    ))
 }
 
 /// A small tmpfs mounted at `dir` for the life of the value (root only): a file

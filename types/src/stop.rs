@@ -30,3 +30,21 @@ pub fn signal_name(signal: i32) -> String {
         s => format!("signal {s}"),
     }
 }
+
+/// What every rank agreed at a checkpoint: whether a stop request came, and
+/// whether some rank failed (a failing rank keeps taking part in checkpoints
+/// until they say stop, so that no partner waits for it in a collective).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Checkpoint {
+    /// The stop request (signal number) some rank received.
+    pub signal: Option<i32>,
+    /// Some rank reported a failure.
+    pub failed: bool,
+}
+
+impl Checkpoint {
+    /// Whether the ranks stop here.
+    pub fn stop(&self) -> bool {
+        self.signal.is_some() || self.failed
+    }
+}

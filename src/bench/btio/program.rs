@@ -10,7 +10,7 @@ use std::cell::RefCell;
 
 use piotwin_types::Hints;
 
-use crate::bench::common::agree::lowest_rank;
+use crate::bench::common::agree::{first_failure, lowest_rank};
 use crate::ctx::{
     Access, Api, Coordination, IoBuf, IoCtx, IoError, IoResult, Kernel, KernelKind, Op, OpenMode,
     OpenOptions, RankProgram, ReduceOp, Scope,
@@ -107,6 +107,15 @@ async fn agree<C: IoCtx>(
         f64::from_bits(got_bits),
         file_of(owner)
     ))
+}
+
+/// The failure a checkpoint reported, on every rank: the lowest failing
+/// rank's error (`mine`: this rank's), as `step` says.
+async fn agreed_failure<C: IoCtx>(ctx: &C, step: &str, mine: Option<IoError>) -> IoError {
+    match first_failure(ctx, step, mine.map_or(Ok(()), Err)).await {
+        Err(agreed) => IoError::Invalid(agreed.0),
+        Ok(()) => unreachable!("a checkpoint said that a rank failed"),
+    }
 }
 
 /// A rank's data in memory: one buffer for the whole stream, or one per cell.
@@ -524,22 +533,32 @@ impl BtioProgram {
         let mut dump = 0;
         let mut steps = 0;
         let mut interrupted = false;
+        let mut failure = None;
         for step in 1..=cfg.niter {
             bt_step(ctx, &solver, &layout, step_flops).await;
+            // A rank whose dump failed still takes part in the next ones (they may
+            // be collective) until the checkpoint that stops every rank.
             if let (true, Some(f)) = (cfg.dumps_after(step), out.as_mut()) {
                 ctx.compute(Kernel::memcpy(layout.bytes()), || {
                     f.storage.fill(&layout, dump)
                 })
                 .await;
                 let t = ctx.wtime();
-                f.write(ctx, &layout, dump).await?;
+                match f.write(ctx, &layout, dump).await {
+                    Ok(()) => dump += 1,
+                    Err(e) => failure = failure.or(Some(e)),
+                }
                 t_io += ctx.wtime() - t;
-                dump += 1;
             }
             steps = step;
             // A checkpoint after every step (one all-reduce in real mode: a few
-            // microseconds against a step's milliseconds).
-            if step < cfg.niter && ctx.stop_requested().await.is_some() {
+            // microseconds against a step's milliseconds): a failed dump on any
+            // rank, or a stop request, ends the steps on every rank together.
+            let at = ctx.checkpoint(failure.is_some()).await;
+            if at.failed {
+                return Err(agreed_failure(ctx, "writing the dumps", failure).await);
+            }
+            if at.signal.is_some() && step < cfg.niter {
                 interrupted = true;
                 break;
             }
@@ -828,17 +847,30 @@ impl KernelProgram {
         let (mut t_post, mut t_wait) = (0.0, 0.0);
         let mut records = 0;
         let mut interrupted = false;
+        let mut failure = None;
         for r in 0..cfg.records {
             if cfg.write {
                 ctx.compute(Kernel::memcpy(layout.bytes()), || storage.fill(&layout, r))
                     .await;
             }
-            let (p, w) =
-                kernel_record(ctx, &mut file, &mut storage, cfg.method, access, &layout, r).await?;
-            t_post += p;
-            t_wait += w;
-            records = r + 1;
-            if records < cfg.records && ctx.stop_requested().await.is_some() {
+            let moved =
+                kernel_record(ctx, &mut file, &mut storage, cfg.method, access, &layout, r).await;
+            match moved {
+                Ok((p, w)) => {
+                    t_post += p;
+                    t_wait += w;
+                    records = r + 1;
+                }
+                Err(e) => failure = failure.or(Some(e)),
+            }
+            // A failed record on any rank, or a stop request, ends the records
+            // on every rank together (a failed rank takes part in the records
+            // until then: they are collective).
+            let at = ctx.checkpoint(failure.is_some()).await;
+            if at.failed {
+                return Err(agreed_failure(ctx, "moving the records", failure).await);
+            }
+            if at.signal.is_some() && records < cfg.records {
                 interrupted = true;
                 break;
             }
