@@ -1,6 +1,7 @@
 //! The per-rank program.
 
 use super::*;
+use crate::bench::common::agree::agreed_failure;
 
 /// One pattern as measured (times from rank 0 of the partition; errors summed over it).
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -419,6 +420,17 @@ async fn shared_pointer_probe<C: IoCtx>(ctx: &C, probe: &str) -> crate::ctx::IoR
     written.and(closed).and(deleted)
 }
 
+/// Every rank learns whether one failed (`mine`: this rank's error) at a
+/// checkpoint; where one did, every rank returns the same error.
+async fn agree_on<C: IoCtx>(ctx: &C, step: &str, mine: Option<IoError>) -> Result<(), BeffIoError> {
+    match ctx.checkpoint(mine.is_some()).await.failed {
+        true => Err(BeffIoError::Stopped(
+            agreed_failure(ctx, step, mine).await.0,
+        )),
+        false => Ok(()),
+    }
+}
+
 /// One pattern's errors on this rank: how many, and the first `max` messages,
 /// each after `prefix` (rank, partition, pass, pattern).
 struct PatternErrors {
@@ -618,9 +630,14 @@ impl<C: IoCtx> PartitionRun<'_, C> {
                 return Ok(());
             }
         }
-        if pass == Pass::Write && owner {
-            ctx.delete(&path).await?;
-        }
+        // A call one rank makes alone (the owner's delete, a private open) is
+        // agreed at a checkpoint before the next collective: a rank failing
+        // alone must not leave its partners waiting in it.
+        let deleted = match pass == Pass::Write && owner {
+            true => ctx.delete(&path).await.err(),
+            false => None,
+        };
+        agree_on(ctx, "removing the old file", deleted).await?;
         let opts = OpenOptions {
             mode: if pass == Pass::Read {
                 OpenMode::Read
@@ -636,9 +653,16 @@ impl<C: IoCtx> PartitionRun<'_, C> {
         };
         ctx.barrier().await;
         let t = ctx.wtime();
-        let mut file = ctx.open(&path, &opts).await?;
+        let opened = ctx.open(&path, &opts).await;
         ctx.barrier().await;
         let open = ctx.wtime() - t;
+        let (file, failed) = match opened {
+            Ok(f) => (Some(f), None),
+            Err(e) => (None, Some(e)),
+        };
+        agree_on(ctx, "opening the file", failed).await?;
+        let mut file = file
+            .expect("a failed open is agreed above (in the twin, opens fail on every rank alike)");
         let hints = ctx.hints_in_effect(&file);
 
         let (mut disp, mut pos, mut bytes, mut t_patterns) = (0u64, 0u64, 0u64, 0.0);
@@ -785,12 +809,13 @@ impl<C: IoCtx> PartitionRun<'_, C> {
             self.m.patterns.push(rec);
         }
         let t = ctx.wtime();
-        ctx.close(file).await?;
-        if pass == Pass::Read && !cfg.keep && owner {
-            ctx.delete(&path).await?;
+        let mut closed = ctx.close(file).await.err();
+        if pass == Pass::Read && !cfg.keep && owner && closed.is_none() {
+            closed = ctx.delete(&path).await.err();
         }
         ctx.barrier().await;
         let close = ctx.wtime() - t;
+        agree_on(ctx, "closing (and removing) the file", closed).await?;
         self.m.types.push(TypeRecord {
             n,
             pass,

@@ -10,7 +10,7 @@ use std::cell::RefCell;
 
 use piotwin_types::Hints;
 
-use crate::bench::common::agree::{first_failure, lowest_rank};
+use crate::bench::common::agree::{agreed_failure, lowest_rank};
 use crate::ctx::{
     Access, Api, Coordination, IoBuf, IoCtx, IoError, IoResult, Kernel, KernelKind, Op, OpenMode,
     OpenOptions, RankProgram, ReduceOp, Scope,
@@ -107,15 +107,6 @@ async fn agree<C: IoCtx>(
         f64::from_bits(got_bits),
         file_of(owner)
     ))
-}
-
-/// The failure a checkpoint reported, on every rank: the lowest failing
-/// rank's error (`mine`: this rank's), as `step` says.
-async fn agreed_failure<C: IoCtx>(ctx: &C, step: &str, mine: Option<IoError>) -> IoError {
-    match first_failure(ctx, step, mine.map_or(Ok(()), Err)).await {
-        Err(agreed) => IoError::Invalid(agreed.0),
-        Ok(()) => unreachable!("a checkpoint said that a rank failed"),
-    }
 }
 
 /// A rank's data in memory: one buffer for the whole stream, or one per cell.
@@ -556,7 +547,8 @@ impl BtioProgram {
             // rank, or a stop request, ends the steps on every rank together.
             let at = ctx.checkpoint(failure.is_some()).await;
             if at.failed {
-                return Err(agreed_failure(ctx, "writing the dumps", failure).await);
+                let agreed = agreed_failure(ctx, "writing the dumps", failure).await;
+                return Err(IoError::Invalid(agreed.0));
             }
             if at.signal.is_some() && step < cfg.niter {
                 interrupted = true;
@@ -868,7 +860,8 @@ impl KernelProgram {
             // until then: they are collective).
             let at = ctx.checkpoint(failure.is_some()).await;
             if at.failed {
-                return Err(agreed_failure(ctx, "moving the records", failure).await);
+                let agreed = agreed_failure(ctx, "moving the records", failure).await;
+                return Err(IoError::Invalid(agreed.0));
             }
             if at.signal.is_some() && records < cfg.records {
                 interrupted = true;

@@ -50,6 +50,20 @@ pub async fn first_failure<C: IoCtx, E: std::fmt::Display>(
     Err(StepFailed(bcast_text(ctx, &text, who).await))
 }
 
+/// The failure a checkpoint reported ([`IoCtx::checkpoint`] said `failed`),
+/// on every rank: the lowest failing rank's error (`mine`: this rank's, if it
+/// failed), named by `step`.
+pub async fn agreed_failure<C: IoCtx, E: std::fmt::Display>(
+    ctx: &C,
+    step: &str,
+    mine: Option<E>,
+) -> StepFailed {
+    match first_failure(ctx, step, mine.map_or(Ok(()), Err)).await {
+        Err(agreed) => agreed,
+        Ok(()) => unreachable!("a checkpoint said that a rank failed"),
+    }
+}
+
 /// `text` from `root` on every rank (its length, then 8 bytes per `bcast_u64`).
 pub async fn bcast_text<C: IoCtx>(ctx: &C, text: &str, root: usize) -> String {
     let len = ctx.bcast_u64(text.len() as u64, root).await as usize;
