@@ -7,6 +7,7 @@
 
 use std::cell::Cell;
 use std::ops::RangeInclusive;
+use std::rc::Rc;
 
 use crate::ctx::{
     Checkpoint, Hints, IoCtx, IoError, IoResult, Kernel, Op, OpenOptions, RankProgram, ReduceOp,
@@ -41,18 +42,35 @@ impl<P: RankProgram> RankProgram for WithFault<P> {
     type Output = P::Output;
     async fn run<C: IoCtx>(&self, ctx: &C) -> P::Output {
         let ctx = Faulty {
-            inner: ctx,
+            inner: Inner::Borrowed(ctx),
             fault: &self.fault,
-            calls: Cell::new(0),
+            calls: Rc::new(Cell::new(0)),
         };
         self.inner.run(&ctx).await
     }
 }
 
 struct Faulty<'a, C> {
-    inner: &'a C,
+    inner: Inner<'a, C>,
     fault: &'a Fault,
-    calls: Cell<u64>,
+    /// This rank's calls of the fault's kind, counted across splits.
+    calls: Rc<Cell<u64>>,
+}
+
+/// The context wrapped: the launcher's, or one a split made.
+enum Inner<'a, C> {
+    Borrowed(&'a C),
+    Owned(C),
+}
+
+impl<C> std::ops::Deref for Inner<'_, C> {
+    type Target = C;
+    fn deref(&self) -> &C {
+        match self {
+            Inner::Borrowed(c) => c,
+            Inner::Owned(c) => c,
+        }
+    }
 }
 
 impl<C: IoCtx> Faulty<'_, C> {
@@ -100,8 +118,14 @@ impl<C: IoCtx> IoCtx for Faulty<'_, C> {
     async fn sendrecv_replace(&self, buf: &mut C::Buf, dest: usize, source: usize) {
         self.inner.sendrecv_replace(buf, dest, source).await
     }
-    async fn split(&self, _: Option<usize>, _: usize) -> Option<Self> {
-        unimplemented!("fault injection covers programs that do not split")
+    /// The fault follows the rank into the new communicator (by its rank there).
+    async fn split(&self, color: Option<usize>, key: usize) -> Option<Self> {
+        let sub = self.inner.split(color, key).await?;
+        Some(Faulty {
+            inner: Inner::Owned(sub),
+            fault: self.fault,
+            calls: self.calls.clone(),
+        })
     }
     async fn open(&self, path: &str, opts: &OpenOptions) -> IoResult<C::File> {
         self.check(Call::Open)?;

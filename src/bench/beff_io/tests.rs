@@ -300,3 +300,41 @@ fn corrupted_reads_are_counted() {
     let a = output::Analysis::new(&c, &m);
     assert!(!a.partitions[0].validity.errors_ok);
 }
+
+#[test]
+fn an_open_failing_on_one_rank_stops_every_rank_with_its_message() {
+    use crate::backend::fault::{Call, Fault, WithFault};
+    // Rank 1's third open is its own type-2 (separated) file in the write pass
+    // (rank 0 alone probes the shared file pointer): a call it makes alone.
+    let mut cfg = Config::resolve(
+        &parse(&["-N", "2", "-T", "2", "-p", "/null"]),
+        2,
+        1,
+        Hints::new(),
+    )
+    .unwrap();
+    cfg.progress = false;
+    let program = WithFault {
+        inner: BeffIo { cfg },
+        fault: Fault {
+            rank: 1,
+            call: Call::Open,
+            numbers: 3..=3,
+        },
+    };
+    // The null back end reports ranks left waiting in a collective as an error.
+    let outs = crate::backend::null::launch(2, &program)
+        .expect("every rank returns: none waits for the failed one in a collective");
+    for out in &outs {
+        let m = out.as_ref().unwrap();
+        let why = m.stopped.as_deref().unwrap();
+        assert!(
+            why.contains("opening the file: rank 1:") && why.contains("injected failure"),
+            "{why}"
+        );
+        // Types 0 and 1 of the write pass finished and are kept.
+        assert!(m.patterns.iter().any(|p| p.ptype == PatternType::Scatter));
+        assert!(m.patterns.iter().any(|p| p.ptype == PatternType::Shared));
+        assert!(m.patterns.iter().all(|p| p.ptype < PatternType::Separated));
+    }
+}
