@@ -167,3 +167,30 @@ fn every_kernel_method_writes_reads_and_verifies() {
         assert!(e.to_string().contains("fewer than 4 records"), "{e}");
     }
 }
+
+#[test]
+fn a_dump_failing_on_one_rank_stops_every_rank_with_its_message() {
+    use crate::backend::fault::{Call, Fault, WithFault};
+    // epio: each rank writes its own file, so rank 1's failed write is its alone.
+    let mut args = btio_args(Subtype::Epio);
+    args.steps = Some(20);
+    let cfg = args.resolve(4).unwrap();
+    let program = WithFault {
+        inner: BtioProgram::new(cfg, &Hints::new()),
+        fault: Fault {
+            rank: 1,
+            call: Call::Xfer,
+            numbers: 1..=1,
+        },
+    };
+    // The null back end reports ranks left waiting in a collective as an error.
+    let outs = crate::backend::null::launch(4, &program)
+        .expect("every rank returns: none waits for the failed one in a collective");
+    for out in outs {
+        let why = out.unwrap_err().to_string();
+        assert!(
+            why.contains("writing the dumps: rank 1:") && why.contains("injected failure"),
+            "{why}"
+        );
+    }
+}
