@@ -41,10 +41,3 @@ pub struct Checkpoint {
     /// Some rank reported a failure.
     pub failed: bool,
 }
-
-impl Checkpoint {
-    /// Whether the ranks stop here.
-    pub fn stop(&self) -> bool {
-        self.signal.is_some() || self.failed
-    }
-}
