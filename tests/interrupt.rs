@@ -339,8 +339,9 @@ fn interrupted(case: &Case, seed: u64, signal: i32) {
     // MPICH's launcher (hydra) forwards the signal to every rank, but its own
     // status afterwards is racy: measured here, it returns 0 in about a third
     // of runs whose ranks all exit 128 + signal (a shell script that traps the
-    // signal shows the same). Every rank's status is 128 + signal; the
-    // launcher's is required only where it reports one.
+    // signal shows the same; fixed in MPICH 4.1, pmodels/mpich#5930). Every
+    // rank's status is 128 + signal; the launcher's is required only where it
+    // reports one.
     let launcher_race = case.ranks > 0 && status.code() == Some(0);
     if launcher_race {
         eprintln!("{what}: the launcher returned 0 (hydra's race after a forwarded signal)");
