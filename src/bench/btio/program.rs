@@ -109,6 +109,24 @@ async fn agree<C: IoCtx>(
     ))
 }
 
+/// The checkpoint after a step that may have failed on this rank
+/// (`failure`): where some rank failed, every rank returns the error agreed
+/// (named by `what`); `Ok(true)` where a stop request ends the run before its
+/// `last` step.
+async fn stop_after<C: IoCtx>(
+    ctx: &C,
+    what: &str,
+    failure: &mut Option<IoError>,
+    last: bool,
+) -> IoResult<bool> {
+    let at = ctx.checkpoint(failure.is_some()).await;
+    if at.failed {
+        let agreed = agreed_failure(ctx, what, failure.take()).await;
+        return Err(IoError::Invalid(agreed.0));
+    }
+    Ok(at.signal.is_some() && !last)
+}
+
 /// A rank's data in memory: one buffer for the whole stream, or one per cell.
 enum Storage<B> {
     Whole(B),
@@ -545,12 +563,7 @@ impl BtioProgram {
             // A checkpoint after every step (one all-reduce in real mode: a few
             // microseconds against a step's milliseconds): a failed dump on any
             // rank, or a stop request, ends the steps on every rank together.
-            let at = ctx.checkpoint(failure.is_some()).await;
-            if at.failed {
-                let agreed = agreed_failure(ctx, "writing the dumps", failure).await;
-                return Err(IoError::Invalid(agreed.0));
-            }
-            if at.signal.is_some() && step < cfg.niter {
+            if stop_after(ctx, "writing the dumps", &mut failure, step == cfg.niter).await? {
                 interrupted = true;
                 break;
             }
@@ -858,12 +871,14 @@ impl KernelProgram {
             // A failed record on any rank, or a stop request, ends the records
             // on every rank together (a failed rank takes part in the records
             // until then: they are collective).
-            let at = ctx.checkpoint(failure.is_some()).await;
-            if at.failed {
-                let agreed = agreed_failure(ctx, "moving the records", failure).await;
-                return Err(IoError::Invalid(agreed.0));
-            }
-            if at.signal.is_some() && records < cfg.records {
+            if stop_after(
+                ctx,
+                "moving the records",
+                &mut failure,
+                r + 1 == cfg.records,
+            )
+            .await?
+            {
                 interrupted = true;
                 break;
             }
