@@ -212,8 +212,8 @@ pub trait IoCtx: Sized {
     /// a stop request (SIGINT, SIGTERM) or reported a failure (`failed`, this
     /// rank's). The same answer on every rank. All ranks call it at the same
     /// points, outside measured regions (between patterns, repetitions, dumps);
-    /// a rank that failed keeps calling it (skipping its I/O) until it says
-    /// stop, so that no partner waits for it in a collective. Real mode pays
+    /// a rank that failed keeps taking part (collective calls included) until
+    /// it says stop, so that no partner waits for it in a collective. Real mode pays
     /// one all-reduce (this default; where a rank failed, the signal may show
     /// only at the end of the run); the twin answers at no cost in virtual
     /// time and without synchronising, so an uninterrupted run is unchanged.
@@ -267,9 +267,7 @@ pub async fn go_on<C: IoCtx + ?Sized>(ctx: &C, policy: Repeat, start: f64, done:
         Repeat::Count(n) => done < n,
         Repeat::TimeBudget { budget } => {
             ctx.barrier().await;
-            // A stop request ends the loop after this run, as rank 0 decides.
-            let mine = within_budget(ctx.wtime() - start, done, budget)
-                && piotwin_types::stop::requested().is_none();
+            let mine = within_budget(ctx.wtime() - start, done, budget);
             ctx.bcast_u64(mine as u64, 0).await == 1
         }
     }

@@ -45,6 +45,16 @@ impl CliError {
             CliError::Interrupted { signal, .. } => (128 + signal).clamp(1, 255) as u8,
         }
     }
+    /// A run stopped early by `signal`; `kept` says where what finished is.
+    pub fn interrupted(signal: i32, kept: &str) -> CliError {
+        CliError::Interrupted {
+            signal,
+            message: Some(format!(
+                "interrupted by {}: {kept}",
+                stop::signal_name(signal)
+            )),
+        }
+    }
     /// The message for stderr; `None` where another rank reports it.
     pub fn message(&self) -> Option<&str> {
         match self {
@@ -456,13 +466,16 @@ pub fn execute<P: Benchmark>(program: &P, common: &Common) -> Result<(), CliErro
         }
     }
     if let Some(signal) = info.interrupted {
-        let message = is_root.then(|| {
-            format!(
-                "interrupted by {}: the output above and the reports hold what finished",
-                stop::signal_name(signal)
-            )
+        return Err(match is_root {
+            true => CliError::interrupted(
+                signal,
+                "the output above and the reports hold what finished",
+            ),
+            false => CliError::Interrupted {
+                signal,
+                message: None,
+            },
         });
-        return Err(CliError::Interrupted { signal, message });
     }
     match program.failure(&out) {
         Some(f) if is_root => Err(CliError::Runtime(f)),

@@ -303,22 +303,25 @@ fn real_b_eff_io_on_a_full_disk_fails_cleanly_and_reports() {
     // Fill it to the last block.
     let fill = full.join("fill");
     let _ = std::fs::write(&fill, vec![7u8; 8 << 20]);
-    let Some(launcher) = mpiexec() else {
+    let args = [
+        "run",
+        "b_eff_io",
+        "-MB",
+        "16",
+        "-T",
+        "4",
+        "-N",
+        "2",
+        "-p",
+        full.to_str().unwrap(),
+        "-f",
+        "r",
+        "--json",
+        "r.json",
+    ];
+    let Some(o) = mpirun(dir.path(), 2, &args) else {
         return;
     };
-    let o = output_within_limit(
-        std::process::Command::new("timeout")
-            .arg("300")
-            .args(&launcher)
-            .args([
-                "-n", "2", BIN, "run", "b_eff_io", "-MB", "16", "-T", "4", "-N", "2", "-p",
-            ])
-            .arg(&full)
-            .args(["-f", "r", "--json", "r.json"])
-            .current_dir(dir.path())
-            .env_remove("PMI_SIZE")
-            .env_remove("OMPI_COMM_WORLD_SIZE"),
-    );
     let err = stderr(&o);
     assert_eq!(o.status.code(), Some(1), "{err}");
     assert!(err.contains("No space left on device"), "{err}");

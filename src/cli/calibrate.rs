@@ -294,13 +294,10 @@ pub(super) fn run(args: &CalibrateArgs) -> Result<(), CliError> {
         )));
     }
     if let Some(signal) = stop::requested() {
-        return Err(CliError::Interrupted {
+        return Err(CliError::interrupted(
             signal,
-            message: Some(format!(
-                "interrupted by {}: the steps not measured keep the base values, as the scenario's [source] says",
-                stop::signal_name(signal)
-            )),
-        });
+            "the steps not measured keep the base values, as the scenario's [source] says",
+        ));
     }
     match results.failures.len() {
         0 => Ok(()),

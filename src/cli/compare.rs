@@ -792,13 +792,10 @@ pub(super) fn run(args: &CompareArgs) -> Result<(), CliError> {
     }
     println!("report: {}", html_path.display());
     if let Some(signal) = stop::requested() {
-        return Err(CliError::Interrupted {
+        return Err(CliError::interrupted(
             signal,
-            message: Some(format!(
-                "interrupted by {}: compare.json and report.html hold what finished",
-                stop::signal_name(signal)
-            )),
-        });
+            "compare.json and report.html hold what finished",
+        ));
     }
     match failures.is_empty() {
         true => Ok(()),

@@ -219,7 +219,8 @@ pub enum Repeat {
 }
 
 /// [`Repeat::TimeBudget`]'s rule on rank 0: one more run after `done` runs
-/// that took `elapsed` seconds would still end within `budget`.
+/// that took `elapsed` seconds would still end within `budget`, and no stop
+/// request ([`crate::stop`]) came.
 pub fn within_budget(elapsed: f64, done: u64, budget: f64) -> bool {
-    elapsed * (done + 1) as f64 / done as f64 <= budget
+    elapsed * (done + 1) as f64 / done as f64 <= budget && crate::stop::requested().is_none()
 }

@@ -4,7 +4,7 @@
 use std::cell::{Cell, RefCell};
 use std::collections::VecDeque;
 
-use piotwin_types::{Coordination, Op, Position, Repeat, stop, within_budget};
+use piotwin_types::{Coordination, Op, Position, Repeat, within_budget};
 
 use crate::ff::{FfObservation, FfOffer, FfPlan, FfPointer};
 use crate::mpi::Rank;
@@ -131,9 +131,7 @@ impl Rank {
         match policy {
             Repeat::Count(n) => done < n,
             Repeat::TimeBudget { budget } => {
-                let decide = move |now: f64| {
-                    (within_budget(now - start, done, budget) && stop::requested().is_none()) as u64
-                };
+                let decide = move |now: f64| within_budget(now - start, done, budget) as u64;
                 self.barrier_bcast_u64(0, decide).await == 1
             }
         }

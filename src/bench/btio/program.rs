@@ -560,9 +560,9 @@ impl BtioProgram {
                 t_io += ctx.wtime() - t;
             }
             steps = step;
-            // A checkpoint after every step (one all-reduce in real mode: a few
-            // microseconds against a step's milliseconds): a failed dump on any
-            // rank, or a stop request, ends the steps on every rank together.
+            // A checkpoint after every step (one all-reduce in real mode, outside
+            // the I/O timing): a failed dump on any rank, or a stop request,
+            // ends the steps on every rank together.
             if stop_after(ctx, "writing the dumps", &mut failure, step == cfg.niter).await? {
                 interrupted = true;
                 break;

@@ -270,7 +270,8 @@ impl RankProgram for Ior {
                     }
                 };
                 // Agree on failure first: every rank then takes the same path.
-                if let Some(who) = lowest_rank(ctx, st.error.is_some()).await {
+                let failed = lowest_rank(ctx, st.error.is_some()).await;
+                if let Some(who) = failed {
                     let who = who as u64;
                     out.failure = Some(match &st.error {
                         Some(e) if who == rank => format!(
@@ -282,14 +283,10 @@ impl RankProgram for Ior {
                             access_name(access)
                         ),
                     });
-                    if wrote && !p.keep_file {
-                        // Failed, but its test file is removed all the same (best effort).
-                        let _ = self.remove(ctx).await;
-                    }
-                    break 'reps;
                 }
-                if ctx.stop_requested().await.is_some() {
-                    // The access the signal came in may have ended early: not a result.
+                // A failed access, or one a signal may have cut short, is not a
+                // result; its test file is removed all the same (best effort).
+                if failed.is_some() || ctx.stop_requested().await.is_some() {
                     if wrote && !p.keep_file {
                         let _ = self.remove(ctx).await;
                     }
