@@ -7,7 +7,8 @@
 //!   and `sim` (the twin);
 //! * [`report`] — run reports (JSON, CSV) and human tables;
 //! * [`calibrate`] — `piotwin calibrate`: probe plan, raw results, fits, the calibrated scenario;
-//! * [`run`] — running a benchmark from its command line (common options, execute).
+//! * [`run`] — running a benchmark from its command line (common options, execute);
+//! * [`whatif`] — sweeps, goal-seek and prediction intervals over many twin runs.
 #![warn(missing_docs)]
 
 pub mod backend;
@@ -16,3 +17,4 @@ pub mod calibrate;
 pub mod ctx;
 pub mod report;
 pub mod run;
+pub mod whatif;

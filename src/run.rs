@@ -15,7 +15,8 @@ use piotwin_types::stop;
 
 use crate::backend;
 use crate::ctx::{Hints, RankProgram};
-use crate::report::{Mode, RunReport};
+use crate::report::{Interval, Mode, RunReport};
+use crate::whatif::samples;
 
 /// What went wrong, and so the exit code.
 #[derive(Debug)]
@@ -81,6 +82,10 @@ pub struct CommonArgs {
     /// Twin only: simulate every repetition of a time- or count-driven loop (no fast-forward of steady repetitions).
     #[arg(long, help_heading = "Where it runs")]
     exact: bool,
+    /// Twin only: also run the twin K times, the calibrated parameters drawn from their 95 % intervals (and the machine's run-to-run spread), and report each metric's median and 95 % interval (the draws seeded by --seed).
+    #[arg(long, value_name = "K", help_heading = "Where it runs",
+          value_parser = clap::value_parser!(u64).range(2..))]
+    samples: Option<u64>,
     /// Dry run (IOR's dryRun): run the benchmark's logic on --ranks N ranks with zero-cost I/O, no MPI, no scenario. Times are overhead only; no report is written.
     #[arg(long, help_heading = "Where it runs")]
     dry_run: bool,
@@ -114,6 +119,8 @@ pub enum Backend {
     Sim {
         /// The scenario file, as given.
         path: PathBuf,
+        /// The `--set` overrides, as given.
+        overrides: Vec<String>,
         /// The loaded scenario.
         scenario: Box<Scenario>,
         /// Simulated ranks.
@@ -140,6 +147,10 @@ pub struct Common {
     pub csv: Option<PathBuf>,
     /// Hints from --hints-file, then --hint.
     pub hints: Hints,
+    /// `--samples K`: twin runs on drawn parameters besides the nominal one.
+    pub samples: Option<usize>,
+    /// No progress on stderr: the run is one of many (a sweep's, a plan's).
+    pub quiet: bool,
 }
 
 impl Common {
@@ -211,6 +222,12 @@ impl CommonArgs {
         if !self.set.is_empty() && self.sim.is_none() {
             return usage("--set overrides a scenario value: it needs --sim SCENARIO".into());
         }
+        if self.samples.is_some() && self.sim.is_none() {
+            return usage(
+                "--samples draws the twin's calibrated parameters: it needs --sim SCENARIO --ranks N"
+                    .into(),
+            );
+        }
         if self.exact && self.sim.is_none() {
             return usage("--exact applies to twin runs (--sim SCENARIO --ranks N) only".into());
         }
@@ -218,8 +235,13 @@ impl CommonArgs {
             (Some(path), _, Some(ranks)) => {
                 let scenario = Scenario::load_with(path, &self.set)
                     .map_err(|e| CliError::Usage(format!("--sim `{}`: {e}", path.display())))?;
+                if self.samples.is_some() {
+                    samples::sampled(&scenario, &self.set)
+                        .map_err(|e| CliError::Usage(format!("--samples: {e}")))?;
+                }
                 Backend::Sim {
                     path: path.clone(),
+                    overrides: self.set.clone(),
                     scenario: Box::new(scenario),
                     ranks,
                     fast_forward: !self.exact,
@@ -292,6 +314,8 @@ impl CommonArgs {
             json: self.json.clone(),
             csv: self.csv.clone(),
             hints,
+            samples: self.samples.map(|k| k as usize),
+            quiet: false,
         })
     }
 }
@@ -358,7 +382,7 @@ pub trait Benchmark: RankProgram {
 
 /// Runs `program` on the back end `common` chose, prints rank 0's results and
 /// writes its reports. Every rank returns the same outcome.
-pub fn execute<P: Benchmark>(program: &P, common: &Common) -> Result<(), CliError> {
+pub fn execute<P: Benchmark + Sync>(program: &P, common: &Common) -> Result<(), CliError> {
     install_stop_handlers()?;
     let (out, info, is_root) = match &common.backend {
         #[cfg(feature = "mpi")]
@@ -391,37 +415,11 @@ pub fn execute<P: Benchmark>(program: &P, common: &Common) -> Result<(), CliErro
             scenario,
             ranks,
             fast_forward,
+            ..
         } => {
-            let options = SimOptions {
-                seed: common.seed,
-                fast_forward: *fast_forward,
-            };
-            let (outs, stats) = backend::sim::launch(scenario, *ranks as usize, options, program)
-                .map_err(|e| CliError::Runtime(format!("the twin failed: {e}")))?;
-            let out = outs.into_iter().next().expect("a twin run has rank 0");
-            let (name, _) = scenario_identity(scenario);
-            let environment = BTreeMap::from([
-                ("scenario".to_string(), name.clone()),
-                ("scenario_file".to_string(), path.display().to_string()),
-                ("seed".to_string(), common.seed.to_string()),
-            ]);
-            let label = format!(
-                "twin of `{}` ({name}), {ranks} ranks, seed {}",
-                path.display(),
-                common.seed
-            );
-            (
-                out,
-                RunInfo {
-                    mode: Some(Mode::Sim),
-                    label,
-                    ranks: *ranks,
-                    environment,
-                    fast_forward: Some((*fast_forward, stats.skipped)),
-                    interrupted: stop::requested(),
-                },
-                true,
-            )
+            let (out, info) =
+                twin_run(program, path, scenario, *ranks, *fast_forward, common.seed)?;
+            (out, info, true)
         }
         Backend::Null { ranks } => {
             let outs = backend::null::launch(*ranks as usize, program)
@@ -447,6 +445,12 @@ pub fn execute<P: Benchmark>(program: &P, common: &Common) -> Result<(), CliErro
         if let Some(mode) = info.mode {
             let mut report = program.report(&out, mode, &info);
             report.interrupted = info.interrupted.map(stop::signal_name);
+            if let Some(k) = common.samples
+                && info.interrupted.is_none()
+            {
+                report.intervals = sample_intervals(program, common, k)?;
+                print!("{}", samples::render(&report));
+            }
             if let Some(p) = &common.json {
                 report.write_json(p).map_err(|e| {
                     CliError::Runtime(format!("--json `{}`: cannot write: {e}", p.display()))
@@ -482,6 +486,110 @@ pub fn execute<P: Benchmark>(program: &P, common: &Common) -> Result<(), CliErro
         Some(_) => Err(CliError::Quiet),
         None => Ok(()),
     }
+}
+
+/// One twin run of `program` on `scenario` (read from `path`): rank 0's output
+/// and where and how it ran.
+fn twin_run<P: Benchmark>(
+    program: &P,
+    path: &Path,
+    scenario: &Scenario,
+    ranks: u64,
+    fast_forward: bool,
+    seed: u64,
+) -> Result<(P::Output, RunInfo), CliError> {
+    let options = SimOptions { seed, fast_forward };
+    let (outs, stats) = backend::sim::launch(scenario, ranks as usize, options, program)
+        .map_err(|e| CliError::Runtime(format!("the twin failed: {e}")))?;
+    let out = outs.into_iter().next().expect("a twin run has rank 0");
+    let (name, _) = scenario_identity(scenario);
+    let environment = BTreeMap::from([
+        ("scenario".to_string(), name.clone()),
+        ("scenario_file".to_string(), path.display().to_string()),
+        ("seed".to_string(), seed.to_string()),
+    ]);
+    let label = format!(
+        "twin of `{}` ({name}), {ranks} ranks, seed {seed}",
+        path.display()
+    );
+    let info = RunInfo {
+        mode: Some(Mode::Sim),
+        label,
+        ranks,
+        environment,
+        fast_forward: Some((fast_forward, stats.skipped)),
+        interrupted: stop::requested(),
+    };
+    Ok((out, info))
+}
+
+/// A twin run's report, nothing printed or written (the runs of sweeps, plans
+/// and samples), with the failure that would make `run`'s exit code 1. A
+/// twin-only `common` (`--sim`); `extra` overrides go after its `--set`s.
+pub fn predict<P: Benchmark>(
+    program: &P,
+    common: &Common,
+    extra: &[String],
+) -> Result<(RunReport, Option<String>), CliError> {
+    let Backend::Sim {
+        path,
+        overrides,
+        scenario,
+        ranks,
+        fast_forward,
+    } = &common.backend
+    else {
+        return Err(CliError::Usage(
+            "a prediction needs --sim SCENARIO --ranks N".into(),
+        ));
+    };
+    let loaded;
+    let scenario: &Scenario = if extra.is_empty() {
+        scenario
+    } else {
+        let all: Vec<String> = overrides.iter().chain(extra).cloned().collect();
+        loaded = Scenario::load_with(path, &all)
+            .map_err(|e| CliError::Usage(format!("--sim `{}`: {e}", path.display())))?;
+        &loaded
+    };
+    let (out, info) = twin_run(program, path, scenario, *ranks, *fast_forward, common.seed)?;
+    let mut report = program.report(&out, Mode::Sim, &info);
+    report.interrupted = info.interrupted.map(stop::signal_name);
+    Ok((report, program.failure(&out)))
+}
+
+/// `samples` twin runs of `program` on parameters drawn from the scenario's
+/// intervals, in parallel (rayon's pool), summarised per metric. Stops with
+/// the run when a signal asks it to.
+pub fn sample_intervals<P: Benchmark + Sync>(
+    program: &P,
+    common: &Common,
+    samples: usize,
+) -> Result<BTreeMap<String, Interval>, CliError> {
+    use rayon::prelude::*;
+    let Backend::Sim {
+        overrides,
+        scenario,
+        ..
+    } = &common.backend
+    else {
+        return Err(CliError::Usage(
+            "--samples needs --sim SCENARIO --ranks N".into(),
+        ));
+    };
+    let draws = samples::draw(scenario, overrides, samples, common.seed)
+        .map_err(|e| CliError::Usage(format!("--samples: {e}")))?;
+    let reports: Vec<RunReport> = draws
+        .par_iter()
+        .map(|draw| predict(program, common, draw).map(|(report, _)| report))
+        .collect::<Result<_, _>>()?;
+    if let Some(signal) = stop::requested() {
+        return Err(CliError::interrupted(
+            signal,
+            "no interval: the sampled runs did not all finish",
+        ));
+    }
+    Ok(samples::intervals(&reports))
 }
 
 /// SIGINT and SIGTERM, from here on: the first asks the run to stop

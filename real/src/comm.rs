@@ -98,6 +98,41 @@ impl Comm {
         Ok(())
     }
 
+    /// `MPI_Send` of a message of bytes to `dest` with `tag` (small messages:
+    /// a result line, a list of work; under MPI's `int` count).
+    pub fn send_bytes(&self, bytes: &[u8], dest: usize, tag: i32) {
+        self.inner
+            .process_at_rank(dest as i32)
+            .send_with_tag(bytes, tag);
+    }
+
+    /// A message of bytes with `tag` from any process, if one has arrived
+    /// (`MPI_Improbe`, then `MPI_Mrecv`): its source and its bytes.
+    pub fn try_receive_bytes(&self, tag: i32) -> Option<(usize, Vec<u8>)> {
+        let (message, status) = self
+            .inner
+            .any_process()
+            .immediate_matched_probe_with_tag(tag)?;
+        let mut bytes = vec![0u8; status.count(u8::equivalent_datatype()) as usize];
+        message.matched_receive_into(&mut bytes[..]);
+        Some((status.source_rank() as usize, bytes))
+    }
+
+    /// `MPI_Bcast` of bytes from `root` (the length first): every rank returns
+    /// `root`'s bytes.
+    pub fn bcast_bytes(&self, bytes: Vec<u8>, root: usize) -> Vec<u8> {
+        let len = self.bcast_u64(bytes.len() as u64, root) as usize;
+        let mut buf = if self.rank() == root {
+            bytes
+        } else {
+            vec![0u8; len]
+        };
+        self.inner
+            .process_at_rank(root as i32)
+            .broadcast_into(&mut buf[..]);
+        buf
+    }
+
     /// `MPI_Comm_split`: the processes with the same `Some(color)`, ordered by
     /// `key` then old rank; `None` where this process passes no color.
     pub fn split(&self, color: Option<usize>, key: usize) -> RealResult<Option<Comm>> {

@@ -54,7 +54,7 @@ extern "C" fn finalize_at_exit() {
     finalize();
 }
 
-/// Initialises MPI (thread level single) on the first call and returns the job's
+/// Initialises MPI (thread level funneled) on the first call and returns the job's
 /// facts; later calls return the same facts.
 ///
 /// Refuses ([`RealError::LauncherMismatch`]) a job where the launcher's
@@ -77,7 +77,10 @@ pub fn init() -> RealResult<Job> {
         State::Finalized => return Err(RealError::Finalized),
         State::NotStarted => {}
     }
-    let universe = mpi::initialize().ok_or(RealError::Finalized)?;
+    // Funneled: only the main thread calls MPI, but others may exist (a
+    // sweep's worker threads, which run the twin).
+    let (universe, _) =
+        mpi::initialize_with_threading(mpi::Threading::Funneled).ok_or(RealError::Finalized)?;
     let world = universe.world();
     let job = Job {
         rank: world.rank() as usize,

@@ -3,7 +3,10 @@
 //! those `piotwin run` knows: adding a benchmark is its folder, its `pub mod`
 //! line and its line in `benchmarks!` below.
 
-use crate::run::{CliError, MachineDefault, MachineDefaults, execute};
+use crate::report::RunReport;
+use crate::run::{
+    CliError, Common, MachineDefault, MachineDefaults, execute, predict, sample_intervals,
+};
 
 pub mod beff_io;
 pub mod btio;
@@ -38,6 +41,23 @@ macro_rules! benchmarks {
             pub fn machine_defaults(&self) -> Result<Vec<MachineDefault>, CliError> {
                 match self {
                     $( Bench::$variant(a) => a.machine_defaults(), )*
+                }
+            }
+
+            /// A twin run's report and failure, nothing printed or written (no
+            /// progress either), and
+            /// with `--samples K` the prediction intervals in the report.
+            pub fn predict(&self) -> Result<(RunReport, Option<String>), CliError> {
+                match self {
+                    $( Bench::$variant(a) => {
+                        let common = Common { quiet: true, ..a.common.resolve()? };
+                        let program = a.program(&common)?;
+                        let (mut report, failure) = predict(&program, &common, &[])?;
+                        if let Some(k) = common.samples && report.interrupted.is_none() {
+                            report.intervals = sample_intervals(&program, &common, k)?;
+                        }
+                        Ok((report, failure))
+                    } )*
                 }
             }
 

@@ -80,6 +80,47 @@ pub struct Fitted {
     pub skipped: BTreeMap<String, String>,
     /// Further findings for `[source]`: topic → note.
     pub notes: BTreeMap<String, String>,
+    /// How much repeated IOR probes differed (`[run_to_run]`), where any repeated.
+    #[serde(default)]
+    pub run_to_run: Option<RunToRun>,
+}
+
+/// The run-to-run spread of the IOR probes: each shape (ranks, access pattern,
+/// transfer size, write or read) ran several repetitions; the standard
+/// deviation of ln(bandwidth) within a shape, pooled over the shapes
+/// (Σ (ln x − mean)² / Σ (n − 1)).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RunToRun {
+    /// The pooled standard deviation of ln(bandwidth).
+    pub spread: f64,
+    /// Shapes with at least two repetitions.
+    pub groups: usize,
+    /// Repetitions over those shapes.
+    pub repetitions: usize,
+}
+
+/// The run-to-run spread of repeated IOR probe rows; `None` without repeats.
+pub fn run_to_run(rows: &[IorRow]) -> Option<RunToRun> {
+    let mut groups: BTreeMap<(usize, &str, u64, &str), Vec<f64>> = BTreeMap::new();
+    for r in rows.iter().filter(|r| r.bw_mib_s > 0.0) {
+        groups
+            .entry((r.ranks, r.shape.as_str(), r.transfer, r.access.as_str()))
+            .or_default()
+            .push(r.bw_mib_s.ln());
+    }
+    let (mut ss, mut df, mut n, mut g) = (0.0, 0usize, 0usize, 0usize);
+    for xs in groups.values().filter(|xs| xs.len() >= 2) {
+        let mean = xs.iter().sum::<f64>() / xs.len() as f64;
+        ss += xs.iter().map(|x| (x - mean).powi(2)).sum::<f64>();
+        df += xs.len() - 1;
+        n += xs.len();
+        g += 1;
+    }
+    (df > 0).then(|| RunToRun {
+        spread: (ss / df as f64).sqrt(),
+        groups: g,
+        repetitions: n,
+    })
 }
 
 impl Fitted {
@@ -156,7 +197,10 @@ fn why(e: &FitError) -> String {
 /// Fits every parameter the results allow. `base` supplies the metadata costs
 /// subtracted from IOR's open and close times.
 pub fn fit_all(r: &ProbeResults, base: &Scenario) -> Fitted {
-    let mut f = Fitted::default();
+    let mut f = Fitted {
+        run_to_run: run_to_run(&r.ior),
+        ..Fitted::default()
+    };
     let m = &r.machine;
     f.params.push(Param {
         key: "nodes.cores".into(),
@@ -704,6 +748,66 @@ fn fit_ior(r: &ProbeResults, base: &Scenario, f: &mut Fitted) {
 #[cfg(test)]
 pub(crate) mod tests {
     use super::*;
+
+    #[test]
+    fn the_run_to_run_spread_pools_the_repetitions_of_each_shape() {
+        let row = |ranks, transfer, bw| IorRow {
+            ranks,
+            shape: "shared-independent".into(),
+            transfer,
+            access: "write".into(),
+            latency_s: 0.0,
+            open_s: 0.0,
+            close_s: 0.0,
+            bw_mib_s: bw,
+        };
+        // Two shapes of two repetitions: ln ratios 0.2 and 0.4, so
+        // within-shape squares 2·0.1² + 2·0.2² over 2 degrees of freedom.
+        let e = std::f64::consts::E;
+        let rows = [
+            row(1, 4096, 100.0),
+            row(1, 4096, 100.0 * e.powf(0.2)),
+            row(2, 4096, 50.0),
+            row(2, 4096, 50.0 * e.powf(0.4)),
+            row(4, 4096, 70.0), // one repetition: no spread of its own
+        ];
+        let r = run_to_run(&rows).unwrap();
+        assert!(
+            (r.spread - (0.1f64.powi(2) + 0.2f64.powi(2)).sqrt()).abs() < 1e-12,
+            "{r:?}"
+        );
+        assert_eq!((r.groups, r.repetitions), (2, 4));
+        assert_eq!(run_to_run(&rows[4..]), None);
+    }
+
+    #[test]
+    fn the_stored_calibration_carries_the_spread_of_its_stored_probes() {
+        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+        let raw: serde_json::Value = serde_json::from_str(
+            &std::fs::read_to_string(root.join("scenarios/calibrated/vm.toml.probes.json"))
+                .unwrap(),
+        )
+        .unwrap();
+        let rows: Vec<IorRow> = serde_json::from_value(raw["results"]["ior"].clone()).unwrap();
+        let fitted = run_to_run(&rows).unwrap();
+        for file in [
+            "scenarios/calibrated/vm.toml",
+            "validation/vm/scenario.toml",
+        ] {
+            let s = Scenario::load(&root.join(file)).unwrap();
+            let stored = s
+                .run_to_run
+                .unwrap_or_else(|| panic!("{file}: no [run_to_run]"));
+            assert!(
+                (stored.spread - fitted.spread).abs() < 1e-12,
+                "{file}: {stored:?} against {fitted:?}"
+            );
+            assert!(stored.quality.contains(&format!(
+                "{} repetitions of {} shapes",
+                fitted.repetitions, fitted.groups
+            )));
+        }
+    }
     use crate::bench::pingpong::PingRow;
     use crate::calibrate::Machine;
     use crate::calibrate::memcpy::CopySample;

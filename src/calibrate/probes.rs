@@ -266,6 +266,7 @@ mod tests {
         use crate::bench::iozone::ROW_COLUMNS;
         let mut report = crate::report::RunReport {
             interrupted: None,
+            intervals: Default::default(),
             benchmark: "iozone".into(),
             mode: crate::report::Mode::Real,
             ranks: 1,

@@ -72,17 +72,22 @@ pub fn format_value(unit: Unit, v: f64) -> String {
     }
 }
 
-/// Sets `path` (dot-separated; an array on the way means its first element) to
-/// `value`, creating tables that are missing.
-fn set_path(root: &mut Table, path: &str, value: Value) -> Result<(), String> {
+/// Sets `path` (dot-separated, as `--set` writes it: `nodes[1].memory`; an
+/// array on the way without an index means its first element) to `value`,
+/// creating tables that are missing.
+pub fn set_path(root: &mut Table, path: &str, value: Value) -> Result<(), String> {
     let parts: Vec<&str> = path.split('.').collect();
     let mut t = root;
     for p in &parts[..parts.len() - 1] {
+        let (name, index) = match p.split_once('[') {
+            Some((n, rest)) => (n, rest.trim_end_matches(']').parse::<usize>().ok()),
+            None => (*p, None),
+        };
         let entry = t
-            .entry(p.to_string())
+            .entry(name.to_string())
             .or_insert_with(|| Value::Table(Table::new()));
         let next = match entry {
-            Value::Array(a) => a.first_mut(),
+            Value::Array(a) => a.get_mut(index.unwrap_or(0)),
             other => Some(other),
         };
         t = match next {
@@ -111,6 +116,10 @@ fn has_path(root: &Table, path: &str) -> bool {
     }
     v.is_some()
 }
+
+/// The probes `[run_to_run]` is measured over.
+pub const RUN_TO_RUN_PROBE: &str =
+    "ior: the repetitions (-i) of each probe shape (ranks, access, transfer size, write or read)";
 
 /// The calibrated scenario's text. `base_text` is the base scenario (already
 /// checked by the caller), `base_name` how to name it in `[source]`.
@@ -216,6 +225,19 @@ pub fn render(
     }
     root.insert("source".into(), Value::Table(source));
     root.insert("calibration".into(), Value::Table(calib));
+    if let Some(r) = &fitted.run_to_run {
+        let mut t = Table::new();
+        t.insert("spread".into(), Value::Float(r.spread));
+        t.insert("probe".into(), Value::String(RUN_TO_RUN_PROBE.into()));
+        t.insert(
+            "quality".into(),
+            Value::String(format!(
+                "pooled standard deviation of ln(bandwidth) within a shape: {} repetitions of {} shapes",
+                r.repetitions, r.groups
+            )),
+        );
+        root.insert("run_to_run".into(), Value::Table(t));
+    }
     let body = toml::to_string(&root).map_err(|e| format!("cannot write the scenario: {e}"))?;
     Ok(format!(
         "# Calibrated by `piotwin calibrate` on {} — measured values with their\n\

@@ -34,7 +34,7 @@ use clap::{Args, CommandFactory, Parser};
 use piotwin::report::compare::{Comparison, Kind};
 use piotwin::report::html::{self, FigureRow, Page};
 use piotwin::report::plot::BarChart;
-use piotwin::report::{RunReport, write_atomic};
+use piotwin::report::{RunReport, unit_group, write_atomic};
 use piotwin_sim::Scenario;
 
 use super::launcher::{Launcher, Relayed};
@@ -91,13 +91,23 @@ pub(crate) struct CompareArgs {
     /// Seed of both runs (the twin's RNG, the benchmark's random choices). Default: the scenario's seed.
     #[arg(long, value_name = "S")]
     seed: Option<u64>,
+    /// Also run the twin K times on calibrated parameters drawn from their 95 % intervals: the predicted interval of each metric, and whether the measured value lies inside it.
+    #[arg(long, value_name = "K", value_parser = clap::value_parser!(u64).range(2..))]
+    samples: Option<u64>,
     /// The benchmark's options, as for `piotwin run <BENCH>`.
     #[arg(last = true, value_name = "BENCH OPTIONS", allow_hyphen_values = true)]
     options: Vec<String>,
 }
 
 /// compare's own options that take a value; they may come anywhere on the line.
-const OWN_FLAGS: [&str; 5] = ["--scenario", "--ranks", "--mpiexec", "--out", "--seed"];
+const OWN_FLAGS: [&str; 6] = [
+    "--scenario",
+    "--ranks",
+    "--mpiexec",
+    "--out",
+    "--seed",
+    "--samples",
+];
 
 /// Options compare sets for each run itself, refused among the benchmark's.
 const SET_BY_COMPARE: [(&str, &str); 6] = [
@@ -372,27 +382,22 @@ fn relative_to(path: &Path, base: &Path) -> String {
         .into_owned()
 }
 
-/// The axis label and file stem of a metric's unit group; `None` for metrics not
-/// charted (no common unit).
-fn unit_group(name: &str) -> Option<(&'static str, &'static str)> {
-    if name.ends_with("_mib_s") {
-        Some(("bandwidth_mib_s", "bandwidth [MiB/s]"))
-    } else if name.ends_with("_mb_s") {
-        Some(("bandwidth_mb_s", "bandwidth [MB/s = 10^6 B/s]"))
-    } else if name.ends_with("_ops_s") {
-        Some(("ops_s", "operations per second"))
-    } else if name.ends_with("_s") {
-        Some(("time_s", "time [s]"))
-    } else {
-        None
-    }
-}
+/// `(caption, image)` of charts with measured and predicted in one.
+type Charts = Vec<(String, String)>;
 
-/// The figures of both runs, paired: the SVG figures the runs wrote themselves
-/// (b_eff_io's plot per partition), matched by file name; for benchmarks that
-/// draw none, a bar chart per unit group of the compared metrics, measured and
-/// predicted on the same scale, written to `DIR/plots/`.
-fn figures(c: &Comparison, sides: &[&Side], dir: &Path) -> Result<Vec<FigureRow>, CliError> {
+/// The figures of a comparison: the SVG figures the runs wrote themselves
+/// (b_eff_io's plot per partition), paired by file name, measured left and
+/// predicted right; and in `DIR/plots/` one chart per unit group of the
+/// metrics with measured and predicted in it, bar beside bar, each with its
+/// spread: the predicted 95 % interval (`--samples`) and the measured
+/// repetitions' min–max (where the report has `<metric>_min`/`_max`). The
+/// charts hold the headline metrics, and the detail metrics too for
+/// benchmarks that draw no figures of their own.
+fn figures(
+    c: &Comparison,
+    sides: &[&Side],
+    dir: &Path,
+) -> Result<(Vec<FigureRow>, Charts), CliError> {
     let svgs = |s: &Side| -> Vec<PathBuf> {
         s.written
             .iter()
@@ -401,30 +406,30 @@ fn figures(c: &Comparison, sides: &[&Side], dir: &Path) -> Result<Vec<FigureRow>
             .collect()
     };
     let (m, p) = (svgs(sides[0]), svgs(sides[1]));
-    if !m.is_empty() || !p.is_empty() {
-        let mut names: Vec<String> = m
-            .iter()
-            .chain(&p)
-            .filter_map(|f| f.file_name().map(|n| n.to_string_lossy().into_owned()))
-            .collect();
-        names.sort();
-        names.dedup();
-        let find = |list: &[PathBuf], name: &str| {
-            list.iter()
-                .find(|f| f.file_name().is_some_and(|n| n.to_string_lossy() == name))
-                .map(|f| relative_to(f, dir))
-        };
-        return Ok(names
-            .iter()
-            .map(|n| FigureRow {
-                caption: n.clone(),
-                measured: find(&m, n),
-                predicted: find(&p, n),
-            })
-            .collect());
-    }
+    let own = !m.is_empty() || !p.is_empty();
+    let mut names: Vec<String> = m
+        .iter()
+        .chain(&p)
+        .filter_map(|f| f.file_name().map(|n| n.to_string_lossy().into_owned()))
+        .collect();
+    names.sort();
+    names.dedup();
+    let find = |list: &[PathBuf], name: &str| {
+        list.iter()
+            .find(|f| f.file_name().is_some_and(|n| n.to_string_lossy() == name))
+            .map(|f| relative_to(f, dir))
+    };
+    let pairs = names
+        .iter()
+        .map(|n| FigureRow {
+            caption: n.clone(),
+            measured: find(&m, n),
+            predicted: find(&p, n),
+        })
+        .collect();
+    let charted = |k: Kind| k == Kind::Headline || (k == Kind::Detail && !own);
     let mut groups: Vec<(&str, &str, Vec<&piotwin::report::compare::Row>)> = Vec::new();
-    for r in c.rows.iter().filter(|r| r.kind != Kind::Info) {
+    for r in c.rows.iter().filter(|r| charted(r.kind)) {
         if let Some((stem, label)) = unit_group(&r.pair.name) {
             match groups.iter_mut().find(|g| g.0 == stem) {
                 Some(g) => g.2.push(r),
@@ -433,59 +438,57 @@ fn figures(c: &Comparison, sides: &[&Side], dir: &Path) -> Result<Vec<FigureRow>
         }
     }
     if groups.is_empty() {
-        return Ok(Vec::new());
+        return Ok((pairs, Vec::new()));
     }
     let plots = dir.join("plots");
     std::fs::create_dir_all(&plots)
         .map_err(|e| CliError::Runtime(format!("`{}`: cannot create: {e}", plots.display())))?;
-    let mut rows = Vec::new();
+    let measured = sides[0].report.as_ref();
+    let spread = |name: &str| {
+        let r = measured?;
+        Some((
+            r.metrics.get(&format!("{name}_min"))?,
+            r.metrics.get(&format!("{name}_max"))?,
+        ))
+        .map(|(lo, hi)| (*lo, *hi))
+    };
+    let mut charts = Vec::new();
     for (stem, label, members) in groups {
-        let top = members
-            .iter()
-            .flat_map(|r| [r.pair.measured, r.pair.predicted])
-            .flatten()
-            .filter(|v| v.is_finite())
-            .fold(0.0, f64::max);
-        let mut row = FigureRow {
-            caption: label.to_string(),
-            measured: None,
-            predicted: None,
-        };
-        for side in sides {
-            let value = |r: &piotwin::report::compare::Row| {
-                if side.name == "measured" {
-                    r.pair.measured
-                } else {
-                    r.pair.predicted
-                }
-            };
-            if side.report.is_none() {
-                continue;
+        let mut bars = Vec::new();
+        let mut whiskers = Vec::new();
+        for r in &members {
+            if let Some(v) = r.pair.measured {
+                bars.push((format!("{} measured", r.pair.name), v));
+                whiskers.push(spread(&r.pair.name));
             }
-            let chart = BarChart {
-                title: format!("{} {} ({})", c.benchmark, side.name, label),
-                value_label: label.to_string(),
-                bars: members
-                    .iter()
-                    .filter_map(|r| value(r).map(|v| (r.pair.name.clone(), v)))
-                    .collect(),
-                value_max: top,
-                size: (640, 60 + 40 * members.len() as u32 + 60),
-            };
-            let path = plots.join(format!("{stem}-{}.svg", side.name));
-            chart
-                .write_svg(&path)
-                .map_err(|e| CliError::Runtime(e.to_string()))?;
-            let rel = Some(relative_to(&path, dir));
-            if side.name == "measured" {
-                row.measured = rel;
-            } else {
-                row.predicted = rel;
+            if let Some(v) = r.pair.predicted {
+                bars.push((format!("{} predicted", r.pair.name), v));
+                whiskers.push(r.interval.map(|i| (i.low, i.high)));
             }
         }
-        rows.push(row);
+        let chart = BarChart {
+            title: format!("{} ({label}): measured and predicted", c.benchmark),
+            value_label: label.to_string(),
+            value_max: 0.0,
+            size: (760, 60 + 36 * bars.len() as u32 + 60),
+            bars,
+            whiskers,
+        };
+        let path = plots.join(format!("{stem}.svg"));
+        chart
+            .write_svg(&path)
+            .map_err(|e| CliError::Runtime(e.to_string()))?;
+        let caption = format!(
+            "{label}: measured and predicted{}",
+            match members.iter().any(|r| r.interval.is_some()) {
+                true =>
+                    " (lines: the predicted 95 % interval; the measured repetitions' min-max where there are several)",
+                false => " (lines: the measured repetitions' min-max where there are several)",
+            }
+        );
+        charts.push((caption, relative_to(&path, dir)));
     }
-    Ok(rows)
+    Ok((pairs, charts))
 }
 
 /// The machine defaults given to both runs, as one line (`-MB 12052 (from …)`).
@@ -612,6 +615,9 @@ pub(super) fn run(args: &CompareArgs) -> Result<(), CliError> {
         "--ranks".into(),
         args.ranks.to_string().into(),
     ]);
+    if let Some(k) = args.samples {
+        twin.extend(["--samples".into(), k.to_string().into()]);
+    }
     let resolved = {
         let _in_empty_dir = CheckDir::enter()?;
         let argv = |words: &[OsString]| {
@@ -728,6 +734,7 @@ pub(super) fn run(args: &CompareArgs) -> Result<(), CliError> {
         "ranks": args.ranks,
         "options": args.options,
         "seed": seed,
+        "samples": args.samples,
         "resolved": resolved,
         "launcher": launcher_words,
         "metrics": comparison.metrics_json(),
@@ -743,7 +750,7 @@ pub(super) fn run(args: &CompareArgs) -> Result<(), CliError> {
         CliError::Runtime(format!("`{}`: cannot write: {e}", compare_path.display()))
     })?;
 
-    let rows = figures(&comparison, &[&measured, &predicted], &dir)?;
+    let (rows, charts) = figures(&comparison, &[&measured, &predicted], &dir)?;
     let title = format!(
         "{benchmark} on {} ranks: predicted (twin of {}) against measured",
         args.ranks,
@@ -773,6 +780,7 @@ pub(super) fn run(args: &CompareArgs) -> Result<(), CliError> {
         ],
         failures: failures.iter().chain(&warnings).cloned().collect(),
         comparison: &comparison,
+        charts,
         figures: rows,
         texts: vec![
             ("measured run's output".into(), read_text("measured")),

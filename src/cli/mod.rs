@@ -20,6 +20,8 @@
 mod calibrate;
 mod compare;
 mod launcher;
+mod plan;
+mod sweep;
 
 use std::ffi::OsString;
 
@@ -72,6 +74,12 @@ enum Command {
     /// Calibrate the twin from probes run for real on this machine; write a calibrated scenario.
     #[command(long_about = calibrate::LONG_ABOUT, after_help = calibrate::AFTER_HELP)]
     Calibrate(Box<calibrate::CalibrateArgs>),
+    /// Run every point of a sweep file in the twin (threads, or one share per rank under mpiexec); table, plots and page; resumable.
+    #[command(long_about = sweep::LONG_ABOUT, after_help = sweep::AFTER_HELP)]
+    Sweep(Box<sweep::SweepArgs>),
+    /// Find the cheapest configuration whose twin prediction meets a target (monotone search, checked); write the chosen scenario.
+    #[command(long_about = plan::LONG_ABOUT, after_help = plan::AFTER_HELP)]
+    Plan(Box<plan::PlanArgs>),
     /// Work with run reports (the JSON written by --json).
     Report {
         #[command(subcommand)]
@@ -137,6 +145,8 @@ pub(crate) fn run(cli: Cli) -> Result<(), CliError> {
         Command::Run { bench } => bench.run(),
         Command::Compare(args) => compare::run(&args),
         Command::Calibrate(args) => calibrate::run(&args),
+        Command::Sweep(args) => sweep::run(&args),
+        Command::Plan(args) => plan::run(&args),
         Command::Report {
             command: ReportCommand::Validation { dir, limit },
         } => {

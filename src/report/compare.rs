@@ -5,7 +5,8 @@
 //!
 //! What it is for: `piotwin report side-by-side` ([`pair_metrics`],
 //! [`render_pairs`]) and `piotwin compare` ([`Comparison`]). What it is not: a
-//! statistical test — one run on each side, no confidence intervals.
+//! statistical test — one run on each side; with `--samples`, the twin's
+//! 95 % interval and whether the measured value lies inside it.
 //!
 //! Error convention: `error = 100 · (predicted − measured) / |measured|` percent, so
 //! a positive error is an over-prediction; undefined (`None`) where either side is
@@ -13,7 +14,18 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use super::RunReport;
+use super::{Interval, RunReport};
+
+/// The median of `xs` (mean of the two middle values for an even count).
+fn median(xs: &mut [f64]) -> Option<f64> {
+    xs.sort_by(f64::total_cmp);
+    let n = xs.len();
+    match n {
+        0 => None,
+        _ if n % 2 == 1 => Some(xs[n / 2]),
+        _ => Some(0.5 * (xs[n / 2 - 1] + xs[n / 2])),
+    }
+}
 
 /// One headline metric in both reports.
 #[derive(Debug, Clone, PartialEq, serde::Serialize)]
@@ -153,6 +165,19 @@ pub struct Row {
     pub pair: MetricPair,
     /// Headline, detail or info.
     pub kind: Kind,
+    /// The twin's 95 % interval of the metric, where it was sampled (`--samples`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub interval: Option<Interval>,
+}
+
+impl Row {
+    /// Whether the measured value lies inside the predicted interval; `None`
+    /// without an interval or a measured value.
+    pub fn inside(&self) -> Option<bool> {
+        self.interval
+            .zip(self.pair.measured)
+            .map(|(i, m)| i.holds(m))
+    }
 }
 
 /// The spread of |error| over a set of metrics.
@@ -168,6 +193,13 @@ pub struct Summary {
     pub max_abs_error: Option<f64>,
     /// The metric with the largest |error|.
     pub max_metric: Option<String>,
+    /// Metrics with a predicted interval and a measured value: how many, and
+    /// how many of those measured values lie inside the interval.
+    pub with_interval: usize,
+    /// Of `with_interval`, inside it.
+    pub inside: usize,
+    /// Median interval width, percent of the interval's median.
+    pub median_width_pct: Option<f64>,
 }
 
 impl Summary {
@@ -175,7 +207,14 @@ impl Summary {
     pub fn of<'a>(rows: impl IntoIterator<Item = &'a Row>) -> Summary {
         let mut missing = 0;
         let mut errs: Vec<(f64, &str)> = Vec::new();
+        let (mut with_interval, mut inside) = (0, 0);
+        let mut widths = Vec::new();
         for r in rows {
+            if let (Some(i), Some(holds)) = (r.interval, r.inside()) {
+                with_interval += 1;
+                inside += usize::from(holds);
+                widths.push(100.0 * (i.high - i.low) / i.median.abs());
+            }
             match r.pair.error_pct {
                 Some(e) => errs.push((e.abs(), &r.pair.name)),
                 None => missing += 1,
@@ -189,19 +228,16 @@ impl Summary {
                 _ => Some(e),
             });
         let mut abs: Vec<f64> = errs.iter().map(|e| e.0).collect();
-        abs.sort_by(f64::total_cmp);
         let n = abs.len();
-        let median = match n {
-            0 => None,
-            _ if n % 2 == 1 => Some(abs[n / 2]),
-            _ => Some(0.5 * (abs[n / 2 - 1] + abs[n / 2])),
-        };
         Summary {
             count: n,
             missing,
-            median_abs_error: median,
+            median_abs_error: median(&mut abs),
             max_abs_error: max.map(|m| m.0),
             max_metric: max.map(|m| m.1.to_string()),
+            with_interval,
+            inside,
+            median_width_pct: median(&mut widths),
         }
     }
 
@@ -221,6 +257,15 @@ impl Summary {
             s += &format!(
                 " ({} without an error: a side missing or measured 0)",
                 self.missing
+            );
+        }
+        if self.with_interval > 0 {
+            s += &format!(
+                "; measured inside the predicted 95 % interval: {} of {} ({:.0} %), median interval width {}",
+                self.inside,
+                self.with_interval,
+                100.0 * self.inside as f64 / self.with_interval as f64,
+                pct(self.median_width_pct)
             );
         }
         s
@@ -281,6 +326,7 @@ impl Comparison {
             .into_iter()
             .map(|pair| Row {
                 kind: kind(&pair.name),
+                interval: predicted.and_then(|r| r.intervals.get(&pair.name)).copied(),
                 pair,
             })
             .collect();
@@ -306,11 +352,20 @@ impl Comparison {
             .map(|r| {
                 (
                     r.pair.name.clone(),
-                    serde_json::json!({
-                        "predicted": r.pair.predicted,
-                        "measured": r.pair.measured,
-                        "error": r.pair.error_pct,
-                    }),
+                    match r.interval {
+                        None => serde_json::json!({
+                            "predicted": r.pair.predicted,
+                            "measured": r.pair.measured,
+                            "error": r.pair.error_pct,
+                        }),
+                        Some(i) => serde_json::json!({
+                            "predicted": r.pair.predicted,
+                            "measured": r.pair.measured,
+                            "error": r.pair.error_pct,
+                            "interval": i,
+                            "inside": r.inside(),
+                        }),
+                    },
                 )
             })
             .collect();
@@ -327,10 +382,19 @@ impl Comparison {
             .max()
             .unwrap_or(6)
             .max(6);
+        let sampled = self.rows.iter().any(|r| r.interval.is_some());
         let mut out = format!("{title}\n");
         out += &format!(
-            "{:<width$}  {:>13}  {:>13}  {:>9}\n",
-            "metric", "predicted", "measured", "error %"
+            "{:<width$}  {:>13}  {:>13}  {:>9}{}\n",
+            "metric",
+            "predicted",
+            "measured",
+            "error %",
+            if sampled {
+                "  predicted 95 % interval    measured inside"
+            } else {
+                ""
+            }
         );
         let mut section = None;
         for r in &self.rows {
@@ -346,8 +410,22 @@ impl Comparison {
                 .pair
                 .error_pct
                 .map_or_else(|| "-".to_string(), |e| format!("{e:+.1}"));
+            let interval = match (sampled, r.interval) {
+                (false, _) => String::new(),
+                (true, None) => "  -".into(),
+                (true, Some(i)) => format!(
+                    "  [{}, {}]  {}",
+                    format_value(Some(i.low)),
+                    format_value(Some(i.high)),
+                    match r.inside() {
+                        Some(true) => "yes",
+                        Some(false) => "NO",
+                        None => "-",
+                    }
+                ),
+            };
             out += &format!(
-                "{:<width$}  {:>13}  {:>13}  {:>9}\n",
+                "{:<width$}  {:>13}  {:>13}  {:>9}{interval}\n",
                 r.pair.name,
                 format_value(r.pair.predicted),
                 format_value(r.pair.measured),
@@ -386,6 +464,7 @@ mod tests {
             metrics.iter().map(|(k, v)| (k.to_string(), *v)).collect();
         RunReport {
             interrupted: None,
+            intervals: Default::default(),
             benchmark: "ior".into(),
             mode,
             ranks: 4,
@@ -427,6 +506,7 @@ mod tests {
 
     fn row(name: &str, m: Option<f64>, p: Option<f64>) -> Row {
         Row {
+            interval: None,
             pair: MetricPair {
                 name: name.into(),
                 measured: m,

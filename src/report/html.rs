@@ -33,6 +33,8 @@ pub struct Page<'a> {
     pub failures: Vec<String>,
     /// The metrics of both runs.
     pub comparison: &'a Comparison,
+    /// `(caption, image)`: charts with measured and predicted in one.
+    pub charts: Vec<(String, String)>,
     /// Figures, measured left and predicted right.
     pub figures: Vec<FigureRow>,
     /// `(caption, text)` blocks shown preformatted at the end (the benchmarks' own output).
@@ -55,7 +57,8 @@ pub fn escape(text: &str) -> String {
     out
 }
 
-const STYLE: &str = "body{font-family:sans-serif;margin:1.5em;color:#222}
+/// The pages' style sheet (compare's and the sweep's).
+pub const STYLE: &str = "body{font-family:sans-serif;margin:1.5em;color:#222}
 table{border-collapse:collapse;margin:0.5em 0}
 td,th{padding:2px 10px;border-bottom:1px solid #ddd;text-align:right}
 td:first-child,th:first-child{text-align:left;font-family:monospace}
@@ -126,6 +129,17 @@ pub fn render(page: &Page) -> String {
         );
     }
     h.push_str("</table>\n");
+    if !page.charts.is_empty() {
+        h.push_str("<h2>Measured and predicted</h2>\n");
+    }
+    for (caption, src) in &page.charts {
+        let _ = writeln!(
+            h,
+            "<figure><figcaption>{}</figcaption><a href=\"{1}\"><img src=\"{1}\" style=\"max-width:100%\" alt=\"{0}\"></a></figure>",
+            escape(caption),
+            escape(src)
+        );
+    }
     if !page.figures.is_empty() {
         h.push_str("<h2>Figures: measured (left), predicted (right)</h2>\n");
     }
@@ -174,6 +188,7 @@ mod tests {
             metrics.iter().map(|(k, v)| (k.to_string(), *v)).collect();
         RunReport {
             interrupted: None,
+            intervals: Default::default(),
             benchmark: "ior".into(),
             mode,
             ranks: 2,
@@ -205,6 +220,10 @@ mod tests {
             facts: vec![("options".into(), "-b 1m".into())],
             failures: vec!["the real run failed: boom".into()],
             comparison: &c,
+            charts: vec![(
+                "bandwidth [MiB/s]: measured and predicted".into(),
+                "plots/both.svg".into(),
+            )],
             figures: vec![FigureRow {
                 caption: "bandwidth".into(),
                 measured: Some("plots/m.svg".into()),
@@ -222,5 +241,10 @@ mod tests {
         let right = h.find("this run did not produce it").unwrap();
         assert!(left < right, "measured left, predicted right");
         assert!(h.contains("<pre>a &lt; b</pre>"));
+        let both = h.find("<img src=\"plots/both.svg\"").unwrap();
+        assert!(
+            both < left,
+            "the chart with both sides comes before the paired figures"
+        );
     }
 }

@@ -67,6 +67,34 @@ pub struct RunReport {
     /// then holds what finished before it. Absent on a run that ended.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub interrupted: Option<String>,
+    /// Twin runs with `--samples K`: per metric, the median and the 95 %
+    /// interval over K runs whose calibrated parameters were drawn from their
+    /// intervals (`crate::whatif::samples`). Absent otherwise.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub intervals: BTreeMap<String, Interval>,
+}
+
+/// A metric's spread over sampled twin runs: the median and the central
+/// interval holding `level` of the samples (2.5 % and 97.5 % quantiles for 0.95).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct Interval {
+    /// The median over the samples.
+    pub median: f64,
+    /// The lower quantile.
+    pub low: f64,
+    /// The upper quantile.
+    pub high: f64,
+    /// The share of samples inside `[low, high]` by construction (0.95).
+    pub level: f64,
+    /// How many sampled runs gave the metric.
+    pub samples: usize,
+}
+
+impl Interval {
+    /// Whether `value` lies inside `[low, high]`.
+    pub fn holds(&self, value: f64) -> bool {
+        self.low <= value && value <= self.high
+    }
 }
 
 /// Write `bytes` to `path` atomically: a temporary file in the same directory,
@@ -119,6 +147,12 @@ impl RunReport {
             w.write_record([k.clone(), v.to_string()])
                 .expect("in-memory CSV");
         }
+        for (k, i) in &self.intervals {
+            for (what, v) in [("median", i.median), ("low", i.low), ("high", i.high)] {
+                w.write_record([format!("{k}.{what}"), v.to_string()])
+                    .expect("in-memory CSV");
+            }
+        }
         if let Some(signal) = &self.interrupted {
             w.write_record(["interrupted", signal.as_str()])
                 .expect("in-memory CSV");
@@ -157,6 +191,22 @@ pub fn default_headline<'a>(names: impl IntoIterator<Item = &'a str>) -> Vec<Str
         })
         .map(|n| n.to_string())
         .collect()
+}
+
+/// The axis label and file stem of a metric's unit group, from its name's
+/// suffix; `None` for metrics with no common unit (counts, fractions).
+pub fn unit_group(name: &str) -> Option<(&'static str, &'static str)> {
+    if name.ends_with("_mib_s") {
+        Some(("bandwidth_mib_s", "bandwidth [MiB/s]"))
+    } else if name.ends_with("_mb_s") {
+        Some(("bandwidth_mb_s", "bandwidth [MB/s = 10^6 B/s]"))
+    } else if name.ends_with("_ops_s") {
+        Some(("ops_s", "operations per second"))
+    } else if name.ends_with("_s") {
+        Some(("time_s", "time [s]"))
+    } else {
+        None
+    }
 }
 
 /// `names` that are among `metrics`, in that order: a report's headline.

@@ -244,6 +244,9 @@ pub struct BarChart {
     pub bars: Vec<(String, f64)>,
     /// Right end of the value axis (at least the largest value, or 1 where all are 0).
     pub value_max: f64,
+    /// Per bar, a range drawn across it as a black line with end marks (a
+    /// predicted interval, the spread of measured repetitions); empty or `None`: none.
+    pub whiskers: Vec<Option<(f64, f64)>>,
     /// Size in pixels (width, height).
     pub size: (u32, u32),
 }
@@ -272,6 +275,7 @@ impl BarChart {
             .bars
             .iter()
             .map(|b| clean(b.1))
+            .chain(self.whiskers.iter().flatten().map(|w| clean(w.1)))
             .fold(self.value_max, f64::max);
         let top = if top > 0.0 { top * 1.2 } else { 1.0 };
         // Slots 0..=n-1 (plotters' integer ranges include their end), the first bar on top.
@@ -322,6 +326,23 @@ impl BarChart {
             );
             bar.set_margin(6, 6, 0, 0);
             chart.draw_series(std::iter::once(bar)).map_err(e)?;
+            if let Some(Some((lo, hi))) = self.whiskers.get(i) {
+                let (lo, hi) = (clean(*lo), clean(*hi));
+                let y = SegmentValue::CenterOf(slot);
+                chart
+                    .draw_series(std::iter::once(PathElement::new(
+                        vec![(lo, y.clone()), (hi, y.clone())],
+                        BLACK.stroke_width(2),
+                    )))
+                    .map_err(e)?;
+                chart
+                    .draw_series(
+                        [lo, hi]
+                            .into_iter()
+                            .map(|x| Circle::new((x, y.clone()), 4, BLACK.filled())),
+                    )
+                    .map_err(e)?;
+            }
             chart
                 .draw_series(std::iter::once(Text::new(
                     crate::report::compare::format_value(Some(*v)),
@@ -602,6 +623,7 @@ mod tests {
             ],
             value_max: 9400.0,
             size: (640, 200),
+            whiskers: vec![Some((3000.0, 3500.0)), None],
         };
         chart.write_svg(&svg).unwrap();
         if let Ok(p) = std::env::var("PIOTWIN_BAR_PNG") {
@@ -623,6 +645,8 @@ mod tests {
         }
         // Two bars: filled rectangles besides the white background.
         assert_eq!(s.matches("<rect").count(), 3, "{s}");
+        // One whisker: its line and the marks at both ends.
+        assert_eq!(s.matches("<circle").count(), 2, "{s}");
     }
 
     #[test]

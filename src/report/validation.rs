@@ -62,6 +62,7 @@ pub fn collect(dir: &Path) -> Result<Vec<Entry>, String> {
                         error_pct: m["error"].as_f64(),
                     },
                     kind: super::compare::Kind::Headline,
+                    interval: serde_json::from_value(m["interval"].clone()).ok(),
                 },
             });
         }
@@ -73,17 +74,40 @@ pub fn collect(dir: &Path) -> Result<Vec<Entry>, String> {
 /// within `limit_pct`.
 pub fn render(entries: &[Entry], limit_pct: f64) -> String {
     let num = super::compare::format_value;
+    let sampled = entries.iter().any(|e| e.row.interval.is_some());
     let mut s = format!(
-        "{:<22} {:<16} {:>12} {:>12} {:>9}\n",
-        "run", "metric", "predicted", "measured", "error %"
+        "{:<22} {:<16} {:>12} {:>12} {:>9}{}\n",
+        "run",
+        "metric",
+        "predicted",
+        "measured",
+        "error %",
+        if sampled {
+            "  95 % interval              inside"
+        } else {
+            ""
+        }
     );
     for e in entries {
         let p = &e.row.pair;
         let err = p
             .error_pct
             .map_or_else(|| "-".into(), |x| format!("{x:+.1}"));
+        let interval = match (sampled, e.row.interval) {
+            (false, _) => String::new(),
+            (true, None) => "  -".into(),
+            (true, Some(i)) => format!(
+                "  {:<26} {}",
+                format!("[{}, {}]", num(Some(i.low)), num(Some(i.high))),
+                match e.row.inside() {
+                    Some(true) => "yes",
+                    Some(false) => "NO",
+                    None => "-",
+                }
+            ),
+        };
         s += &format!(
-            "{:<22} {:<16} {:>12} {:>12} {:>9}\n",
+            "{:<22} {:<16} {:>12} {:>12} {:>9}{interval}\n",
             e.run,
             p.name,
             num(p.predicted),
@@ -157,6 +181,36 @@ mod tests {
         );
         assert!(text.contains("2 of 3 within 25 %"), "{text}");
         assert!(text.contains("headline metrics of 2 runs"), "{text}");
+    }
+
+    #[test]
+    fn the_coverage_is_the_share_of_measured_values_inside_their_intervals() {
+        let d = tempfile::tempdir().unwrap();
+        let interval = |low: f64, high: f64| serde_json::json!({"median": (low + high) / 2.0, "low": low, "high": high, "level": 0.95, "samples": 32});
+        write_run(
+            d.path(),
+            "ior-1-n2",
+            serde_json::json!({"headline": ["write_mib_s", "read_mib_s"], "metrics": {
+                "write_mib_s": {"predicted": 110.0, "measured": 100.0, "error": 10.0, "interval": interval(90.0, 130.0)},
+                "read_mib_s": {"predicted": 70.0, "measured": 100.0, "error": -30.0, "interval": interval(60.0, 80.0)}}}),
+        );
+        write_run(
+            d.path(),
+            "ior-2-n2",
+            serde_json::json!({"headline": ["write_mib_s"], "metrics": {
+                "write_mib_s": {"predicted": 95.0, "measured": 100.0, "error": -5.0, "interval": interval(80.0, 120.0)}}}),
+        );
+        let e = collect(d.path()).unwrap();
+        let s = Summary::of(e.iter().map(|e| &e.row));
+        assert_eq!((s.with_interval, s.inside), (3, 2));
+        // Widths 40/110, 20/70, 40/100: median 36.4 %.
+        assert!((s.median_width_pct.unwrap() - 100.0 * 40.0 / 110.0).abs() < 1e-9);
+        let text = render(&e, 25.0);
+        assert!(
+            text.contains("measured inside the predicted 95 % interval: 2 of 3 (67 %), median interval width 36.4 %"),
+            "{text}"
+        );
+        assert!(text.contains("[60.000, 80.000]           NO"), "{text}");
     }
 
     #[test]

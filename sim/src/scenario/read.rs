@@ -465,6 +465,17 @@ impl Scenario {
             Some(_) => calibration(&top, nodes.len(), links.len())?,
             None => BTreeMap::new(),
         };
+        let run_to_run = match top.sub_opt("run_to_run", &schema::children("run_to_run", None))? {
+            Some(t) => Some(RunToRun {
+                spread: {
+                    t.req("spread", "the spread of repeated runs, e.g. 0.1")?;
+                    t.fraction("spread")?.unwrap_or_default()
+                },
+                probe: t.string_or("probe", "the probes it was measured over", "")?,
+                quality: t.string_or("quality", "repetitions and groups", "")?,
+            }),
+            None => None,
+        };
         Ok(Scenario {
             file: doc.file.to_string(),
             name: top.string("name", "a scenario name")?,
@@ -498,11 +509,35 @@ impl Scenario {
                 close: mpiio.time_or("close", 0.0)?,
             },
             calibration,
+            run_to_run,
         })
     }
 }
 
 /// Puts one `--set KEY=VALUE` (its text at `all[start..]`) into the parsed tree.
+/// `v`, parsed on its own, with every span moved `by` bytes on: where it lies in
+/// the text the scenario is read from (so errors inside it name the override).
+fn shift_spans<'i>(v: Spanned<DeValue<'i>>, by: usize) -> Spanned<DeValue<'i>> {
+    let span = v.span();
+    let moved = span.start + by..span.end + by;
+    let inner = match v.into_inner() {
+        DeValue::Table(t) => DeValue::Table(
+            t.into_iter()
+                .map(|(k, x)| {
+                    let ks = k.span();
+                    (
+                        Spanned::new(ks.start + by..ks.end + by, k.into_inner()),
+                        shift_spans(x, by),
+                    )
+                })
+                .collect(),
+        ),
+        DeValue::Array(a) => DeValue::Array(a.into_iter().map(|x| shift_spans(x, by)).collect()),
+        other => other,
+    };
+    Spanned::new(moved, inner)
+}
+
 fn apply_override<'i>(
     doc: &Doc<'_>,
     root: &mut DeTable<'i>,
@@ -526,18 +561,21 @@ fn apply_override<'i>(
     if key.is_empty() || vtrim.is_empty() {
         return Err(usage("expected KEY=VALUE with a key path and a value"));
     }
-    // TOML if it parses as a single value, else the bare text as a string.
+    // TOML if it parses as a single value, else the bare text as a string. An
+    // inline table replaces the whole table (a device block, say), so that keys of
+    // the old one that the new one does not allow are gone.
     let value = match DeValue::parse(vtrim) {
-        Ok(v) => match v.into_inner() {
-            DeValue::Array(_) | DeValue::Table(_) => {
+        Ok(v) => match v.get_ref() {
+            DeValue::Array(_) => {
                 return Err(doc.err(
                     &vspan,
                     key,
                     true,
-                    "--set takes one value (a number, a string, true or false), not an array or table",
+                    "--set takes one value (a number, a string, true or false) or an inline table {…}, not an array",
                 ));
             }
-            v => v,
+            DeValue::Table(_) => shift_spans(v, vstart).into_inner(),
+            _ => v.into_inner(),
         },
         Err(_) => DeValue::String(std::borrow::Cow::Borrowed(&all[vspan.clone()])),
     };

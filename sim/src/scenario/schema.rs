@@ -126,6 +126,30 @@ const KEYS: &[Key] = &[
         Otherwise("none"),
         "fitted keys: `[calibration.\"<key path>\"]` with `value`, `low`, `high` (the key's unit), `probe`, `quality` (written by `piotwin calibrate`)",
     ),
+    key(
+        "run_to_run",
+        Table,
+        Otherwise("none"),
+        "how much repeated runs of the same probe differed (written by `piotwin calibrate`); `--samples` draws a whole-machine speed factor from it",
+    ),
+    key(
+        "run_to_run.spread",
+        Fraction,
+        Required,
+        "the standard deviation of the log of a repeated probe's bandwidth (0.1: about ±10 % per run)",
+    ),
+    key(
+        "run_to_run.probe",
+        Text,
+        Value("\"\""),
+        "the repeated probes it was measured over",
+    ),
+    key(
+        "run_to_run.quality",
+        Text,
+        Value("\"\""),
+        "how many repetitions in how many groups",
+    ),
     // [[nodes]]
     key("nodes.name", Text, Required, "the group's name"),
     key("nodes.count", Integer, Required, "nodes in the group (≥ 1)"),

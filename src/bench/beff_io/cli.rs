@@ -157,7 +157,7 @@ impl BeffIoCliArgs {
             common.hints.clone(),
         )
         .map_err(|e| CliError::Usage(e.to_string()))?;
-        cfg.progress = true;
+        cfg.progress = !common.quiet;
         if common.is_real() && !Path::new(&cfg.path).is_dir() {
             return Err(CliError::Usage(format!(
                 "-p `{}`: the scratch directory does not exist (or is not a directory)",
@@ -208,6 +208,7 @@ impl Benchmark for BeffIo {
             ),
             Err(e) => RunReport {
                 interrupted: None,
+                intervals: Default::default(),
                 benchmark: "b_eff_io".into(),
                 mode,
                 ranks: run.ranks as usize,

@@ -170,6 +170,7 @@ fn failed_report(
 ) -> RunReport {
     RunReport {
         interrupted: None,
+        intervals: Default::default(),
         benchmark: benchmark.into(),
         mode,
         ranks: run.ranks as usize,

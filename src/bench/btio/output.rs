@@ -199,6 +199,7 @@ pub fn btio_report(
     }
     RunReport {
         interrupted: None,
+        intervals: Default::default(),
         benchmark: "btio".into(),
         mode,
         ranks: o.nprocs,
@@ -244,6 +245,7 @@ pub fn kernel_report(
     }
     RunReport {
         interrupted: None,
+        intervals: Default::default(),
         benchmark: "btio-kernel".into(),
         mode,
         ranks: o.nprocs,

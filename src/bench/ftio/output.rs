@@ -176,6 +176,7 @@ pub fn build_report(
     }
     RunReport {
         interrupted: None,
+        intervals: Default::default(),
         benchmark: "ftio".to_string(),
         mode,
         ranks: outputs.len(),

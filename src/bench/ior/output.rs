@@ -259,6 +259,7 @@ impl Ior {
         errors.extend(out.failure.iter().cloned());
         RunReport {
             interrupted: None,
+            intervals: Default::default(),
             benchmark: "ior".into(),
             mode,
             ranks: ranks as usize,

@@ -157,6 +157,7 @@ impl Iozone {
         errors.extend(out.failure.iter().cloned());
         RunReport {
             interrupted: None,
+            intervals: Default::default(),
             benchmark: "iozone".into(),
             mode,
             ranks: ranks as usize,

@@ -72,6 +72,7 @@ impl Pingpong {
         };
         RunReport {
             interrupted: None,
+            intervals: Default::default(),
             benchmark: "pingpong".into(),
             mode,
             ranks: ranks as usize,
