@@ -51,6 +51,10 @@ VALIDATE_OUT ?= target/validate
 VALIDATE_T ?= 60
 VALIDATE_N ?= 1 2 4
 VALIDATE_LIMIT ?= 25
+# Twin runs per compare on parameters drawn from their calibrated intervals: each headline
+# metric gets its predicted 95 % interval, and the summary the coverage (0: no intervals).
+VALIDATE_SAMPLES ?= 32
+VALIDATE_SAMPLING = $(if $(filter-out 0,$(VALIDATE_SAMPLES)),--samples $(VALIDATE_SAMPLES))
 VALIDATE_IOR := "-a MPIIO -b 64m -t 1m -s 2" "-a MPIIO -b 8m -t 128k -s 4 -c" \
 	"-a POSIX -b 32m -t 256k -F" "-a MPIIO -b 16m -t 32k -s 2 -F"
 validate: build
@@ -58,11 +62,11 @@ validate: build
 	@rm -rf $(VALIDATE_OUT); mkdir -p $(VALIDATE_OUT); \
 	for t in $(VALIDATE_T); do for n in $(VALIDATE_N); do \
 	  d=$(VALIDATE_OUT)/b_eff_io-T$$t-n$$n; \
-	  $(BIN) compare b_eff_io --scenario $(CAL) --ranks $$n --out $$d -T $$t -MB 1024 -MT 2048 > $$d.txt 2>&1; \
+	  $(BIN) compare b_eff_io --scenario $(CAL) --ranks $$n --out $$d $(VALIDATE_SAMPLING) -T $$t -MB 1024 -MT 2048 > $$d.txt 2>&1; \
 	  echo "b_eff_io -T $$t n=$$n: exit $$?"; done; done; \
 	i=0; for shape in $(VALIDATE_IOR); do i=$$((i+1)); for n in 2 4; do \
 	  d=$(VALIDATE_OUT)/ior-$$i-n$$n; \
-	  $(BIN) compare ior --scenario $(CAL) --ranks $$n --out $$d $$shape -i 3 -o ior.dat > $$d.txt 2>&1; \
+	  $(BIN) compare ior --scenario $(CAL) --ranks $$n --out $$d $(VALIDATE_SAMPLING) $$shape -i 3 -o ior.dat > $$d.txt 2>&1; \
 	  echo "ior $$shape n=$$n: exit $$?"; done; done; \
 	$(BIN) report validation $(VALIDATE_OUT) --limit $(VALIDATE_LIMIT)
 

@@ -581,8 +581,12 @@ pub fn sample_intervals<P: Benchmark + Sync>(
         .map_err(|e| CliError::Usage(format!("--samples: {e}")))?;
     let reports: Vec<RunReport> = draws
         .par_iter()
-        .map(|draw| predict(program, common, draw).map(|(report, _)| report))
-        .collect::<Result<_, _>>()?;
+        .map(|draw| {
+            let (mut report, _) = predict(program, common, &draw.overrides)?;
+            samples::apply_outcome(&mut report, draw.outcome);
+            Ok(report)
+        })
+        .collect::<Result<_, CliError>>()?;
     if let Some(signal) = stop::requested() {
         return Err(CliError::interrupted(
             signal,

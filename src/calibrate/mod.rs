@@ -16,6 +16,7 @@
 //! What it is not: a tuner that searches model parameters to match benchmark
 //! results — every parameter comes from one probe by one stated fit.
 
+pub mod discrepancy;
 pub mod fits;
 pub mod memcpy;
 pub mod plan;

@@ -11,6 +11,7 @@
 
 use toml::{Table, Value};
 
+use super::discrepancy::ModelError;
 use super::fits::{Fitted, Unit};
 use super::probes::ProbeResults;
 
@@ -121,6 +122,9 @@ fn has_path(root: &Table, path: &str) -> bool {
 pub const RUN_TO_RUN_PROBE: &str =
     "ior: the repetitions (-i) of each probe shape (ranks, access, transfer size, write or read)";
 
+/// The probes `[model_error]` is measured over.
+pub const MODEL_ERROR_PROBE: &str = "ior: calibration's own IOR probe shapes predicted with this scenario, against the mean of their measured repetitions";
+
 /// The calibrated scenario's text. `base_text` is the base scenario (already
 /// checked by the caller), `base_name` how to name it in `[source]`.
 pub fn render(
@@ -128,6 +132,7 @@ pub fn render(
     base_name: &str,
     fitted: &Fitted,
     results: &ProbeResults,
+    model_error: Option<&ModelError>,
 ) -> Result<String, String> {
     let mut root: Table = base_text
         .parse()
@@ -238,6 +243,25 @@ pub fn render(
         );
         root.insert("run_to_run".into(), Value::Table(t));
     }
+    if let Some(m) = model_error {
+        let mut t = Table::new();
+        // The schema takes a spread below 1 (a factor e): beyond, the cap is said.
+        let capped = m.spread >= 1.0;
+        t.insert("spread".into(), Value::Float(m.spread.min(0.999)));
+        t.insert("probe".into(), Value::String(MODEL_ERROR_PROBE.into()));
+        t.insert(
+            "quality".into(),
+            Value::String(format!(
+                "{} shapes: root mean square of ln(measured / predicted) {:.3}, bias {:+.3} ({}), less the run-to-run noise of a repetitions' mean{}",
+                m.shapes,
+                m.rms,
+                m.bias,
+                if m.bias > 0.0 { "the twin predicts low" } else { "the twin predicts high" },
+                if capped { format!("; {:.3} capped at 0.999", m.spread) } else { String::new() }
+            )),
+        );
+        root.insert("model_error".into(), Value::Table(t));
+    }
     let body = toml::to_string(&root).map_err(|e| format!("cannot write the scenario: {e}"))?;
     Ok(format!(
         "# Calibrated by `piotwin calibrate` on {} — measured values with their\n\
@@ -276,7 +300,7 @@ mod tests {
         let base = include_str!("../../scenarios/default.toml");
         let scn = piotwin_sim::Scenario::from_str(base, "default.toml").unwrap();
         let fitted = crate::calibrate::fits::fit_all(&results, &scn);
-        let text = render(base, "scenarios/default.toml", &fitted, &results).unwrap();
+        let text = render(base, "scenarios/default.toml", &fitted, &results, None).unwrap();
         let s = piotwin_sim::Scenario::from_str(&text, "calibrated.toml")
             .unwrap_or_else(|e| panic!("{e}\n{text}"));
         let p = |k: &str| fitted.get(k).unwrap();

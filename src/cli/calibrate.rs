@@ -14,7 +14,7 @@ use clap::{Args, ValueEnum};
 use piotwin::calibrate::fits::{self, Fitted};
 use piotwin::calibrate::plan::{Plan, Scale, Step};
 use piotwin::calibrate::probes::{ProbeResults, StepFailure};
-use piotwin::calibrate::{Machine, memcpy, writer};
+use piotwin::calibrate::{Machine, discrepancy, memcpy, writer};
 use piotwin::report::write_atomic;
 use piotwin_sim::Scenario;
 
@@ -265,7 +265,7 @@ pub(super) fn run(args: &CalibrateArgs) -> Result<(), CliError> {
     let results = probe(&inp, plan, &scratch);
     let removed = std::fs::remove_dir_all(&scratch);
     let fitted = fits::fit_all(&results, &inp.base);
-    let text = writer::render(&inp.base_text, &inp.base_name, &fitted, &results)
+    let text = writer::render(&inp.base_text, &inp.base_name, &fitted, &results, None)
         .map_err(CliError::Runtime)?;
     if inp.create_out_dir {
         let d = inp.out.parent().expect("has a parent");
@@ -278,9 +278,41 @@ pub(super) fn run(args: &CalibrateArgs) -> Result<(), CliError> {
         (serde_json::to_string_pretty(&raw).expect("results serialise") + "\n").as_bytes(),
     )
     .map_err(|e| CliError::Runtime(format!("`{}`: cannot write: {e}", inp.probes_out.display())))?;
-    write_atomic(&inp.out, text.as_bytes()).map_err(|e| {
-        CliError::Runtime(format!("--out `{}`: cannot write: {e}", inp.out.display()))
-    })?;
+    let write_out = |text: &str| {
+        write_atomic(&inp.out, text.as_bytes()).map_err(|e| {
+            CliError::Runtime(format!("--out `{}`: cannot write: {e}", inp.out.display()))
+        })
+    };
+    write_out(&text)?;
+    // The twin just written, judged on the IOR probes it was calibrated from:
+    // its model error goes into the same file (the nominal values stay as they are).
+    let run_to_run = fitted.run_to_run.as_ref().map_or(0.0, |r| r.spread);
+    let judged = match stop::requested() {
+        // Stopped: what finished is written as it is; no more twin runs.
+        Some(_) => Ok(None),
+        None => discrepancy::model_error(
+            &inp.out,
+            &results.machine,
+            &results.plan,
+            &results.ior,
+            run_to_run,
+        ),
+    };
+    match judged {
+        Ok(Some(e)) => {
+            let text = writer::render(&inp.base_text, &inp.base_name, &fitted, &results, Some(&e))
+                .map_err(CliError::Runtime)?;
+            write_out(&text)?;
+            println!(
+                "model error on the IOR probes: spread {:.3} (rms {:.3}, bias {:+.3} over {} shapes)",
+                e.spread, e.rms, e.bias, e.shapes
+            );
+        }
+        Ok(None) => {}
+        Err(e) => eprintln!(
+            "piotwin calibrate: no model error: the twin could not predict the IOR probes: {e}"
+        ),
+    }
     print!("{}", summary(&fitted));
     println!(
         "wrote {} and {}",

@@ -110,6 +110,13 @@ enum ReportCommand {
         /// the median |error| is above it.
         #[arg(long, value_name = "PCT", default_value_t = 25.0)]
         limit: f64,
+        /// Predict every stored run again with today's twin, K sampled runs each: every
+        /// headline metric gets its 95 % interval, the summary its coverage.
+        #[arg(long, value_name = "K", value_parser = clap::value_parser!(u64).range(2..))]
+        samples: Option<u64>,
+        /// The scenario for --samples (default: DIR/scenario.toml).
+        #[arg(long, value_name = "FILE", requires = "samples")]
+        scenario: Option<PathBuf>,
     },
 }
 
@@ -148,10 +155,23 @@ pub(crate) fn run(cli: Cli) -> Result<(), CliError> {
         Command::Sweep(args) => sweep::run(&args),
         Command::Plan(args) => plan::run(&args),
         Command::Report {
-            command: ReportCommand::Validation { dir, limit },
+            command:
+                ReportCommand::Validation {
+                    dir,
+                    limit,
+                    samples,
+                    scenario,
+                },
         } => {
-            let entries = piotwin::report::validation::collect(&dir)
-                .map_err(|e| CliError::Usage(format!("report validation: {e}")))?;
+            let entries = match samples {
+                None => piotwin::report::validation::collect(&dir),
+                Some(k) => piotwin::report::validation::predict_again(
+                    &dir,
+                    scenario.as_deref(),
+                    k as usize,
+                ),
+            }
+            .map_err(|e| CliError::Usage(format!("report validation: {e}")))?;
             print!("{}", piotwin::report::validation::render(&entries, limit));
             let json = serde_json::to_string_pretty(&entries).expect("entries serialise");
             let out = dir.join("validation.json");

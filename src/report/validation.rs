@@ -4,11 +4,14 @@
 //! calibrated twin by (median |error| and the largest one).
 //!
 //! It reads what compare wrote and recomputes nothing but the summary; the
-//! pairing and the error formula are `compare.rs`'s.
+//! pairing and the error formula are `compare.rs`'s. [`predict_again`] instead
+//! predicts every stored run anew with sampled intervals (the coverage of
+//! today's twin over stored held-out runs).
 
 use std::path::{Path, PathBuf};
 
-use super::compare::{MetricPair, Row, Summary};
+use super::RunReport;
+use super::compare::{Comparison, Kind, MetricPair, Row, Summary};
 
 /// One headline metric of one compared run.
 #[derive(Debug, Clone, PartialEq, serde::Serialize)]
@@ -24,20 +27,8 @@ pub struct Entry {
 /// directory-name order; a run that failed on a side is still listed (its
 /// metrics without an error count as missing).
 pub fn collect(dir: &Path) -> Result<Vec<Entry>, String> {
-    let mut runs: Vec<PathBuf> = std::fs::read_dir(dir)
-        .map_err(|e| format!("`{}`: {e}", dir.display()))?
-        .filter_map(|d| d.ok().map(|d| d.path().join("compare.json")))
-        .filter(|p| p.is_file())
-        .collect();
-    runs.sort();
-    if runs.is_empty() {
-        return Err(format!(
-            "`{}` holds no <run>/compare.json (written by `piotwin compare --out`)",
-            dir.display()
-        ));
-    }
     let mut out = Vec::new();
-    for path in runs {
+    for path in runs(dir)?.into_iter().map(|r| r.join("compare.json")) {
         let text =
             std::fs::read_to_string(&path).map_err(|e| format!("`{}`: {e}", path.display()))?;
         let v: serde_json::Value =
@@ -68,6 +59,114 @@ pub fn collect(dir: &Path) -> Result<Vec<Entry>, String> {
         }
     }
     Ok(out)
+}
+
+/// Every run of `collect` predicted again by today's twin, with `samples`
+/// sampled runs each (so every headline metric gets its 95 % interval), on
+/// `scenario` (default: `DIR/scenario.toml`, where `validation/<machine>/`
+/// keeps the calibrated scenario its runs were compared with), against the
+/// stored measured report (`<run>/measured.json`). The stored runs' options,
+/// machine defaults and seed are reused: the same workload as measured.
+pub fn predict_again(
+    dir: &Path,
+    scenario: Option<&Path>,
+    samples: usize,
+) -> Result<Vec<Entry>, String> {
+    let scenario = scenario.map_or_else(|| dir.join("scenario.toml"), Path::to_path_buf);
+    if !scenario.is_file() {
+        return Err(format!(
+            "no scenario `{}` to predict with (give --scenario FILE)",
+            scenario.display()
+        ));
+    }
+    let mut out = Vec::new();
+    for run in runs(dir)? {
+        let path = run.join("compare.json");
+        let read = |p: &Path| -> Result<serde_json::Value, String> {
+            let text = std::fs::read_to_string(p).map_err(|e| format!("`{}`: {e}", p.display()))?;
+            serde_json::from_str(&text).map_err(|e| format!("`{}`: {e}", p.display()))
+        };
+        let c = read(&path)?;
+        let bad = |what: &str| format!("`{}`: no {what}", path.display());
+        let mut argv: Vec<std::ffi::OsString> = vec!["piotwin".into(), "run".into()];
+        argv.push(
+            c["benchmark"]
+                .as_str()
+                .ok_or_else(|| bad("benchmark"))?
+                .into(),
+        );
+        for o in c["options"].as_array().ok_or_else(|| bad("options"))? {
+            argv.push(o.as_str().ok_or_else(|| bad("options"))?.into());
+        }
+        for r in c["resolved"].as_array().into_iter().flatten() {
+            argv.push(
+                r["flag"]
+                    .as_str()
+                    .ok_or_else(|| bad("resolved flag"))?
+                    .into(),
+            );
+            argv.push(
+                r["value"]
+                    .as_str()
+                    .ok_or_else(|| bad("resolved value"))?
+                    .into(),
+            );
+        }
+        argv.extend([
+            "--seed".into(),
+            c["seed"].to_string().into(),
+            "--sim".into(),
+            scenario.clone().into_os_string(),
+            "--ranks".into(),
+            c["ranks"].to_string().into(),
+            "--samples".into(),
+            samples.to_string().into(),
+        ]);
+        let bench = crate::whatif::sweep::parse_run(argv)
+            .map_err(|e| format!("`{}`: {e}", path.display()))?;
+        let (predicted, _) = bench.predict().map_err(|e| {
+            format!(
+                "`{}`: {}",
+                path.display(),
+                e.message().unwrap_or("interrupted")
+            )
+        })?;
+        let measured: RunReport = serde_json::from_value(read(&run.join("measured.json"))?)
+            .map_err(|e| format!("`{}`: {e}", run.join("measured.json").display()))?;
+        let comparison = Comparison::new(&predicted.benchmark, Some(&measured), Some(&predicted))?;
+        let name = run
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        for row in comparison
+            .rows
+            .into_iter()
+            .filter(|r| r.kind == Kind::Headline)
+        {
+            out.push(Entry {
+                run: name.clone(),
+                row,
+            });
+        }
+    }
+    Ok(out)
+}
+
+/// The run directories directly under `dir` (those holding a `compare.json`), in name order.
+fn runs(dir: &Path) -> Result<Vec<PathBuf>, String> {
+    let mut runs: Vec<PathBuf> = std::fs::read_dir(dir)
+        .map_err(|e| format!("`{}`: {e}", dir.display()))?
+        .filter_map(|d| d.ok().map(|d| d.path()))
+        .filter(|p| p.join("compare.json").is_file())
+        .collect();
+    runs.sort();
+    if runs.is_empty() {
+        return Err(format!(
+            "`{}` holds no <run>/compare.json (written by `piotwin compare --out`)",
+            dir.display()
+        ));
+    }
+    Ok(runs)
 }
 
 /// The entries as a table, then the summary over all of them and the count

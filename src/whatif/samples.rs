@@ -13,6 +13,10 @@
 //! * The run-to-run spread `σ` of `[run_to_run]` gives one speed factor per
 //!   draw, `f = exp(σ·z)`: every fitted rate is multiplied by it and every
 //!   fitted time divided by it, as a faster or slower run of the whole machine.
+//! * The model error `σm` of `[model_error]` (the twin's miss on
+//!   calibration's own probes beyond that noise) gives one more factor per
+//!   draw, `exp(σm·z)`, applied to the run's result instead of its inputs:
+//!   rates (`*_mib_s`, `*_mb_s`, `*_ops_s`) multiplied, times (`*_s`) divided.
 //! * Keys the user overrides (by `--set`, or a sweep's varied keys and
 //!   alternatives, and every key below them) are not drawn: they are given.
 //!
@@ -35,13 +39,26 @@ pub const LEVEL: f64 = 0.95;
 /// interval is `value ± 1.96 σ`.
 const Z95: f64 = 1.959_963_984_540_054;
 
-/// What a draw varies: the fitted keys (not overridden) and the run-to-run spread.
+/// What a draw varies: the fitted keys (not overridden), the run-to-run
+/// spread and the model error.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Sampled {
     /// Fitted keys drawn from their intervals, in key order.
     pub keys: Vec<String>,
     /// The run-to-run spread applied as a speed factor (0: none recorded).
     pub spread: f64,
+    /// The model error applied to the run's result (0: none recorded).
+    pub model_error: f64,
+}
+
+/// One draw: the overrides of the sampled run, and the factor its result takes
+/// for the model error.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Draw {
+    /// `KEY=VALUE` overrides, added to the user's.
+    pub overrides: Vec<String>,
+    /// Rates in the result are multiplied by it, times divided.
+    pub outcome: f64,
 }
 
 /// Whether `key` (a key path such as `server.device.read_bw`) is `given` or lies below it.
@@ -68,14 +85,19 @@ pub fn sampled(scenario: &Scenario, overrides: &[String]) -> Result<Sampled, Str
         .map(|(k, _)| k.clone())
         .collect();
     let spread = scenario.run_to_run.as_ref().map_or(0.0, |r| r.spread);
-    if keys.is_empty() && spread == 0.0 {
+    let model_error = scenario.model_error.as_ref().map_or(0.0, |r| r.spread);
+    if keys.is_empty() && spread == 0.0 && model_error == 0.0 {
         return Err(format!(
             "scenario `{}` has nothing to draw from: no fitted value with an interval under [calibration] \
-             (or every one is overridden) and no [run_to_run] spread; `piotwin calibrate` writes both",
+             (or every one is overridden), no [run_to_run] and no [model_error] spread; `piotwin calibrate` writes them",
             scenario.file
         ));
     }
-    Ok(Sampled { keys, spread })
+    Ok(Sampled {
+        keys,
+        spread,
+        model_error,
+    })
 }
 
 /// One value of a fitted key drawn from its interval, `z` a standard normal deviate.
@@ -116,7 +138,7 @@ pub fn draw(
     overrides: &[String],
     samples: usize,
     seed: u64,
-) -> Result<Vec<Vec<String>>, String> {
+) -> Result<Vec<Draw>, String> {
     let what = sampled(scenario, overrides)?;
     let normal = Normal::standard();
     // A stream of its own, apart from the twin's (which the seed also drives).
@@ -129,6 +151,7 @@ pub fn draw(
     Ok((0..samples)
         .map(|_| {
             let speed = (what.spread * z()).exp();
+            let outcome = (what.model_error * z()).exp();
             let mut values: BTreeMap<&str, f64> = what
                 .keys
                 .iter()
@@ -149,12 +172,25 @@ pub fn draw(
                     values.insert(k, scaled);
                 }
             }
-            values
+            let overrides = values
                 .iter()
                 .map(|(k, x)| as_override(k, &scenario.calibration[*k], *x))
-                .collect()
+                .collect();
+            Draw { overrides, outcome }
         })
         .collect())
+}
+
+/// `report`'s result as the model error `factor` moves it: rates multiplied,
+/// times divided, anything else (counts, fractions) as it is.
+pub fn apply_outcome(report: &mut RunReport, factor: f64) {
+    for (name, v) in report.metrics.iter_mut() {
+        match crate::report::unit_group(name).map(|(stem, _)| stem) {
+            Some("time_s") => *v /= factor,
+            Some(_) => *v *= factor,
+            None => {}
+        }
+    }
 }
 
 /// Quantile `q` of sorted `xs` by linear interpolation between order
@@ -241,11 +277,15 @@ mod tests {
         Scenario::from_str(&text, "synthetic.toml").unwrap()
     }
 
-    fn values(draws: &[Vec<String>], key: &str) -> Vec<f64> {
+    fn values(draws: &[Draw], key: &str) -> Vec<f64> {
         let mut v: Vec<f64> = draws
             .iter()
             .map(|d| {
-                let o = d.iter().find(|o| override_key(o) == key).expect("drawn");
+                let o = d
+                    .overrides
+                    .iter()
+                    .find(|o| override_key(o) == key)
+                    .expect("drawn");
                 let text = o.split_once('=').unwrap().1.trim_matches('"');
                 piotwin_sim::units::parse_rate(text).unwrap()
             })
@@ -267,7 +307,11 @@ mod tests {
         assert!(
             draws
                 .iter()
-                .all(|d| d.iter().all(|o| override_key(o) != "mpiio.open"))
+                .all(|d| d.overrides.iter().all(|o| override_key(o) != "mpiio.open"))
+        );
+        assert!(
+            draws.iter().all(|d| d.outcome == 1.0),
+            "no [model_error]: results as run"
         );
         assert_eq!(draw(&s, &[], 50, 7).unwrap(), draws[..50].to_vec());
         assert_ne!(draw(&s, &[], 50, 8).unwrap(), draws[..50].to_vec());
@@ -289,8 +333,30 @@ mod tests {
         assert!(
             draws
                 .iter()
-                .all(|d| d.iter().any(|o| override_key(o) == "mpiio.open"))
+                .all(|d| d.overrides.iter().any(|o| override_key(o) == "mpiio.open"))
         );
+    }
+
+    #[test]
+    fn the_model_error_moves_results_not_inputs() {
+        let s = synthetic("[model_error]\nspread = 0.3\n");
+        let draws = draw(&s, &[], 20_000, 2).unwrap();
+        let mut logs: Vec<f64> = draws.iter().map(|d| d.outcome.ln()).collect();
+        logs.sort_by(f64::total_cmp);
+        let (lo, hi) = (quantile(&logs, 0.025), quantile(&logs, 0.975));
+        assert!(
+            (lo + 1.96 * 0.3).abs() < 0.02 && (hi - 1.96 * 0.3).abs() < 0.02,
+            "{lo} {hi}"
+        );
+        let mut r: RunReport = serde_json::from_str(
+            r#"{"benchmark":"x","mode":"sim","ranks":1,"params":null,"environment":{},"hints":{},
+                "metrics":{"write_mib_s":100.0,"write_mean_s":2.0,"errors":1.0},"tables":{},"errors":[]}"#,
+        )
+        .unwrap();
+        apply_outcome(&mut r, 2.0);
+        assert_eq!(r.metrics["write_mib_s"], 200.0);
+        assert_eq!(r.metrics["write_mean_s"], 1.0);
+        assert_eq!(r.metrics["errors"], 1.0);
     }
 
     #[test]

@@ -710,19 +710,7 @@ impl Sweep {
         for o in self.overrides(p) {
             argv.extend(["--set".into(), o.into()]);
         }
-        let argv = crate::bench::beff_io::cli::normalize_args(argv);
-        RunLine::try_parse_from(argv)
-            .map(|l| match l.command {
-                RunCommand::Run { bench } => bench,
-            })
-            .map_err(|e| {
-                e.to_string()
-                    .lines()
-                    .next()
-                    .unwrap_or("")
-                    .trim_start_matches("error: ")
-                    .to_string()
-            })
+        parse_run(argv)
     }
 
     /// Checks every point as its run will see it: the scenario with the point's
@@ -792,6 +780,24 @@ impl Sweep {
         }
         Ok(())
     }
+}
+
+/// `piotwin run <BENCH> …` (`argv` from the program name on) parsed as `run`
+/// parses it: the benchmark with its options, ready to check or predict.
+pub fn parse_run(argv: Vec<std::ffi::OsString>) -> Result<Bench, String> {
+    let argv = crate::bench::beff_io::cli::normalize_args(argv);
+    RunLine::try_parse_from(argv)
+        .map(|l| match l.command {
+            RunCommand::Run { bench } => bench,
+        })
+        .map_err(|e| {
+            e.to_string()
+                .lines()
+                .next()
+                .unwrap_or("")
+                .trim_start_matches("error: ")
+                .to_string()
+        })
 }
 
 /// `piotwin run`'s command line alone, to parse a point's benchmark.

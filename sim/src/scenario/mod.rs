@@ -458,34 +458,25 @@ pub struct Scenario {
     /// Fitted parameters with their confidence intervals, by key path (the
     /// `[calibration]` table `piotwin calibrate` writes); empty for datasheet scenarios.
     pub calibration: BTreeMap<String, Calibrated>,
-    /// How much repeated probe runs differed on the calibrated machine; `None`
-    /// for datasheet scenarios.
-    pub run_to_run: Option<RunToRun>,
+    /// How much repeated probe runs differed on the calibrated machine
+    /// (`[run_to_run]`); `None` for datasheet scenarios.
+    pub run_to_run: Option<Spread>,
+    /// How far the calibrated twin's predictions of calibration's own probes
+    /// were beyond that noise (`[model_error]`); `None` for datasheet scenarios.
+    pub model_error: Option<Spread>,
 }
 
-/// The run-to-run spread calibration measured (`[run_to_run]`): repeated runs
-/// of the same probe on the same machine, compared with each other.
+/// A spread calibration measured, with where it came from: `[run_to_run]`
+/// (repeated runs of the same probe compared with each other) or
+/// `[model_error]` (the twin's predictions of the probes against them).
 #[derive(Debug, Clone, PartialEq)]
-pub struct RunToRun {
-    /// Standard deviation of the natural log of a repeated probe's bandwidth.
+pub struct Spread {
+    /// Standard deviation of the natural log of a ratio of bandwidths.
     pub spread: f64,
     /// The probes it was measured over.
     pub probe: String,
-    /// Repetitions and groups behind it.
+    /// How many, and how it was computed.
     pub quality: String,
-}
-
-impl RunToRun {
-    /// The table the parser reads back.
-    pub fn to_toml(&self) -> String {
-        let q = |s: &str| toml::Value::String(s.to_string()).to_string();
-        format!(
-            "[run_to_run]\nspread = {}\nprobe = {}\nquality = {}\n",
-            self.spread,
-            q(&self.probe),
-            q(&self.quality)
-        )
-    }
 }
 
 impl Scenario {

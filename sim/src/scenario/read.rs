@@ -465,17 +465,19 @@ impl Scenario {
             Some(_) => calibration(&top, nodes.len(), links.len())?,
             None => BTreeMap::new(),
         };
-        let run_to_run = match top.sub_opt("run_to_run", &schema::children("run_to_run", None))? {
-            Some(t) => Some(RunToRun {
-                spread: {
-                    t.req("spread", "the spread of repeated runs, e.g. 0.1")?;
-                    t.fraction("spread")?.unwrap_or_default()
-                },
+        let spread = |table: &str| -> Result<Option<Spread>, ScenarioError> {
+            let Some(t) = top.sub_opt(table, &schema::children(table, None))? else {
+                return Ok(None);
+            };
+            t.req("spread", "the spread, e.g. 0.1")?;
+            Ok(Some(Spread {
+                spread: t.fraction("spread")?.unwrap_or_default(),
                 probe: t.string_or("probe", "the probes it was measured over", "")?,
-                quality: t.string_or("quality", "repetitions and groups", "")?,
-            }),
-            None => None,
+                quality: t.string_or("quality", "how many, and how", "")?,
+            }))
         };
+        let run_to_run = spread("run_to_run")?;
+        let model_error = spread("model_error")?;
         Ok(Scenario {
             file: doc.file.to_string(),
             name: top.string("name", "a scenario name")?,
@@ -510,6 +512,7 @@ impl Scenario {
             },
             calibration,
             run_to_run,
+            model_error,
         })
     }
 }

@@ -150,6 +150,30 @@ const KEYS: &[Key] = &[
         Value("\"\""),
         "how many repetitions in how many groups",
     ),
+    key(
+        "model_error",
+        Table,
+        Otherwise("none"),
+        "how far the calibrated twin's predictions of calibration's own IOR probes were, beyond run-to-run noise (written by `piotwin calibrate`); `--samples` draws a factor on each run's rates and times from it",
+    ),
+    key(
+        "model_error.spread",
+        Fraction,
+        Required,
+        "the standard deviation of ln(measured / predicted) beyond the run-to-run noise",
+    ),
+    key(
+        "model_error.probe",
+        Text,
+        Value("\"\""),
+        "the probes it was measured over",
+    ),
+    key(
+        "model_error.quality",
+        Text,
+        Value("\"\""),
+        "shapes, root mean square and bias of the log errors",
+    ),
     // [[nodes]]
     key("nodes.name", Text, Required, "the group's name"),
     key("nodes.count", Integer, Required, "nodes in the group (≥ 1)"),
