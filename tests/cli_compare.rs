@@ -200,16 +200,22 @@ fn ior_real_against_twin_end_to_end() {
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
     assert_eq!(read_json(&direct)["metrics"], predicted["metrics"]);
 
-    // The page: the table and the bar charts of both sides, measured left.
+    // The page: the table, and per unit one chart with both sides, bar beside bar.
     let page = std::fs::read_to_string(&html).unwrap();
     assert!(page.contains("<td>write_mib_s</td>"));
-    let left = page.find("plots/bandwidth_mib_s-measured.svg").unwrap();
-    let right = page.find("plots/bandwidth_mib_s-predicted.svg").unwrap();
-    assert!(left < right);
-    for f in ["bandwidth_mib_s", "ops_s", "time_s"] {
+    for (f, metric) in [
+        ("bandwidth_mib_s", "write_mib_s"),
+        ("ops_s", "write_ops_s"),
+        ("time_s", "write_mean_s"),
+    ] {
+        assert!(page.contains(&format!("plots/{f}.svg")), "{page}");
+        let svg = std::fs::read_to_string(cmp.join(format!("plots/{f}.svg"))).unwrap();
+        assert!(svg.starts_with("<svg"));
         for side in ["measured", "predicted"] {
-            let svg = cmp.join(format!("plots/{f}-{side}.svg"));
-            assert!(std::fs::read_to_string(&svg).unwrap().starts_with("<svg"));
+            assert!(
+                svg.contains(&format!("{metric} {side}")),
+                "{f}: no {side} bar"
+            );
         }
     }
 

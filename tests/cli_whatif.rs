@@ -344,38 +344,41 @@ fn plan_finds_the_fewest_servers_meeting_the_target_in_few_runs() {
     assert!(six > five, "{five} {six}");
     let target = format!("write_mib_s >= {}", (five + six) / 2.0);
     let out = dir.path().join("plan");
-    let mut args = vec![
-        "plan",
-        "ior",
-        "--scenario",
-        lustre.to_str().unwrap(),
-        "--ranks",
-        "32",
-        "--target",
-        &target,
-        "--range",
-        "server.count=1..16",
-        "--out",
-        out.to_str().unwrap(),
-        "--",
-    ];
-    args.extend(ior);
-    let o = piotwin(dir.path(), &args);
+    let plan = |target: &str, range: &str| {
+        let mut args = vec![
+            "plan",
+            "ior",
+            "--scenario",
+            lustre.to_str().unwrap(),
+            "--ranks",
+            "32",
+            "--target",
+            target,
+            "--range",
+            range,
+            "--out",
+            out.to_str().unwrap(),
+            "--",
+        ];
+        args.extend(ior);
+        piotwin(dir.path(), &args)
+    };
+    let o = plan(&target, "server.count=1..16");
     assert_eq!(o.status.code(), Some(0), "{}{}", stdout(&o), stderr(&o));
     assert!(
         stdout(&o).contains("chosen: server.count=6"),
         "{}",
         stdout(&o)
     );
-    let plan = read_json(&out.join("plan.json"));
-    assert_eq!(plan["chosen"]["server.count"], "6");
-    let runs = plan["evaluations"].as_u64().unwrap();
+    let chosen = read_json(&out.join("plan.json"));
+    assert_eq!(chosen["chosen"]["server.count"], "6");
+    let runs = chosen["evaluations"].as_u64().unwrap();
     assert!(
         runs <= 6,
         "{runs} evaluations for 16 values: both ends and a binary search"
     );
-    assert!(plan["violations"].as_array().unwrap().is_empty());
-    assert!(plan["margin_pct"].as_f64().unwrap() > 0.0);
+    assert!(chosen["violations"].as_array().unwrap().is_empty());
+    assert!(chosen["margin_pct"].as_f64().unwrap() > 0.0);
     // The chosen scenario is written and reads back with the chosen value.
     let o = piotwin(
         dir.path(),
@@ -388,23 +391,7 @@ fn plan_finds_the_fewest_servers_meeting_the_target_in_few_runs() {
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
     assert!(stdout(&o).contains("servers: 6 ×"), "{}", stdout(&o));
     // A target out of reach chooses nothing and says so: exit 1.
-    let mut args = vec![
-        "plan",
-        "ior",
-        "--scenario",
-        lustre.to_str().unwrap(),
-        "--ranks",
-        "32",
-        "--target",
-        "write_mib_s >= 1e12",
-        "--range",
-        "server.count=1..4",
-        "--out",
-        out.to_str().unwrap(),
-        "--",
-    ];
-    args.extend(ior);
-    let o = piotwin(dir.path(), &args);
+    let o = plan("write_mib_s >= 1e12", "server.count=1..4");
     assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
     assert!(stdout(&o).contains("no configuration in the ranges meets the target"));
 }

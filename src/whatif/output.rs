@@ -120,7 +120,8 @@ impl Results<'_> {
                     }
                 };
                 // One series per setting of the other varied keys.
-                let mut series: BTreeMap<String, Vec<(f64, f64)>> = BTreeMap::new();
+                // In the order the points come (the sweep's), not by name.
+                let mut series: Vec<(String, Vec<(f64, f64)>)> = Vec::new();
                 let mut bounds: BTreeMap<String, [Vec<(f64, f64)>; 2]> = BTreeMap::new();
                 for o in &self.outcomes {
                     let Some(&y) = o.metrics.get(&m) else {
@@ -139,7 +140,10 @@ impl Results<'_> {
                         false => name.join(" "),
                     };
                     let x = x_of(&o.params[j].1);
-                    series.entry(name.clone()).or_default().push((x, y));
+                    match series.iter_mut().find(|(n, _)| *n == name) {
+                        Some((_, points)) => points.push((x, y)),
+                        None => series.push((name.clone(), vec![(x, y)])),
+                    }
                     if let Some(i) = o.intervals.get(&m) {
                         let b = bounds.entry(name).or_default();
                         b[0].push((x, i.low));
