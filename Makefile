@@ -91,7 +91,8 @@ test: deps
 # Engine speed: events/s on micro-benchmarks (engine_bench at $(BENCH_RANKS) ranks), then the
 # twin IOR at 64, 1024 and 4096 ranks: wall and CPU (user + sys) seconds, growth of the CPU
 # time from the previous size against N log N; then a 128-rank twin b_eff_io with the
-# fast-forward and with `--exact`, and the ratio of their wall times. Built into its own
+# fast-forward and with `--exact`, and the ratio of their wall times; then a 100-point sweep
+# on 1 and on 2 worker threads (same results, throughput ratio). Built into its own
 # target dir (twin-only, no MPI) so it never replaces the MPI-enabled release binary in
 # target/release.
 BENCH_DIR := target/bench
@@ -120,3 +121,9 @@ bench:
 	ex=$$( { time $(BENCH_DIR)/release/piotwin run b_eff_io $(BENCH_BEFF) --sim $(BENCH_SCN) --exact -f $$d/ex >/dev/null 2>&1; } 2>&1 | tail -1 ) || exit 1; \
 	rm -rf $$d; \
 	awk -v f=$$ff -v e=$$ex 'BEGIN { printf "fast-forward %7.1f s   --exact %7.1f s   %5.1fx\n", f, e, e / f }'
+	@set -o pipefail; echo; echo "sweep of 100 twin IOR points at 1024 ranks (examples/sweep-lustre.toml): 1 worker thread against 2"; \
+	d=$$(mktemp -d); TIMEFORMAT="%R"; \
+	one=$$( { time $(BENCH_DIR)/release/piotwin sweep examples/sweep-lustre.toml --jobs 1 --out $$d/j1 >/dev/null 2>&1; } 2>&1 | tail -1 ) || exit 1; \
+	two=$$( { time $(BENCH_DIR)/release/piotwin sweep examples/sweep-lustre.toml --jobs 2 --out $$d/j2 >/dev/null 2>&1; } 2>&1 | tail -1 ) || exit 1; \
+	cmp -s $$d/j1/sweep.csv $$d/j2/sweep.csv || { echo "the two sweeps differ"; exit 1; }; rm -rf $$d; \
+	awk -v a=$$one -v b=$$two 'BEGIN { printf "--jobs 1 %7.1f s   --jobs 2 %7.1f s   throughput %4.2fx\n", a, b, a / b }'
