@@ -110,6 +110,22 @@ pub struct Sweep {
     pub points: Vec<Point>,
     /// Line of `options` (where a point's options fail and none is varied).
     options_line: usize,
+    /// Digest of the base scenario's text: a stored result is reused only for
+    /// the same scenario file content, not merely the same path.
+    scenario_digest: u64,
+}
+
+/// FNV-1a (64 bits) of `bytes`: a digest that stays the same on every build
+/// and platform (std's hasher promises neither).
+fn digest(bytes: &[u8]) -> u64 {
+    bytes.iter().fold(0xcbf2_9ce4_8422_2325, |h, b| {
+        (h ^ u64::from(*b)).wrapping_mul(0x0000_0100_0000_01b3)
+    })
+}
+
+/// The digest of the file at `path` (0 where it cannot be read: `check` says why).
+fn file_digest(path: &Path) -> u64 {
+    std::fs::read(path).map_or(0, |b| digest(&b))
 }
 
 /// The top-level keys of a sweep file.
@@ -558,6 +574,7 @@ impl Sweep {
             .collect();
         Ok(Sweep {
             file: path.to_path_buf(),
+            scenario_digest: file_digest(&scenario),
             scenario,
             benchmark,
             options,
@@ -591,6 +608,7 @@ impl Sweep {
         }));
         Sweep {
             file: label.to_path_buf(),
+            scenario_digest: file_digest(&scenario),
             scenario,
             benchmark,
             options,
@@ -631,8 +649,9 @@ impl Sweep {
         words.join(" ")
     }
 
-    /// What identifies point `p`'s result: everything that decides its run.
-    /// A stored result is reused only for the same identity.
+    /// What identifies point `p`'s result: everything that decides its run,
+    /// the base scenario's content included. A stored result is reused only
+    /// for the same identity.
     pub fn identity(&self, p: &Point, samples: Option<usize>) -> String {
         let overrides: Vec<&str> = p
             .settings
@@ -640,10 +659,11 @@ impl Sweep {
             .flat_map(|s| s.overrides.iter().map(String::as_str))
             .collect();
         format!(
-            "{} {} | {} | seed {:?} | samples {:?} | {} | set {}",
+            "{} {} | {} (text {:016x}) | seed {:?} | samples {:?} | {} | set {}",
             self.benchmark,
             self.options.join(" "),
             self.scenario.display(),
+            self.scenario_digest,
             self.seed,
             samples,
             self.describe(p),
@@ -853,4 +873,33 @@ fn names(group: &BTreeMap<String, (usize, Vec<String>)>) -> String {
         .map(String::as_str)
         .collect::<Vec<_>>()
         .join(", ")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_stored_result_belongs_to_the_scenario_text_not_only_its_path() {
+        let dir = tempfile::tempdir().unwrap();
+        let scenario = dir.path().join("s.toml");
+        let base = concat!(env!("CARGO_MANIFEST_DIR"), "/scenarios/lustre-hdd.toml");
+        std::fs::copy(base, &scenario).unwrap();
+        let text = "scenario = \"s.toml\"\nbenchmark = \"ior\"\nranks = 4\n[vary]\n\"server.count\" = [2, 4]\n";
+        let file = dir.path().join("sweep.toml");
+        let identity = || {
+            let s = Sweep::from_str(text, &file).unwrap();
+            (
+                s.identity(&s.points[0], None),
+                s.identity(&s.points[1], None),
+            )
+        };
+        let before = identity();
+        assert_ne!(before.0, before.1, "two points, two identities");
+        assert_eq!(identity(), before, "the same sweep, the same identities");
+        let mut changed = std::fs::read_to_string(&scenario).unwrap();
+        changed.push_str("\n# an edit\n");
+        std::fs::write(&scenario, changed).unwrap();
+        assert_ne!(identity().0, before.0, "an edited scenario runs again");
+    }
 }
