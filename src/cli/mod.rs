@@ -1,6 +1,8 @@
 //! The command line: `piotwin run <benchmark> …`, `piotwin calibrate …` (fit a
 //! scenario from real probes), `piotwin compare <benchmark> …` (real against
-//! twin, see `compare.rs`), `piotwin scenario check FILE`, `piotwin report side-by-side`.
+//! twin, see `compare.rs`), `piotwin sweep FILE` and `piotwin plan …` (what-if
+//! studies over many twin runs, `sweep.rs`, `plan.rs`), `piotwin scenario check
+//! FILE`, `piotwin report side-by-side`, `piotwin report validation`.
 //!
 //! The benchmarks `piotwin run` (and so `compare`) knows are registered in
 //! `piotwin::bench` (`src/bench/mod.rs`): adding one is its folder there
