@@ -69,7 +69,9 @@ pub struct Figure {
 }
 
 const TITLE_HEIGHT: u32 = 40;
-const PALETTE: [RGBColor; 6] = [
+/// How many lines a panel tells apart by colour.
+pub const PALETTE_COLOURS: usize = 6;
+const PALETTE: [RGBColor; PALETTE_COLOURS] = [
     RGBColor(0xd6, 0x27, 0x28),
     RGBColor(0x1f, 0x77, 0xb4),
     RGBColor(0x2c, 0xa0, 0x2c),

@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 use super::runner::Outcome;
 use super::sweep::Sweep;
 use crate::report::html::{STYLE, escape};
-use crate::report::plot::{Figure, Panel, Series};
+use crate::report::plot::{Figure, PALETTE_COLOURS, Panel, Series};
 use crate::report::{unit_group, write_atomic};
 
 /// What a sweep produced so far: its points' outcomes in point order.
@@ -99,129 +99,160 @@ impl Results<'_> {
     }
 
     /// The figures: each headline metric over each key that takes more than one
-    /// value, one line per setting of the other keys.
+    /// value, one line per setting of the other keys. Where that would be more
+    /// lines than the palette has colours, one panel per value of another
+    /// varied key (the first), its lines the settings of the rest.
     pub fn figures(&self) -> Vec<(String, Figure)> {
         let mut out = Vec::new();
         for m in self.headline() {
             for (j, d) in self.sweep.dims.iter().enumerate() {
-                let mut xs: Vec<&str> = Vec::new();
-                for o in &self.outcomes {
-                    if !xs.contains(&o.params[j].1.as_str()) {
-                        xs.push(&o.params[j].1);
-                    }
-                }
+                let xs = self.values(j);
                 if xs.len() < 2 {
                     continue;
                 }
-                let x_of = |v: &str| -> f64 {
-                    match d.numeric {
-                        true => v.parse().unwrap_or(0.0),
-                        false => xs.iter().position(|x| *x == v).unwrap_or(0) as f64,
-                    }
-                };
-                // One series per setting of the other varied keys.
-                // In the order the points come (the sweep's), not by name.
-                let mut series: Vec<(String, Vec<(f64, f64)>)> = Vec::new();
-                let mut bounds: BTreeMap<String, [Vec<(f64, f64)>; 2]> = BTreeMap::new();
-                for o in &self.outcomes {
-                    let Some(&y) = o.metrics.get(&m) else {
-                        continue;
-                    };
-                    let name: Vec<String> = o
-                        .params
-                        .iter()
-                        .enumerate()
-                        .filter(|(k, _)| *k != j)
-                        .filter(|(k, _)| self.varies(*k))
-                        .map(|(_, (n, v))| format!("{n}={v}"))
-                        .collect();
-                    let name = match name.is_empty() {
-                        true => m.clone(),
-                        false => name.join(" "),
-                    };
-                    let x = x_of(&o.params[j].1);
-                    match series.iter_mut().find(|(n, _)| *n == name) {
-                        Some((_, points)) => points.push((x, y)),
-                        None => series.push((name.clone(), vec![(x, y)])),
-                    }
-                    if let Some(i) = o.intervals.get(&m) {
-                        let b = bounds.entry(name).or_default();
-                        b[0].push((x, i.low));
-                        b[1].push((x, i.high));
-                    }
-                }
-                let mut lines: Vec<Series> = Vec::new();
-                for (name, mut points) in series {
-                    points.sort_by(|a, b| a.0.total_cmp(&b.0));
-                    if let Some([mut lo, mut hi]) = bounds.remove(&name) {
-                        lo.sort_by(|a, b| a.0.total_cmp(&b.0));
-                        hi.sort_by(|a, b| a.0.total_cmp(&b.0));
-                        lines.push(Series {
-                            name: format!("{name} (95 % low)"),
-                            points: lo,
-                        });
-                        lines.push(Series {
-                            name: format!("{name} (95 % high)"),
-                            points: hi,
-                        });
-                    }
-                    lines.push(Series { name, points });
-                }
-                let (lo, hi) = match d.numeric {
-                    true => xs
-                        .iter()
-                        .map(|v| x_of(v))
-                        .fold((f64::MAX, f64::MIN), |(a, b), x| (a.min(x), b.max(x))),
-                    false => (-0.5, xs.len() as f64 - 0.5),
-                };
-                let pad = if d.numeric { (hi - lo) * 0.05 } else { 0.0 };
-                let ys: Vec<f64> = lines
-                    .iter()
-                    .flat_map(|s| s.points.iter().map(|p| p.1))
-                    .filter(|y| *y > 0.0)
+                let others: Vec<usize> = (0..self.sweep.dims.len())
+                    .filter(|&k| k != j && self.varies(k))
                     .collect();
-                let (ymin, ymax) = ys
-                    .iter()
-                    .fold((f64::MAX, 0.0f64), |(a, b), y| (a.min(*y), b.max(*y)));
-                let label = unit_group(&m)
-                    .map_or_else(|| format!("{m} [value]"), |(_, l)| format!("{m}: {l}"));
-                let panel = Panel {
-                    title: format!("{m} over {}", d.name),
-                    x_label: format!(
-                        "{} [{}]",
-                        d.name,
-                        if d.numeric { "value" } else { "alternative" }
-                    ),
-                    y_label: label,
-                    x_range: (lo - pad, hi + pad),
-                    x_ticks: match d.numeric {
-                        true => xs.iter().map(|v| (x_of(v), v.to_string())).collect(),
-                        false => xs
-                            .iter()
-                            .enumerate()
-                            .map(|(i, v)| (i as f64, v.to_string()))
-                            .collect(),
-                    },
-                    log_y: !ys.is_empty() && ymax / ymin > 20.0,
-                    series: lines,
+                let lines: usize = others.iter().map(|&k| self.values(k).len()).product();
+                let panels = match others.first() {
+                    Some(&k) if lines > PALETTE_COLOURS && others.len() > 1 => self
+                        .values(k)
+                        .into_iter()
+                        .map(|v| self.panel(&m, j, &xs, Some((k, v))))
+                        .collect(),
+                    _ => vec![self.panel(&m, j, &xs, None)],
                 };
                 let stem = format!("{}--{}", m, file_safe(&d.name));
+                let wide = panels.len() > 1;
                 out.push((
                     stem,
                     Figure {
                         title: format!(
-                            "{}: {} ({})",
+                            "{}: {} over {} ({})",
                             self.sweep.benchmark,
                             m,
+                            d.name,
                             self.sweep.file.display()
                         ),
-                        panels: vec![panel],
-                        panel_size: (900, 560),
+                        panels,
+                        panel_size: if wide { (640, 520) } else { (900, 560) },
                     },
                 ));
             }
         }
         out
+    }
+
+    /// The values key `k` takes over the outcomes, in the order they come.
+    fn values(&self, k: usize) -> Vec<&str> {
+        let mut xs: Vec<&str> = Vec::new();
+        for o in &self.outcomes {
+            if !xs.contains(&o.params[k].1.as_str()) {
+                xs.push(&o.params[k].1);
+            }
+        }
+        xs
+    }
+
+    /// Metric `m` over key `j` (taking values `xs`), for the outcomes where key
+    /// `only.0` has value `only.1` (all, with `None`): one line per setting of
+    /// the other varied keys, with the 95 % bounds where sampled.
+    fn panel(&self, m: &str, j: usize, xs: &[&str], only: Option<(usize, &str)>) -> Panel {
+        let d = &self.sweep.dims[j];
+        let x_of = |v: &str| -> f64 {
+            match d.numeric {
+                true => v.parse().unwrap_or(0.0),
+                false => xs.iter().position(|x| *x == v).unwrap_or(0) as f64,
+            }
+        };
+        // In the order the points come (the sweep's), not by name.
+        let mut series: Vec<(String, Vec<(f64, f64)>)> = Vec::new();
+        let mut bounds: BTreeMap<String, [Vec<(f64, f64)>; 2]> = BTreeMap::new();
+        let chosen = |o: &&&Outcome| only.is_none_or(|(k, v)| o.params[k].1 == v);
+        for o in self.outcomes.iter().filter(chosen) {
+            let Some(&y) = o.metrics.get(m) else {
+                continue;
+            };
+            let name: Vec<String> = o
+                .params
+                .iter()
+                .enumerate()
+                .filter(|(k, _)| *k != j && only.is_none_or(|(p, _)| p != *k))
+                .filter(|(k, _)| self.varies(*k))
+                .map(|(_, (n, v))| format!("{n}={v}"))
+                .collect();
+            let name = match name.is_empty() {
+                true => m.to_string(),
+                false => name.join(" "),
+            };
+            let x = x_of(&o.params[j].1);
+            match series.iter_mut().find(|(n, _)| *n == name) {
+                Some((_, points)) => points.push((x, y)),
+                None => series.push((name.clone(), vec![(x, y)])),
+            }
+            if let Some(i) = o.intervals.get(m) {
+                let b = bounds.entry(name).or_default();
+                b[0].push((x, i.low));
+                b[1].push((x, i.high));
+            }
+        }
+        let mut lines: Vec<Series> = Vec::new();
+        for (name, mut points) in series {
+            points.sort_by(|a, b| a.0.total_cmp(&b.0));
+            if let Some([mut lo, mut hi]) = bounds.remove(&name) {
+                lo.sort_by(|a, b| a.0.total_cmp(&b.0));
+                hi.sort_by(|a, b| a.0.total_cmp(&b.0));
+                lines.push(Series {
+                    name: format!("{name} (95 % low)"),
+                    points: lo,
+                });
+                lines.push(Series {
+                    name: format!("{name} (95 % high)"),
+                    points: hi,
+                });
+            }
+            lines.push(Series { name, points });
+        }
+        let (lo, hi) = match d.numeric {
+            true => xs
+                .iter()
+                .map(|v| x_of(v))
+                .fold((f64::MAX, f64::MIN), |(a, b), x| (a.min(x), b.max(x))),
+            false => (-0.5, xs.len() as f64 - 0.5),
+        };
+        let pad = if d.numeric { (hi - lo) * 0.05 } else { 0.0 };
+        let ys: Vec<f64> = lines
+            .iter()
+            .flat_map(|s| s.points.iter().map(|p| p.1))
+            .filter(|y| *y > 0.0)
+            .collect();
+        let (ymin, ymax) = ys
+            .iter()
+            .fold((f64::MAX, 0.0f64), |(a, b), y| (a.min(*y), b.max(*y)));
+        Panel {
+            title: match only {
+                Some((k, v)) => format!("{}={v}", self.sweep.dims[k].name),
+                None => format!("{m} over {}", d.name),
+            },
+            x_label: format!(
+                "{} [{}]",
+                d.name,
+                if d.numeric { "value" } else { "alternative" }
+            ),
+            y_label: unit_group(m)
+                .map_or_else(|| format!("{m} [value]"), |(_, l)| format!("{m}: {l}")),
+            x_range: (lo - pad, hi + pad),
+            x_ticks: match d.numeric {
+                true => xs.iter().map(|v| (x_of(v), v.to_string())).collect(),
+                false => xs
+                    .iter()
+                    .enumerate()
+                    .map(|(i, v)| (i as f64, v.to_string()))
+                    .collect(),
+            },
+            log_y: !ys.is_empty() && ymax / ymin > 20.0,
+            series: lines,
+        }
     }
 
     fn varies(&self, k: usize) -> bool {
