@@ -549,3 +549,62 @@ fn compare_with_samples_says_whether_the_measured_value_lies_inside() {
         stdout(&o)
     );
 }
+
+#[test]
+fn a_sampled_sweep_carries_each_points_interval_into_its_table_and_plots() {
+    let dir = tempfile::tempdir().unwrap();
+    let vm = Path::new(env!("CARGO_MANIFEST_DIR")).join("validation/vm/scenario.toml");
+    let f = write_sweep(
+        dir.path(),
+        &format!(
+            "scenario = \"{}\"\nbenchmark = \"ior\"\noptions = \"-a MPIIO -b 16m -t 1m\"\nranks = [1, 2]\nsamples = 8\n[vary]\n\"-t\" = [\"64k\", \"1m\"]\n",
+            vm.display()
+        ),
+    );
+    let out = dir.path().join("out");
+    let o = piotwin(
+        dir.path(),
+        &["sweep", f.to_str().unwrap(), "--out", out.to_str().unwrap()],
+    );
+    assert_eq!(o.status.code(), Some(0), "{}{}", stdout(&o), stderr(&o));
+    let csv = std::fs::read_to_string(out.join("sweep.csv")).unwrap();
+    let mut rows = csv.lines();
+    let header: Vec<&str> = rows.next().unwrap().split(',').collect();
+    let col = |name: &str| {
+        header
+            .iter()
+            .position(|c| *c == name)
+            .unwrap_or_else(|| panic!("no `{name}` in {header:?}"))
+    };
+    let (lo, med, hi) = (
+        col("write_mib_s.low"),
+        col("write_mib_s.median"),
+        col("write_mib_s.high"),
+    );
+    for row in rows {
+        let v: Vec<f64> = row
+            .split(',')
+            .map(|x| x.parse().unwrap_or(f64::NAN))
+            .collect();
+        assert!(v[lo] < v[med] && v[med] < v[hi], "{row}");
+    }
+    let svg = std::fs::read_to_string(out.join("plots/write_mib_s--ranks.svg")).unwrap();
+    assert!(svg.contains("(95 % low)") && svg.contains("(95 % high)"));
+    // The samples are part of a point's identity: without them, every point runs again.
+    let o = piotwin(
+        dir.path(),
+        &[
+            "sweep",
+            f.to_str().unwrap(),
+            "--out",
+            out.to_str().unwrap(),
+            "--samples",
+            "4",
+        ],
+    );
+    assert!(
+        stderr(&o).contains("piotwin sweep: 4 point(s) to run\n"),
+        "{}",
+        stderr(&o)
+    );
+}
