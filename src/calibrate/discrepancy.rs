@@ -60,15 +60,16 @@ pub fn model_error(
 ) -> Result<Option<ModelError>, String> {
     let mut predicted = ProbeResults::new(machine.clone(), plan.clone());
     for step in plan.steps.iter().filter(|s| s.probe == Probe::Ior) {
-        let mut argv: Vec<std::ffi::OsString> = vec!["piotwin".into(), "run".into(), "ior".into()];
-        argv.extend(step.args.iter().map(Into::into));
-        argv.extend([
-            "--sim".into(),
-            scenario.as_os_str().to_owned(),
-            "--ranks".into(),
-            step.ranks.to_string().into(),
-        ]);
-        let bench = crate::whatif::sweep::parse_run(argv)?;
+        let bench = crate::whatif::TwinRun {
+            benchmark: "ior",
+            options: step.args.clone(),
+            scenario,
+            ranks: step.ranks as u64,
+            seed: None,
+            samples: None,
+            overrides: Vec::new(),
+        }
+        .bench()?;
         let (report, _) = bench
             .predict()
             .map_err(|e| format!("{}: {}", step.describe(), e.message().unwrap_or("stopped")))?;

@@ -88,42 +88,29 @@ pub fn predict_again(
         };
         let c = read(&path)?;
         let bad = |what: &str| format!("`{}`: no {what}", path.display());
-        let mut argv: Vec<std::ffi::OsString> = vec!["piotwin".into(), "run".into()];
-        argv.push(
-            c["benchmark"]
-                .as_str()
-                .ok_or_else(|| bad("benchmark"))?
-                .into(),
-        );
+        let word = |v: &serde_json::Value, what: &str| {
+            v.as_str().map(str::to_string).ok_or_else(|| bad(what))
+        };
+        let mut options = Vec::new();
         for o in c["options"].as_array().ok_or_else(|| bad("options"))? {
-            argv.push(o.as_str().ok_or_else(|| bad("options"))?.into());
+            options.push(word(o, "options")?);
         }
+        // The machine defaults compare resolved, as both of its runs got them.
         for r in c["resolved"].as_array().into_iter().flatten() {
-            argv.push(
-                r["flag"]
-                    .as_str()
-                    .ok_or_else(|| bad("resolved flag"))?
-                    .into(),
-            );
-            argv.push(
-                r["value"]
-                    .as_str()
-                    .ok_or_else(|| bad("resolved value"))?
-                    .into(),
-            );
+            options.push(word(&r["flag"], "resolved flag")?);
+            options.push(word(&r["value"], "resolved value")?);
         }
-        argv.extend([
-            "--seed".into(),
-            c["seed"].to_string().into(),
-            "--sim".into(),
-            scenario.clone().into_os_string(),
-            "--ranks".into(),
-            c["ranks"].to_string().into(),
-            "--samples".into(),
-            samples.to_string().into(),
-        ]);
-        let bench = crate::whatif::sweep::parse_run(argv)
-            .map_err(|e| format!("`{}`: {e}", path.display()))?;
+        let bench = crate::whatif::TwinRun {
+            benchmark: &word(&c["benchmark"], "benchmark")?,
+            options,
+            scenario: &scenario,
+            ranks: c["ranks"].as_u64().ok_or_else(|| bad("ranks"))?,
+            seed: Some(c["seed"].as_u64().ok_or_else(|| bad("seed"))?),
+            samples: Some(samples),
+            overrides: Vec::new(),
+        }
+        .bench()
+        .map_err(|e| format!("`{}`: {e}", path.display()))?;
         let (predicted, _) = bench.predict().map_err(|e| {
             format!(
                 "`{}`: {}",

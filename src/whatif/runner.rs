@@ -152,6 +152,40 @@ pub fn run_point(sweep: &Sweep, p: &Point, samples: Option<usize>) -> Option<Out
     }
 }
 
+/// A pool of worker threads running points.
+struct Workers(rayon::ThreadPool);
+
+impl Workers {
+    fn start(jobs: usize) -> Result<Workers, String> {
+        rayon::ThreadPoolBuilder::new()
+            .num_threads(jobs)
+            .build()
+            .map(Workers)
+            .map_err(|e| format!("cannot start {jobs} worker threads: {e}"))
+    }
+
+    /// Runs `points`, one task each, sending every outcome to `tx` as it
+    /// finishes (the channel closes when the last worker is done).
+    fn run(
+        &self,
+        sweep: &Sweep,
+        points: &[&Point],
+        samples: Option<usize>,
+        tx: mpsc::Sender<Outcome>,
+    ) {
+        self.0.install(|| {
+            points
+                .par_iter()
+                .with_max_len(1)
+                .for_each_with(tx, |tx, p| {
+                    if let Some(o) = run_point(sweep, p, samples) {
+                        let _ = tx.send(o);
+                    }
+                })
+        })
+    }
+}
+
 /// Runs `todo` on `jobs` worker threads; every finished point goes to `done`
 /// as it comes (on the calling thread, in finishing order).
 pub fn run_threads(
@@ -161,21 +195,10 @@ pub fn run_threads(
     samples: Option<usize>,
     mut done: impl FnMut(Outcome) -> Result<(), String>,
 ) -> Result<(), String> {
-    let pool = rayon::ThreadPoolBuilder::new()
-        .num_threads(jobs)
-        .build()
-        .map_err(|e| format!("cannot start {jobs} worker threads: {e}"))?;
+    let workers = Workers::start(jobs)?;
     let (tx, rx) = mpsc::channel();
     std::thread::scope(|scope| {
-        scope.spawn(move || {
-            pool.install(|| {
-                todo.par_iter().with_max_len(1).for_each_with(tx, |tx, p| {
-                    if let Some(o) = run_point(sweep, p, samples) {
-                        let _ = tx.send(o);
-                    }
-                })
-            })
-        });
+        scope.spawn(move || workers.run(sweep, todo, samples, tx));
         // Ends when every worker is done (the last sender dropped).
         rx.iter().try_for_each(&mut done)
     })
@@ -206,21 +229,10 @@ pub fn run_mpi(
         .step_by(job.size)
         .map(|&i| &sweep.points[i])
         .collect();
-    let pool = rayon::ThreadPoolBuilder::new()
-        .num_threads(jobs)
-        .build()
-        .map_err(|e| format!("cannot start {jobs} worker threads: {e}"))?;
+    let pool = Workers::start(jobs)?;
     let (tx, rx) = mpsc::channel::<Outcome>();
     std::thread::scope(|scope| {
-        let workers = scope.spawn(move || {
-            pool.install(|| {
-                mine.par_iter().with_max_len(1).for_each_with(tx, |tx, p| {
-                    if let Some(o) = run_point(sweep, p, samples) {
-                        let _ = tx.send(o);
-                    }
-                })
-            })
-        });
+        let workers = scope.spawn(move || pool.run(sweep, &mine, samples, tx));
         // Only this thread calls MPI (thread level funneled).
         if job.rank != 0 {
             let mut sent = 0u64;

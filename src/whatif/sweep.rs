@@ -34,10 +34,10 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use clap::Parser;
 use piotwin_sim::Scenario;
 use toml::de::{DeTable, DeValue};
 
+use super::TwinRun;
 use crate::bench::Bench;
 
 /// What a varied key is.
@@ -704,33 +704,18 @@ impl Sweep {
 
     /// Point `p` as `piotwin run`'s benchmark, parsed and (with its scenario) ready to run.
     pub fn bench(&self, p: &Point, samples: Option<usize>) -> Result<Bench, String> {
-        let mut argv: Vec<std::ffi::OsString> = vec![
-            "piotwin".into(),
-            "run".into(),
-            self.benchmark.clone().into(),
-        ];
-        argv.extend(self.base_options(p).into_iter().map(Into::into));
-        argv.extend(
-            p.settings
-                .iter()
-                .flat_map(|s| s.options.iter().map(Into::into)),
-        );
-        argv.extend([
-            "--sim".into(),
-            self.scenario.clone().into_os_string(),
-            "--ranks".into(),
-            p.ranks.to_string().into(),
-        ]);
-        if let Some(s) = self.seed {
-            argv.extend(["--seed".into(), s.to_string().into()]);
+        let mut options = self.base_options(p);
+        options.extend(p.settings.iter().flat_map(|s| s.options.iter().cloned()));
+        TwinRun {
+            benchmark: &self.benchmark,
+            options,
+            scenario: &self.scenario,
+            ranks: p.ranks,
+            seed: self.seed,
+            samples,
+            overrides: self.overrides(p),
         }
-        if let Some(k) = samples {
-            argv.extend(["--samples".into(), k.to_string().into()]);
-        }
-        for o in self.overrides(p) {
-            argv.extend(["--set".into(), o.into()]);
-        }
-        parse_run(argv)
+        .bench()
     }
 
     /// Checks every point as its run will see it: the scenario with the point's
@@ -800,39 +785,6 @@ impl Sweep {
         }
         Ok(())
     }
-}
-
-/// `piotwin run <BENCH> …` (`argv` from the program name on) parsed as `run`
-/// parses it: the benchmark with its options, ready to check or predict.
-pub fn parse_run(argv: Vec<std::ffi::OsString>) -> Result<Bench, String> {
-    let argv = crate::bench::beff_io::cli::normalize_args(argv);
-    RunLine::try_parse_from(argv)
-        .map(|l| match l.command {
-            RunCommand::Run { bench } => bench,
-        })
-        .map_err(|e| {
-            e.to_string()
-                .lines()
-                .next()
-                .unwrap_or("")
-                .trim_start_matches("error: ")
-                .to_string()
-        })
-}
-
-/// `piotwin run`'s command line alone, to parse a point's benchmark.
-#[derive(Debug, Parser)]
-struct RunLine {
-    #[command(subcommand)]
-    command: RunCommand,
-}
-
-#[derive(Debug, clap::Subcommand)]
-enum RunCommand {
-    Run {
-        #[command(subcommand)]
-        bench: Bench,
-    },
 }
 
 fn dim_kind(
