@@ -220,6 +220,8 @@ pub(super) fn run(args: &PlanArgs) -> Result<(), CliError> {
     );
     println!("target: {}", target.origin);
     let mut runs = 0usize;
+    // What finished, kept for plan.json should the search stop early.
+    let mut seen: Vec<serde_json::Value> = Vec::new();
     let found = seek(&params, &target, |idx| {
         let values: Vec<String> = idx
             .iter()
@@ -239,6 +241,7 @@ pub(super) fn run(args: &PlanArgs) -> Result<(), CliError> {
                 "  run {runs:>3}: {shown:<40} not a valid scenario: {}",
                 e.message
             );
+            seen.push(serde_json::json!({"values": values, "judged": null}));
             return Ok(None);
         }
         let o = run_point(&sweep, &point, samples).ok_or("stopped")?;
@@ -271,18 +274,45 @@ pub(super) fn run(args: &PlanArgs) -> Result<(), CliError> {
             },
             if target.meets(x) { "meets" } else { "short" }
         );
+        seen.push(serde_json::json!({"values": values, "judged": x, "meets": target.meets(x)}));
         Ok(Some(x))
     });
     let found = match found {
-        Err(_) if stop::requested().is_some() => {
-            let signal = stop::requested().expect("checked");
-            return Err(CliError::interrupted(
-                signal,
-                "the search did not finish; nothing chosen",
-            ));
-        }
-        Err(e) => return Err(CliError::Runtime(format!("plan: {e}"))),
         Ok(f) => f,
+        Err(e) => {
+            // The runs that finished stay on record; nothing is chosen.
+            let stopped = stop::requested().map(piotwin_types::stop::signal_name);
+            let json = serde_json::json!({
+                "benchmark": args.bench,
+                "scenario": args.scenario.display().to_string(),
+                "ranks": args.ranks,
+                "target": target,
+                "path": seen,
+                "chosen": null,
+                "stopped": stopped.unwrap_or_else(|| e.clone()),
+            });
+            let plan_json = out.join("plan.json");
+            write_atomic(
+                &plan_json,
+                (serde_json::to_string_pretty(&json).expect("JSON") + "\n").as_bytes(),
+            )
+            .map_err(|e| {
+                CliError::Runtime(format!("cannot write `{}`: {e}", plan_json.display()))
+            })?;
+            return Err(match stop::requested() {
+                Some(signal) => CliError::interrupted(
+                    signal,
+                    &format!(
+                        "the search did not finish, nothing chosen; the runs made are in {}",
+                        plan_json.display()
+                    ),
+                ),
+                None => CliError::Runtime(format!(
+                    "plan: {e}; the runs made are in {}",
+                    plan_json.display()
+                )),
+            });
+        }
     };
     report(args, &params, &target, &found, samples, &out)
 }
