@@ -87,7 +87,7 @@ const REAL: &[Case] = &[
     Case {
         name: "pingpong",
         ranks: 2,
-        args: &["pingpong", "--sizes", "{SIZES}", "--iterations", "20000"],
+        args: &["pingpong", "--sizes", "{SIZES}", "--iterations", "60000"],
         window: (0.5, 3.0),
     },
 ];
