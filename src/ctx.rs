@@ -57,6 +57,13 @@ impl Kernel {
             amount: 5.0 * n_f * n_f.log2() * count as f64,
         }
     }
+    /// `flops` floating-point operations of plain loops (MADbench2's busy-work).
+    pub fn flops(flops: f64) -> Kernel {
+        Kernel {
+            kind: KernelKind::Flops,
+            amount: flops,
+        }
+    }
     /// Filling or checking `bytes` bytes of a data pattern.
     pub fn pattern(bytes: u64) -> Kernel {
         Kernel {
@@ -135,6 +142,12 @@ pub trait IoCtx: Sized {
     async fn allgather_f64(&self, value: f64) -> Vec<f64>;
     /// Send `buf` to `dest` and replace it with what `source` sends (`MPI_Sendrecv_replace`).
     async fn sendrecv_replace(&self, buf: &mut Self::Buf, dest: usize, source: usize);
+    /// Send `buf` to `dest` (`MPI_Send`; the twin models a rendezvous with the
+    /// receive). For small control messages, such as a token passed along ranks.
+    async fn send(&self, buf: &Self::Buf, dest: usize);
+    /// Receive the next message from `source` into `buf` (`MPI_Recv`), which
+    /// must be as long as what `source` sends.
+    async fn recv(&self, buf: &mut Self::Buf, source: usize);
     /// Sub-communicator of the ranks with the same `Some(color)`, ordered by `key`
     /// then old rank; `None` for a rank that passes no color (`MPI_UNDEFINED`).
     async fn split(&self, color: Option<usize>, key: usize) -> Option<Self>;

@@ -98,6 +98,25 @@ impl Comm {
         Ok(())
     }
 
+    /// `MPI_Send` of `buf` to `dest`, then `MPI_Recv` on the other side with
+    /// [`Comm::recv`]: a buffer beyond MPI's `int` count goes as consecutive
+    /// messages of at most [`MESSAGE_CHUNK`] bytes, which `recv` of the same
+    /// length takes alike.
+    pub fn send(&self, buf: &[u8], dest: usize) {
+        let to = self.inner.process_at_rank(dest as i32);
+        for chunk in buf.chunks(MESSAGE_CHUNK) {
+            to.send(chunk);
+        }
+    }
+
+    /// `MPI_Recv` from `source` into `buf` (see [`Comm::send`]).
+    pub fn recv(&self, buf: &mut [u8], source: usize) {
+        let from = self.inner.process_at_rank(source as i32);
+        for chunk in buf.chunks_mut(MESSAGE_CHUNK) {
+            from.receive_into(chunk);
+        }
+    }
+
     /// `MPI_Send` of a message of bytes to `dest` with `tag` (small messages:
     /// a result line, a list of work; under MPI's `int` count).
     pub fn send_bytes(&self, bytes: &[u8], dest: usize, tag: i32) {

@@ -118,6 +118,12 @@ impl<C: IoCtx> IoCtx for Faulty<'_, C> {
     async fn sendrecv_replace(&self, buf: &mut C::Buf, dest: usize, source: usize) {
         self.inner.sendrecv_replace(buf, dest, source).await
     }
+    async fn send(&self, buf: &C::Buf, dest: usize) {
+        self.inner.send(buf, dest).await
+    }
+    async fn recv(&self, buf: &mut C::Buf, source: usize) {
+        self.inner.recv(buf, source).await
+    }
     /// The fault follows the rank into the new communicator (by its rank there).
     async fn split(&self, color: Option<usize>, key: usize) -> Option<Self> {
         let sub = self.inner.split(color, key).await?;

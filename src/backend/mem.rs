@@ -137,6 +137,8 @@ impl IoCtx for MemCtx {
         vec![value]
     }
     async fn sendrecv_replace(&self, _buf: &mut MemBuf, _dest: usize, _source: usize) {}
+    async fn send(&self, _buf: &MemBuf, _dest: usize) {}
+    async fn recv(&self, _buf: &mut MemBuf, _source: usize) {}
     async fn split(&self, color: Option<usize>, _key: usize) -> Option<MemCtx> {
         color.map(|_| self.clone())
     }

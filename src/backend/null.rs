@@ -12,7 +12,7 @@
 //! What it is not: a model. [`IoCtx::wtime`] is the host's monotonic clock, so the
 //! times it reports are the benchmark's own overhead, not I/O; buffers carry no
 //! data ([`IoBuf::bytes`] is `None`), so nothing is verified; `compute` skips its
-//! work; point-to-point exchanges move nothing.
+//! work; point-to-point exchanges move nothing (a receive still waits for its send).
 //!
 //! Execution: all ranks are futures polled in rank order on one thread (no
 //! wakers needed: a pass that neither completes a rank nor lets one enter a new
@@ -88,6 +88,8 @@ struct World {
     events: Cell<u64>,
     /// Bytes per file path (end of the furthest write).
     files: RefCell<BTreeMap<String, u64>>,
+    /// Messages sent and not yet received, by (world source, world destination).
+    mail: RefCell<BTreeMap<(usize, usize), u64>>,
 }
 
 /// One rank's context.
@@ -254,6 +256,30 @@ impl IoCtx for NullCtx {
         );
         let _ = buf;
     }
+    /// Eager: the message waits in the destination's mailbox.
+    async fn send(&self, _buf: &NullBuf, dest: usize) {
+        assert!(dest < self.size(), "send: peer out of range");
+        let key = (self.comm.members[self.rank], self.comm.members[dest]);
+        *self.world.mail.borrow_mut().entry(key).or_insert(0) += 1;
+        self.world.events.set(self.world.events.get() + 1);
+    }
+    /// Waits until `source` has sent (a receive never matched is a deadlock).
+    async fn recv(&self, _buf: &mut NullBuf, source: usize) {
+        assert!(source < self.size(), "recv: peer out of range");
+        let key = (self.comm.members[source], self.comm.members[self.rank]);
+        std::future::poll_fn(|_| {
+            let mut mail = self.world.mail.borrow_mut();
+            match mail.get_mut(&key) {
+                Some(n) if *n > 0 => {
+                    *n -= 1;
+                    self.world.events.set(self.world.events.get() + 1);
+                    Poll::Ready(())
+                }
+                _ => Poll::Pending,
+            }
+        })
+        .await
+    }
     async fn split(&self, color: Option<usize>, key: usize) -> Option<Self> {
         let round = self.next_round.get();
         let all = self
@@ -418,6 +444,7 @@ pub fn launch<P: RankProgram>(ranks: usize, program: &P) -> Result<Vec<P::Output
     let world = Rc::new(World {
         start: Instant::now(),
         events: Cell::new(0),
+        mail: RefCell::new(BTreeMap::new()),
         files: RefCell::new(BTreeMap::new()),
     });
     let comm = Comm::new((0..ranks).collect());

@@ -219,6 +219,14 @@ impl IoCtx for RealCtx {
             panic!("sendrecv_replace: {e}");
         }
     }
+    async fn send(&self, buf: &RealBuf, dest: usize) {
+        self.comm
+            .send(buf.bytes().expect("a real buffer holds bytes"), dest)
+    }
+    async fn recv(&self, buf: &mut RealBuf, source: usize) {
+        self.comm
+            .recv(buf.bytes_mut().expect("a real buffer holds bytes"), source)
+    }
     async fn split(&self, color: Option<usize>, key: usize) -> Option<RealCtx> {
         match self.comm.split(color, key) {
             Ok(sub) => sub.map(|comm| RealCtx { comm }),

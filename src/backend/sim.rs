@@ -88,6 +88,12 @@ impl IoCtx for SimCtx {
     async fn sendrecv_replace(&self, buf: &mut SimBuf, dest: usize, source: usize) {
         self.rank.sendrecv(buf.len as u64, dest, source).await
     }
+    async fn send(&self, buf: &SimBuf, dest: usize) {
+        self.rank.send(buf.len as u64, dest).await
+    }
+    async fn recv(&self, _buf: &mut SimBuf, source: usize) {
+        self.rank.recv(source).await
+    }
     async fn split(&self, color: Option<usize>, key: usize) -> Option<Self> {
         self.rank
             .split(color, key)

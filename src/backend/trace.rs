@@ -177,6 +177,16 @@ impl<C: IoCtx> IoCtx for TraceCtx<'_, C> {
         })
         .await
     }
+    async fn send(&self, buf: &C::Buf, dest: usize) {
+        let detail = format!("to={dest} len={}", buf.len());
+        self.record("send", detail, async || self.inner.send(buf, dest).await)
+            .await
+    }
+    async fn recv(&self, buf: &mut C::Buf, source: usize) {
+        let detail = format!("from={source} len={}", buf.len());
+        self.record("recv", detail, async || self.inner.recv(buf, source).await)
+            .await
+    }
     async fn split(&self, color: Option<usize>, key: usize) -> Option<Self> {
         let sub = self
             .record("split", format!("color={color:?}"), async || {

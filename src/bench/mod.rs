@@ -14,6 +14,7 @@ pub mod common;
 pub mod ftio;
 pub mod ior;
 pub mod iozone;
+pub mod madbench2;
 pub mod pingpong;
 
 /// Declares the benchmarks `piotwin run` (and so `compare`) knows, each as its
@@ -94,6 +95,9 @@ benchmarks! {
     /// b_eff_io: effective I/O bandwidth over 43 time-driven access patterns (release 2.1).
     #[command(name = "b_eff_io", long_about = beff_io::cli::LONG_ABOUT, after_help = beff_io::cli::AFTER_HELP)]
     BeffIo(beff_io::cli::BeffIoCliArgs),
+    /// MADbench2 in I/O mode: S writes, W reads and rewrites, C reads per-rank matrix slots, busy-work between.
+    #[command(long_about = madbench2::cli::LONG_ABOUT, after_help = madbench2::cli::AFTER_HELP)]
+    Madbench2(madbench2::cli::Madbench2CliArgs),
     /// Point-to-point probe: MPI_Sendrecv_replace time over message sizes, and barrier time.
     #[command(long_about = pingpong::cli::LONG_ABOUT, after_help = pingpong::cli::AFTER_HELP)]
     Pingpong(pingpong::cli::PingpongArgs),

@@ -269,6 +269,29 @@ impl Rank {
         self.wait(&s, why).await;
         self.wait(&r, why).await;
     }
+
+    /// Sends `bytes` to `dest` (`MPI_Send`, modelled as a rendezvous: it returns
+    /// when the matching receive has the message).
+    pub async fn send(&self, bytes: u64, dest: usize) {
+        let (me, to) = (self.world_rank, self.comm.members[dest]);
+        let s = {
+            let mut m = self.sim.model.borrow_mut();
+            let mut e = self.sim.engine.borrow_mut();
+            post_message(&mut m, &mut e, self.comm.id, me, to, Some(bytes))
+        };
+        self.wait(&s, Wait::Send { to }).await;
+    }
+
+    /// Receives the next message from `source` (`MPI_Recv`); its size is the sender's.
+    pub async fn recv(&self, source: usize) {
+        let (me, from) = (self.world_rank, self.comm.members[source]);
+        let r = {
+            let mut m = self.sim.model.borrow_mut();
+            let mut e = self.sim.engine.borrow_mut();
+            post_message(&mut m, &mut e, self.comm.id, from, me, None)
+        };
+        self.wait(&r, Wait::Recv { from }).await;
+    }
 }
 
 /// Posts a send (`bytes` = Some) or a receive on the mailbox `from → to`; when it

@@ -110,6 +110,12 @@ pub(crate) enum Wait {
         send_to: usize,
         recv_from: usize,
     },
+    Send {
+        to: usize,
+    },
+    Recv {
+        from: usize,
+    },
     Io,
     Delay,
 }
@@ -316,6 +322,12 @@ impl Twin {
                 }
                 Wait::Message { send_to, recv_from } => {
                     format!("rank {r}: sendrecv to world rank {send_to} / from world rank {recv_from}, no matching partner")
+                }
+                Wait::Send { to } => {
+                    format!("rank {r}: send to world rank {to}, no matching receive")
+                }
+                Wait::Recv { from } => {
+                    format!("rank {r}: receive from world rank {from}, no matching send")
                 }
                 Wait::Io => format!("rank {r}: an I/O request"),
                 Wait::Delay => format!("rank {r}: a delay"),
