@@ -7,6 +7,7 @@
 //! | `nodes.compute.memcpy` | memcpy | time = latency + bytes / bw (Huber) |
 //! | `metadata.delete`, `metadata.delete_bw` | unlink of synced cached files over sizes | time = delete + bytes / delete_bw (Huber) |
 //! | `nodes.compute.pattern` | IOR's data pattern, filled and checked | time = latency + bytes / bw (Huber) |
+//! | `nodes.compute.flops` | MADbench2's busy-work loop over loop counts | time = latency + flops / rate (Huber) |
 //! | `nodes.nic_latency`, `nodes.nic_bw` | pingpong, 2 ranks | exchange time = latency + bytes / bw (Huber) |
 //! | `nodes.oversubscribed_wakeup` | pingpong barriers | (mean barrier at N > cores ranks − mean barrier at `cores` ranks) / ⌈log2 N⌉ steps |
 //! | `nodes.syscall`, `nodes.cache.write_bw` | IOzone write, cached files | time per record = latency + record / bw (Huber) |
@@ -46,6 +47,8 @@ pub enum Unit {
     Time,
     /// Bytes per second.
     Rate,
+    /// Floating-point operations per second.
+    FlopRate,
     /// Bytes.
     Size,
     /// A count (cores).
@@ -270,6 +273,23 @@ fn fit_memcpy(r: &ProbeResults, f: &mut Fitted) {
         "nodes.compute.pattern",
         "pattern: IOR's data pattern filled and checked in process over sizes",
     );
+    let busy: Vec<(f64, f64)> = r.busy_work.iter().map(|s| (s.flops, s.seconds)).collect();
+    const FLOPS: &str = "nodes.compute.flops";
+    match fit_latency_bandwidth_robust(&busy, LEVEL) {
+        Ok(fit) => f.params.push(Param {
+            key: FLOPS.into(),
+            unit: Unit::FlopRate,
+            value: fit.bandwidth_bytes_per_s.value,
+            low: fit.bandwidth_bytes_per_s.ci_low,
+            high: fit.bandwidth_bytes_per_s.ci_high,
+            probe: format!(
+                "busy-work: MADbench2's multiply-add loop (SBLOCKSIZE {}) in process over loop counts",
+                super::memcpy::BUSY_WORK_BLOCK
+            ),
+            quality: quality(&fit),
+        }),
+        Err(e) => f.skip(&[FLOPS], why(&e)),
+    }
 }
 
 /// A bandwidth from timed in-process work over sizes (beyond the CPU cache).
@@ -840,6 +860,7 @@ pub(crate) mod tests {
     const DEV_W: f64 = 1e9;
     const MEMCPY: f64 = 8e9;
     const PATTERN: f64 = 3e9;
+    const FLOPS: f64 = 6e9;
     const WARM: u64 = 1200 << 20;
     const SHARED_PTR: f64 = 3e-6;
     const DELETE: f64 = 40e-6;
@@ -863,6 +884,16 @@ pub(crate) mod tests {
         let mut n = Lcg(0x9e37_79b9_7f4a_7c15);
         // The pattern samples draw their own noise, so the other probes' is unchanged.
         let mut np = Lcg(0x2545_f491_4f6c_dd1d);
+        // Busy-work with its own noise too.
+        let mut nb = Lcg(0x5851_f42d_4c95_7f2d);
+        for flops in [6.4e5, 6.4e6, 6.4e7] {
+            for _ in 0..6 {
+                r.busy_work.push(crate::calibrate::memcpy::FlopSample {
+                    flops,
+                    seconds: 2e-6 + flops / FLOPS + 20e-6 * nb.normal(),
+                });
+            }
+        }
         for s in [1u64 << 20, 4 << 20, 16 << 20, 64 << 20] {
             for _ in 0..6 {
                 let t = s as f64 / MEMCPY + 20e-6 * n.normal();
@@ -1057,6 +1088,7 @@ pub(crate) mod tests {
         assert!(f.skipped.is_empty(), "{:?}", f.skipped);
         within(&f, "nodes.compute.memcpy", MEMCPY);
         within(&f, "nodes.compute.pattern", PATTERN);
+        within(&f, "nodes.compute.flops", FLOPS);
         within(&f, "nodes.cache.fresh_bw", FRESH_BW);
         within(&f, "mpiio.shared_pointer", SHARED_PTR);
         within(&f, "metadata.delete_bw", DELETE_BW);

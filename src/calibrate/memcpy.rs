@@ -2,8 +2,9 @@
 //! `nodes.compute.memcpy` (the rate of page-cache copies and intra-node
 //! messages), and IOR's data pattern filled and checked over sizes, for
 //! `nodes.compute.pattern` (what real IOR spends on its data check inside the
-//! timed region), and file deletion over file sizes, for `metadata.delete` and
-//! `metadata.delete_bw`. They run in the calibrating process itself: no MPI is
+//! timed region), file deletion over file sizes, for `metadata.delete` and
+//! `metadata.delete_bw`, and MADbench2's busy-work loop over loop counts, for
+//! `nodes.compute.flops` (the rate the twin charges plain loops at). They run in the calibrating process itself: no MPI is
 //! involved.
 
 use std::time::Instant;
@@ -122,4 +123,36 @@ mod tests {
         assert_eq!(v[5].bytes, 65536);
         assert!(v.iter().all(|s| s.seconds >= 0.0));
     }
+}
+
+/// One timed run of MADbench2's busy-work loop.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct FlopSample {
+    /// Floating-point operations done (a multiply and an add per element and loop).
+    pub flops: f64,
+    /// Seconds it took.
+    pub seconds: f64,
+}
+
+/// The SBLOCKSIZE the busy-work probe runs at: MADbench2's usual block size.
+pub const BUSY_WORK_BLOCK: usize = 32;
+
+/// Runs MADbench2's busy-work loop (`crate::bench::madbench2::busy_loop`, the
+/// very code real runs execute) `reps` times at each loop count, each run one
+/// timed sample, after one untimed run at each count.
+pub fn measure_busy_work(loop_counts: &[u64], reps: usize) -> Vec<FlopSample> {
+    use crate::bench::madbench2::busy_loop;
+    let mut out = Vec::with_capacity(loop_counts.len() * reps);
+    for &loops in loop_counts {
+        std::hint::black_box(busy_loop(loops, BUSY_WORK_BLOCK));
+        for _ in 0..reps {
+            let t0 = Instant::now();
+            std::hint::black_box(busy_loop(loops, BUSY_WORK_BLOCK));
+            out.push(FlopSample {
+                flops: 2.0 * loops as f64 * BUSY_WORK_BLOCK as f64,
+                seconds: t0.elapsed().as_secs_f64(),
+            });
+        }
+    }
+    out
 }

@@ -80,6 +80,9 @@ pub struct ProbeResults {
     /// File deletions (bytes of the file, seconds of the unlink).
     #[serde(default)]
     pub delete: Vec<CopySample>,
+    /// MADbench2's busy-work loop over loop counts.
+    #[serde(default)]
+    pub busy_work: Vec<super::memcpy::FlopSample>,
     /// Point-to-point rows, every run.
     pub pingpong: Vec<PingRow>,
     /// IOR rows, every run.
@@ -99,6 +102,7 @@ impl ProbeResults {
             memcpy: Vec::new(),
             pattern: Vec::new(),
             delete: Vec::new(),
+            busy_work: Vec::new(),
             pingpong: Vec::new(),
             ior: Vec::new(),
             iozone: Vec::new(),

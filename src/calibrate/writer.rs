@@ -61,6 +61,16 @@ pub fn format_value(unit: Unit, v: f64) -> String {
             };
             format!("{}{u}", sig(x))
         }
+        Unit::FlopRate => {
+            let (x, u) = if v >= 1e9 {
+                (v / 1e9, "Gflop/s")
+            } else if v >= 1e6 {
+                (v / 1e6, "Mflop/s")
+            } else {
+                (v, "flop/s")
+            };
+            format!("{}{u}", sig(x))
+        }
         Unit::Size => {
             let n = v.round() as u64;
             if n > 0 && n.is_multiple_of(1024) {
@@ -287,6 +297,8 @@ mod tests {
         assert_eq!(format_value(Unit::Size, 24684092.0 * 1024.0), "24684092KiB");
         assert_eq!(format_value(Unit::Size, 1000.0), "1000B");
         assert_eq!(format_value(Unit::Count, 2.0), "2");
+        assert_eq!(format_value(Unit::FlopRate, 11.25e9), "11.25Gflop/s");
+        piotwin_sim::units::parse_flops(&format_value(Unit::FlopRate, 3.5e8)).unwrap();
         for (u, v) in [(Unit::Time, 1.5e-5), (Unit::Time, 2.0)] {
             piotwin_sim::units::parse_time(&format_value(u, v)).unwrap();
         }

@@ -131,6 +131,10 @@ pub fn build_report(
     metrics.insert("io_time_s".into(), io);
     metrics.insert("busy_work_s".into(), busy);
     metrics.insert("total_time_s".into(), total);
+    if done == Function::ALL.len() {
+        let close = ranks.iter().map(|r| r.close_s).sum::<f64>() / ranks.len().max(1) as f64;
+        metrics.insert("close_s".into(), close);
+    }
     metrics.insert("bytes_read".into(), all_read as f64);
     metrics.insert("bytes_written".into(), all_written as f64);
     let checked: u64 = ranks.iter().map(|r| r.verification.checked_bytes).sum();
@@ -309,6 +313,11 @@ pub fn summary_text(report: &RunReport, dry_run: bool) -> String {
         metric("busy_work_s").unwrap_or(0.0),
         metric("total_time_s").unwrap_or(0.0)
     );
+    if let Some(close) = metric("close_s") {
+        out += &format!(
+            "Close of the data file after C (outside the original's timers): {close:.3} s\n"
+        );
+    }
     let checked = metric("verified_bytes").unwrap_or(0.0);
     let verification = if dry_run || checked == 0.0 {
         "NOT PERFORMED (no data)".to_string()

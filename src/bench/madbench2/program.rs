@@ -62,6 +62,9 @@ pub struct RankOutput {
     pub rank: usize,
     /// S, W, C as far as every rank completed them.
     pub functions: Vec<FunctionTimes>,
+    /// Seconds of the close of the data file after C, outside the original's
+    /// timers (its `finalize`): where an NFS client flushes what it cached.
+    pub close_s: f64,
     /// This rank's check of its reads (nothing checked in the twin).
     pub verification: Verification,
 }
@@ -82,7 +85,7 @@ pub struct Madbench2Outcome {
 
 impl RankOutput {
     const PER_FUNCTION: usize = 7;
-    const FIELDS: usize = 1 + Self::PER_FUNCTION * 3 + 8;
+    const FIELDS: usize = 1 + Self::PER_FUNCTION * 3 + 9;
 
     fn to_fields(&self) -> Vec<f64> {
         let mut v = vec![self.functions.len() as f64];
@@ -92,7 +95,11 @@ impl RankOutput {
             v.extend([t.bytes_read as f64, t.bytes_written as f64, t.busy_flops]);
         }
         let ver = &self.verification;
-        v.extend([ver.checked_bytes as f64, ver.failed_words as f64]);
+        v.extend([
+            self.close_s,
+            ver.checked_bytes as f64,
+            ver.failed_words as f64,
+        ]);
         match ver.first {
             // Words as 32-bit halves, each exact in an f64.
             Some(m) => v.extend([
@@ -124,10 +131,14 @@ impl RankOutput {
                 busy_flops: c[6],
             })
             .collect();
-        let t = &v[1 + Self::PER_FUNCTION * 3..];
+        let (close_s, t) = (
+            v[1 + Self::PER_FUNCTION * 3],
+            &v[2 + Self::PER_FUNCTION * 3..],
+        );
         RankOutput {
             rank,
             functions,
+            close_s,
             verification: Verification {
                 checked_bytes: t[0] as u64,
                 failed_words: t[1] as u64,
@@ -661,10 +672,12 @@ async fn run_rank<C: IoCtx>(plan: &Madbench2Plan, ctx: &C) -> (RankOutput, Hints
         }
     }
     // Every rank takes part in the agreement, with its file or without.
+    let t0 = ctx.wtime();
     let closed = match run.file.take() {
         Some(file) => ctx.close(file).await,
         None => Ok(()),
     };
+    let close_s = ctx.wtime() - t0;
     if let Err(e) = first_failure(ctx, "closing the data file", closed).await {
         failure.get_or_insert(e.to_string());
     }
@@ -682,6 +695,7 @@ async fn run_rank<C: IoCtx>(plan: &Madbench2Plan, ctx: &C) -> (RankOutput, Hints
     let mine = RankOutput {
         rank: rank as usize,
         functions,
+        close_s,
         verification: run.verification,
     };
     (mine, hints, failure)
