@@ -319,7 +319,10 @@ pub fn summary_text(report: &RunReport, dry_run: bool) -> String {
         );
     }
     let checked = metric("verified_bytes").unwrap_or(0.0);
-    let verification = if dry_run || checked == 0.0 {
+    let zeros = report.params.get("zero_data").and_then(Value::as_bool) == Some(true);
+    let verification = if zeros {
+        "NOT PERFORMED (--zero-data: zeros written, as the original)".to_string()
+    } else if dry_run || checked == 0.0 {
         "NOT PERFORMED (no data)".to_string()
     } else if metric("verification_failures") == Some(0.0) {
         format!(

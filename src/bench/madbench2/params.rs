@@ -115,6 +115,11 @@ pub struct Madbench2Args {
     /// Keep the data files after the run (default: delete them, as the original does).
     #[arg(long)]
     pub keep: bool,
+    /// Write zeros, as the original does (its I/O-mode buffers are never filled), instead of
+    /// the verification pattern; nothing read back can then be checked. Storage that
+    /// compresses or detects zeros writes them faster.
+    #[arg(long)]
+    pub zero_data: bool,
     /// Write a bar chart (SVG) of each function's busy-work, read, write and other time, mean with min-max whiskers.
     #[arg(long, value_name = "FILE")]
     pub plot: Option<PathBuf>,
@@ -182,6 +187,8 @@ pub struct Madbench2Plan {
     pub dir: PathBuf,
     /// Keep the files after the run.
     pub keep: bool,
+    /// Write zeros (the original's data) instead of the verification pattern.
+    pub zero_data: bool,
     /// MPI-IO hints passed to the open (the command line's `--hint`s).
     pub hints: Hints,
 }
@@ -295,6 +302,7 @@ impl Madbench2Args {
             offcount2: 0,
             dir: self.dir.clone(),
             keep: self.keep,
+            zero_data: self.zero_data,
             hints: Hints::new(),
         };
         let overflow = |what: &str| {

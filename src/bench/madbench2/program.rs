@@ -358,6 +358,17 @@ impl<'a, C: IoCtx> RankRun<'a, C> {
             return;
         };
         let bytes = buf.len() as u64;
+        if self.plan.zero_data {
+            // The original's copy of a never-written matrix into its write buffer.
+            self.ctx
+                .compute(Kernel::memcpy(bytes), || {
+                    if let Some(b) = buf.bytes_mut() {
+                        b.fill(0);
+                    }
+                })
+                .await;
+            return;
+        }
         self.ctx
             .compute(Kernel::pattern(bytes), || {
                 if let Some(b) = buf.bytes_mut() {
@@ -370,7 +381,7 @@ impl<'a, C: IoCtx> RankRun<'a, C> {
     /// What was read into the read buffer from `slot` of `matrix`, checked (in `_cc`).
     async fn check_read(&mut self, matrix: Matrix, slot: u64) {
         let (rank, offset) = (self.rank, self.plan.offset(matrix, self.rank, slot));
-        let Some(buf) = self.read_buf.as_ref() else {
+        let Some(buf) = self.read_buf.as_ref().filter(|_| !self.plan.zero_data) else {
             return;
         };
         let verification = &mut self.verification;

@@ -22,6 +22,7 @@ fn args(words: &[u64], shared: bool) -> Madbench2Args {
         remap: Remap::Custom,
         dir: PathBuf::from("/dry"),
         keep: false,
+        zero_data: false,
         plot: None,
     }
 }
@@ -253,6 +254,22 @@ fn one_in_memory_rank_reads_back_every_word_it_wrote() {
         // W reads 4 slots of 64² doubles, C reads 4: 8 · 32768 bytes.
         assert_eq!((v.checked_bytes, v.failed_words), (8 * 32768, 0));
     }
+}
+
+#[test]
+fn zero_data_writes_zeros_and_checks_nothing() {
+    let ctx = MemCtx::default();
+    let mut a = args(&[64, 4, 1, 8, 64, 1, 1], false);
+    a.zero_data = true;
+    a.keep = true;
+    a.dir = PathBuf::from("/mem");
+    let out = crate::ctx::block_on(Madbench2Program::new(a.validate(1).unwrap()).run(&ctx));
+    assert_eq!(out.failure, None);
+    assert_eq!(out.ranks[0].verification, Verification::default());
+    let files = ctx.files.borrow();
+    let data = &files["/mem/madbench2.data_0"];
+    assert_eq!(data.len(), 4 * 32768);
+    assert!(data.iter().all(|&b| b == 0));
 }
 
 #[test]
