@@ -1,6 +1,6 @@
 //! Ranks agreeing on an outcome: the lowest rank where something holds, the
 //! first failure of a step (its message broadcast from the rank that had it),
-//! the first data mismatch found. Each is a fixed sequence of collectives, the
+//! the first data mismatch found, every rank's measurements. Each is a fixed sequence of collectives, the
 //! same on every rank, so every rank takes the same branch afterwards.
 
 use crate::ctx::{IoCtx, ReduceOp};
@@ -103,4 +103,17 @@ pub async fn first_mismatch<C: IoCtx>(ctx: &C, mine: Option<Mismatch>) -> (usize
             got,
         },
     )
+}
+
+/// Every rank's `fields` on every rank, indexed by rank (one `allgather_f64`
+/// per field: a real process sees only its own rank's measurements, and so can
+/// build the same report as the twin). Every rank passes as many fields.
+pub async fn gather_fields<C: IoCtx>(ctx: &C, fields: Vec<f64>) -> Vec<Vec<f64>> {
+    let mut columns = Vec::with_capacity(fields.len());
+    for x in fields {
+        columns.push(ctx.allgather_f64(x).await);
+    }
+    (0..ctx.size())
+        .map(|r| columns.iter().map(|c| c[r]).collect())
+        .collect()
 }

@@ -161,15 +161,11 @@ impl FtioRankOutput {
 
 /// Every rank's measurements on every rank, in rank order.
 pub(super) async fn gather<C: IoCtx>(ctx: &C, mine: &FtioRankOutput) -> Vec<FtioRankOutput> {
-    let mut columns = Vec::with_capacity(FtioRankOutput::FIELDS);
-    for x in mine.to_fields() {
-        columns.push(ctx.allgather_f64(x).await);
-    }
-    (0..ctx.size())
-        .map(|r| {
-            let fields: Vec<f64> = columns.iter().map(|col| col[r]).collect();
-            FtioRankOutput::from_fields(r, &fields)
-        })
+    crate::bench::common::agree::gather_fields(ctx, mine.to_fields())
+        .await
+        .iter()
+        .enumerate()
+        .map(|(r, fields)| FtioRankOutput::from_fields(r, fields))
         .collect()
 }
 

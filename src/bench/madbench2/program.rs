@@ -154,15 +154,11 @@ impl RankOutput {
 
 /// Every rank's measurements on every rank, in rank order.
 async fn gather<C: IoCtx>(ctx: &C, mine: &RankOutput) -> Vec<RankOutput> {
-    let mut columns = Vec::with_capacity(RankOutput::FIELDS);
-    for x in mine.to_fields() {
-        columns.push(ctx.allgather_f64(x).await);
-    }
-    (0..ctx.size())
-        .map(|r| {
-            let fields: Vec<f64> = columns.iter().map(|c| c[r]).collect();
-            RankOutput::from_fields(r, &fields)
-        })
+    crate::bench::common::agree::gather_fields(ctx, mine.to_fields())
+        .await
+        .iter()
+        .enumerate()
+        .map(|(r, fields)| RankOutput::from_fields(r, fields))
         .collect()
 }
 
