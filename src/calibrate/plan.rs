@@ -87,8 +87,11 @@ pub struct Plan {
     /// Sizes of the files whose deletion is timed.
     #[serde(default)]
     pub delete_sizes: Vec<u64>,
-    /// memcpy copies per size.
+    /// memcpy copies per size (and busy-work runs per loop count).
     pub memcpy_reps: usize,
+    /// Loop counts of the busy-work probe (MADbench2's loop of 32 multiply-adds).
+    #[serde(default)]
+    pub busy_loops: Vec<u64>,
     /// The launched steps, in order.
     pub steps: Vec<Step>,
 }
@@ -131,6 +134,10 @@ impl Plan {
                 vec![M, 4 * M, 16 * M, 64 * M, 128 * M, 256 * M, 512 * M],
                 12,
             ),
+        };
+        let busy_loops = match scale {
+            Scale::Tiny => vec![1_000, 10_000, 100_000],
+            Scale::Quick | Scale::Full => vec![10_000, 100_000, 1_000_000],
         };
         let mut steps = Vec::new();
         // Point to point: pairs at 2 ranks; barriers at cores and at max_ranks
@@ -281,6 +288,7 @@ impl Plan {
             memcpy_sizes,
             delete_sizes,
             memcpy_reps,
+            busy_loops,
             steps,
         }
     }

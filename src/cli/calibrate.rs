@@ -346,7 +346,7 @@ fn probe(inp: &Inputs, plan: Plan, scratch: &Path) -> ProbeResults {
     let mut progress = Progress::new(plan.steps.len() + 1);
     results.memcpy = memcpy::measure(&plan.memcpy_sizes, plan.memcpy_reps);
     results.pattern = memcpy::measure_pattern(&plan.memcpy_sizes, plan.memcpy_reps);
-    results.busy_work = memcpy::measure_busy_work(&[10_000, 100_000, 1_000_000], plan.memcpy_reps);
+    results.busy_work = memcpy::measure_busy_work(&plan.busy_loops, plan.memcpy_reps);
     match memcpy::measure_delete(scratch, &plan.delete_sizes, 2) {
         Ok(d) => results.delete = d,
         Err(e) => results.failures.push(StepFailure {

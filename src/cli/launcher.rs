@@ -219,13 +219,19 @@ mod tests {
 /// A child run (`mpiexec … piotwin run …` or a twin run) in a process group of
 /// its own, so that Ctrl-C at the terminal reaches this process only, and a
 /// thread that passes this process's stop request on to it, once (a second
-/// Ctrl-C makes mpiexec abort at once).
+/// Ctrl-C makes mpiexec abort at once), and never before the child has run
+/// [`RELAY_AFTER`]: MPICH 4.0's hydra loses a SIGINT that arrives while it is
+/// still starting its ranks, which then wait in `MPI_Init` for ever (seen in
+/// CI: a calibration's pingpong step signalled 0.1 s after its launch).
 pub(crate) struct Relayed {
     /// The child.
     pub(crate) child: Child,
     ended: Arc<AtomicBool>,
     relay: Option<JoinHandle<()>>,
 }
+
+/// How long a relayed child runs before a stop request is passed on to it.
+pub(crate) const RELAY_AFTER: std::time::Duration = std::time::Duration::from_secs(2);
 
 impl Relayed {
     /// Starts `cmd` as a relayed child.
@@ -234,9 +240,12 @@ impl Relayed {
         let ended = Arc::new(AtomicBool::new(false));
         let relay = {
             let (ended, pid) = (ended.clone(), child.id() as i32);
+            let started = std::time::Instant::now();
             std::thread::spawn(move || {
                 while !ended.load(Ordering::SeqCst) {
-                    if let Some(signal) = stop::requested() {
+                    if let Some(signal) = stop::requested()
+                        && started.elapsed() >= RELAY_AFTER
+                    {
                         // SAFETY: kill(2) on our child, not yet reaped while `ended` is false.
                         unsafe { libc::kill(pid, signal) };
                         return;
