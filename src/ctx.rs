@@ -298,6 +298,14 @@ pub trait RankProgram {
     async fn run<C: IoCtx>(&self, ctx: &C) -> Self::Output;
 }
 
+/// A program by reference runs as the program (a driver wraps one it borrows).
+impl<P: RankProgram + ?Sized> RankProgram for &P {
+    type Output = P::Output;
+    async fn run<C: IoCtx>(&self, ctx: &C) -> P::Output {
+        (**self).run(ctx).await
+    }
+}
+
 /// Run `f` to completion where nothing can pend: every real-mode call completes
 /// inside `poll` (MPI blocks the thread), so one poll finishes the program.
 pub fn block_on<F: Future>(f: F) -> F::Output {

@@ -14,6 +14,7 @@ use piotwin_sim::{Scenario, SimOptions};
 use piotwin_types::stop;
 
 use crate::backend;
+use crate::backend::trace::{Traced, trace_rows, write_trace};
 use crate::ctx::{Hints, RankProgram};
 use crate::report::{Interval, Mode, RunReport};
 use crate::whatif::samples;
@@ -98,6 +99,9 @@ pub struct CommonArgs {
     /// Write the CSV form of the run report to FILE (atomically; rank 0 only).
     #[arg(long, value_name = "FILE", help_heading = "Outputs and hints")]
     csv: Option<PathBuf>,
+    /// Record every file call of every rank (rank, file, MPI-IO or POSIX call, offset in bytes and etypes, bytes, logical tick, start, duration) and write them to FILE as CSV (rank 0, atomically); the input of `piotwin phases`. The twin then runs every repetition (as --exact) and writes virtual times.
+    #[arg(long, value_name = "FILE", help_heading = "Outputs and hints")]
+    trace: Option<PathBuf>,
     /// An MPI-IO hint, e.g. --hint cb_nodes=4 --hint romio_cb_write=enable (repeatable; wins over --hints-file).
     #[arg(
         long = "hint",
@@ -145,6 +149,8 @@ pub struct Common {
     pub json: Option<PathBuf>,
     /// `--csv FILE`: the CSV form of the report.
     pub csv: Option<PathBuf>,
+    /// `--trace FILE`: every rank's file calls.
+    pub trace: Option<PathBuf>,
     /// Hints from --hints-file, then --hint.
     pub hints: Hints,
     /// `--samples K`: twin runs on drawn parameters besides the nominal one.
@@ -244,7 +250,7 @@ impl CommonArgs {
                     overrides: self.set.clone(),
                     scenario: Box::new(scenario),
                     ranks,
-                    fast_forward: !self.exact,
+                    fast_forward: !self.exact && self.trace.is_none(),
                 }
             }
             (Some(_), _, None) => {
@@ -277,6 +283,9 @@ impl CommonArgs {
         }
         if let Some(p) = &self.csv {
             check_output(p, "--csv")?;
+        }
+        if let Some(p) = &self.trace {
+            check_output(p, "--trace")?;
         }
         if let (Some(j), Some(c)) = (&self.json, &self.csv)
             && j == c
@@ -313,6 +322,7 @@ impl CommonArgs {
             seed,
             json: self.json.clone(),
             csv: self.csv.clone(),
+            trace: self.trace.clone(),
             hints,
             samples: self.samples.map(|k| k as usize),
             quiet: false,
@@ -384,11 +394,28 @@ pub trait Benchmark: RankProgram {
 /// writes its reports. Every rank returns the same outcome.
 pub fn execute<P: Benchmark + Sync>(program: &P, common: &Common) -> Result<(), CliError> {
     install_stop_handlers()?;
+    // With --trace every rank's program runs inside the trace layer, and rank
+    // 0 ends up with every rank's rows.
+    let traced = Traced { inner: program };
+    let mut trace: Option<Vec<Vec<u8>>> = None;
     let (out, info, is_root) = match &common.backend {
         #[cfg(feature = "mpi")]
         Backend::Real => {
-            let (job, out) = backend::real::launch(program)
-                .map_err(|e| CliError::Runtime(format!("real run failed: {e}")))?;
+            let failed =
+                |e: piotwin_real::RealError| CliError::Runtime(format!("real run failed: {e}"));
+            let (job, out) = match common.trace {
+                None => backend::real::launch(program).map_err(failed)?,
+                Some(_) => {
+                    let (job, (out, calls)) = backend::real::launch(&traced).map_err(failed)?;
+                    let rows = trace_rows(job.rank, &calls);
+                    trace = piotwin_real::Comm::world()
+                        .gather_bytes(&rows, 0)
+                        .map_err(|e| {
+                            CliError::Runtime(format!("--trace: gathering the records: {e}"))
+                        })?;
+                    (job, out)
+                }
+            };
             let host = std::fs::read_to_string("/proc/sys/kernel/hostname")
                 .map(|h| h.trim().to_string())
                 .unwrap_or_else(|_| "unknown".into());
@@ -417,14 +444,40 @@ pub fn execute<P: Benchmark + Sync>(program: &P, common: &Common) -> Result<(), 
             fast_forward,
             ..
         } => {
-            let (out, info) =
-                twin_run(program, path, scenario, *ranks, *fast_forward, common.seed)?;
+            let (out, info) = match common.trace {
+                None => twin_run(program, path, scenario, *ranks, *fast_forward, common.seed)?,
+                Some(_) => {
+                    let (outs, info) =
+                        twin_launch(&traced, path, scenario, *ranks, false, common.seed)?;
+                    let (mut outs, rows): (Vec<_>, Vec<_>) = outs
+                        .into_iter()
+                        .enumerate()
+                        .map(|(r, (out, calls))| (out, trace_rows(r, &calls)))
+                        .unzip();
+                    trace = Some(rows);
+                    (outs.swap_remove(0), info)
+                }
+            };
             (out, info, true)
         }
         Backend::Null { ranks } => {
-            let outs = backend::null::launch(*ranks as usize, program)
-                .map_err(|e| CliError::Runtime(format!("dry run failed: {e}")))?;
-            let out = outs.into_iter().next().expect("a dry run has rank 0");
+            let dry =
+                |e: backend::null::NullError| CliError::Runtime(format!("dry run failed: {e}"));
+            let out = match common.trace {
+                None => backend::null::launch(*ranks as usize, program)
+                    .map_err(dry)?
+                    .swap_remove(0),
+                Some(_) => {
+                    let outs = backend::null::launch(*ranks as usize, &traced).map_err(dry)?;
+                    let (mut outs, rows): (Vec<_>, Vec<_>) = outs
+                        .into_iter()
+                        .enumerate()
+                        .map(|(r, (out, calls))| (out, trace_rows(r, &calls)))
+                        .unzip();
+                    trace = Some(rows);
+                    outs.swap_remove(0)
+                }
+            };
             let label = format!("dry run, {ranks} ranks, zero-cost I/O: times are overhead only");
             (
                 out,
@@ -441,6 +494,12 @@ pub fn execute<P: Benchmark + Sync>(program: &P, common: &Common) -> Result<(), 
         }
     };
     if is_root {
+        if let (Some(path), Some(rows)) = (&common.trace, &trace) {
+            write_trace(path, rows).map_err(|e| {
+                CliError::Runtime(format!("--trace `{}`: cannot write: {e}", path.display()))
+            })?;
+            eprintln!("piotwin: wrote {}", path.display());
+        }
         print!("{}", program.render(&out, &info));
         if let Some(mode) = info.mode {
             let mut report = program.report(&out, mode, &info);
@@ -498,10 +557,22 @@ fn twin_run<P: Benchmark>(
     fast_forward: bool,
     seed: u64,
 ) -> Result<(P::Output, RunInfo), CliError> {
+    let (mut outs, info) = twin_launch(program, path, scenario, ranks, fast_forward, seed)?;
+    Ok((outs.swap_remove(0), info))
+}
+
+/// One twin run of `program`: every rank's output, and where and how it ran.
+fn twin_launch<P: RankProgram>(
+    program: &P,
+    path: &Path,
+    scenario: &Scenario,
+    ranks: u64,
+    fast_forward: bool,
+    seed: u64,
+) -> Result<(Vec<P::Output>, RunInfo), CliError> {
     let options = SimOptions { seed, fast_forward };
     let (outs, stats) = backend::sim::launch(scenario, ranks as usize, options, program)
         .map_err(|e| CliError::Runtime(format!("the twin failed: {e}")))?;
-    let out = outs.into_iter().next().expect("a twin run has rank 0");
     let (name, _) = scenario_identity(scenario);
     let environment = BTreeMap::from([
         ("scenario".to_string(), name.clone()),
@@ -520,7 +591,7 @@ fn twin_run<P: Benchmark>(
         fast_forward: Some((fast_forward, stats.skipped)),
         interrupted: stop::requested(),
     };
-    Ok((out, info))
+    Ok((outs, info))
 }
 
 /// A twin run's report, nothing printed or written (the runs of sweeps, plans

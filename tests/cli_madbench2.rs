@@ -200,7 +200,7 @@ fn real_run_catches_a_byte_flipped_in_the_file() {
     };
     // Each busy-work: (256²)^1.87 / (4·2·8) ≈ 1.6e7 loops of 8 multiply-adds: a second or two
     // in a debug build with 4 ranks on 2 cores, a tenth of that in a release build.
-    let mut child = Command::new(&launcher[0])
+    let child = Command::new(&launcher[0])
         .args(&launcher[1..])
         .args(["-n", "4", env!("CARGO_BIN_EXE_piotwin")])
         .args([

@@ -137,6 +137,44 @@ impl Comm {
         Some((status.source_rank() as usize, bytes))
     }
 
+    /// `MPI_Gather` of every process's byte count, then `MPI_Gatherv` of the
+    /// bytes: on `root`, every process's bytes by rank; `None` elsewhere. Each
+    /// process's bytes must stay under MPI's `int` count (2 GiB).
+    pub fn gather_bytes(&self, bytes: &[u8], root: usize) -> RealResult<Option<Vec<Vec<u8>>>> {
+        use mpi::datatype::PartitionMut;
+        let n = to_int(bytes.len() as u64, "byte count", "MPI_Gatherv", None)?;
+        let at = self.inner.process_at_rank(root as i32);
+        if self.rank() != root {
+            at.gather_into(&n);
+            at.gather_varcount_into(bytes);
+            return Ok(None);
+        }
+        let mut counts = vec![0i32; self.size()];
+        at.gather_into_root(&n, &mut counts[..]);
+        let displs: Vec<i32> = counts
+            .iter()
+            .scan(0i32, |next, &c| {
+                let d = *next;
+                *next += c;
+                Some(d)
+            })
+            .collect();
+        let total: usize = counts.iter().map(|&c| c as usize).sum();
+        let mut all = vec![0u8; total];
+        {
+            let mut parts = PartitionMut::new(&mut all[..], &counts[..], &displs[..]);
+            at.gather_varcount_into_root(bytes, &mut parts);
+        }
+        let mut out = Vec::with_capacity(counts.len());
+        let mut rest = &all[..];
+        for &c in &counts {
+            let (mine, tail) = rest.split_at(c as usize);
+            out.push(mine.to_vec());
+            rest = tail;
+        }
+        Ok(Some(out))
+    }
+
     /// `MPI_Bcast` of bytes from `root` (the length first): every rank returns
     /// `root`'s bytes.
     pub fn bcast_bytes(&self, bytes: Vec<u8>, root: usize) -> Vec<u8> {

@@ -7,12 +7,12 @@
 //! What it is not: a profiler. It adds no cost in the twin (recording takes
 //! no virtual time); in real mode it costs a vector push per call.
 
-use std::cell::RefCell;
+use std::cell::{Cell, RefCell};
 use std::ops::Deref;
 use std::rc::Rc;
 
 use crate::ctx::{
-    Checkpoint, Hints, IoBuf, IoCtx, IoResult, Kernel, Op, OpenOptions, Position, RankProgram,
+    Api, Checkpoint, Hints, IoBuf, IoCtx, IoResult, Kernel, Op, OpenOptions, Position, RankProgram,
     ReduceOp, Repeat, View,
 };
 
@@ -29,6 +29,27 @@ pub struct CallRecord {
     pub start: f64,
     /// When it ended, seconds on the context's clock.
     pub end: f64,
+    /// The rank's logical tick: its count of MPI calls (I/O, communication and
+    /// collectives, in every communicator) up to and including this one.
+    pub tick: u64,
+    /// For a call on a file: which file, where and how much.
+    pub io: Option<IoCall>,
+}
+
+/// What a file call touched.
+#[derive(Debug, Clone, PartialEq)]
+pub struct IoCall {
+    /// The file's path as opened.
+    pub file: String,
+    /// POSIX or MPI-IO.
+    pub api: Api,
+    /// The first byte in the file, where known at the call (explicit offsets,
+    /// through the view); `None` for shared-pointer calls and calls that move no data.
+    pub offset: Option<u64>,
+    /// The offset as given, in etypes of the view (explicit offsets only).
+    pub offset_etypes: Option<u64>,
+    /// Bytes requested.
+    pub bytes: u64,
 }
 
 impl CallRecord {
@@ -59,6 +80,7 @@ impl<P: RankProgram> RankProgram for Traced<P> {
         let traced = TraceCtx {
             inner: Inner::Borrowed(ctx),
             log: log.clone(),
+            tick: Rc::new(Cell::new(0)),
         };
         let out = self.inner.run(&traced).await;
         drop(traced);
@@ -88,21 +110,68 @@ impl<C> Deref for Inner<'_, C> {
 struct TraceCtx<'a, C> {
     inner: Inner<'a, C>,
     log: Rc<RefCell<Vec<CallRecord>>>,
+    /// The rank's tick, shared with the communicators split from its context.
+    tick: Rc<Cell<u64>>,
+}
+
+/// An open file with what its records name: its path, API and view.
+pub struct TracedFile<F> {
+    inner: F,
+    path: String,
+    api: Api,
+    view: View,
 }
 
 impl<C: IoCtx> TraceCtx<'_, C> {
     /// Runs `f`, recording it as `call` with `detail`.
     async fn record<T>(&self, call: &str, detail: String, f: impl AsyncFnOnce() -> T) -> T {
+        self.record_io(call, detail, None, f).await
+    }
+
+    /// Runs `f`, recording it as `call` with `detail` and, for a file call, `io`.
+    /// Every call but `compute` is an MPI event and moves the tick.
+    async fn record_io<T>(
+        &self,
+        call: &str,
+        detail: String,
+        io: Option<IoCall>,
+        f: impl AsyncFnOnce() -> T,
+    ) -> T {
         let start = self.inner.wtime();
         let out = f().await;
+        if call != "compute" {
+            self.tick.set(self.tick.get() + 1);
+        }
         self.log.borrow_mut().push(CallRecord {
             rank: self.inner.rank(),
             call: call.to_string(),
             detail,
             start,
             end: self.inner.wtime(),
+            tick: self.tick.get(),
+            io,
         });
         out
+    }
+}
+
+/// The record of a call on `file` moving `bytes` as `op` says.
+fn io_call<F>(file: &TracedFile<F>, op: Option<Op>, bytes: usize) -> IoCall {
+    let at = op.and_then(|op| match op.pos {
+        Position::At(o) => Some(o),
+        Position::SharedPointer => None,
+    });
+    IoCall {
+        file: file.path.clone(),
+        api: file.api,
+        offset: at.map(|o| {
+            file.view
+                .extents(o, bytes.max(1) as u64)
+                .next()
+                .map_or(o, |e| e.0)
+        }),
+        offset_etypes: at,
+        bytes: bytes as u64,
     }
 }
 
@@ -131,7 +200,7 @@ fn op_detail(op: Op, bytes: usize) -> String {
 
 impl<C: IoCtx> IoCtx for TraceCtx<'_, C> {
     type Buf = C::Buf;
-    type File = C::File;
+    type File = TracedFile<C::File>;
     type Request = C::Request;
 
     fn rank(&self) -> usize {
@@ -196,72 +265,109 @@ impl<C: IoCtx> IoCtx for TraceCtx<'_, C> {
         sub.map(|c| TraceCtx {
             inner: Inner::Owned(c),
             log: self.log.clone(),
+            tick: self.tick.clone(),
         })
     }
-    async fn open(&self, path: &str, opts: &OpenOptions) -> IoResult<C::File> {
+    async fn open(&self, path: &str, opts: &OpenOptions) -> IoResult<TracedFile<C::File>> {
         let detail = format!("{path} {:?} {:?}", opts.mode, opts.scope);
-        self.record("open", detail, async || self.inner.open(path, opts).await)
-            .await
+        let file = TracedFile {
+            inner: (),
+            path: path.to_string(),
+            api: opts.api,
+            view: View::bytes(),
+        };
+        let io = Some(io_call(&file, None, 0));
+        let inner = self
+            .record_io("open", detail, io, async || {
+                self.inner.open(path, opts).await
+            })
+            .await?;
+        Ok(TracedFile {
+            inner,
+            path: file.path,
+            api: file.api,
+            view: file.view,
+        })
     }
-    async fn set_view(&self, file: &mut C::File, view: &View) -> IoResult<()> {
-        self.record("set_view", format!("disp={}", view.disp), async || {
-            self.inner.set_view(file, view).await
+    async fn set_view(&self, file: &mut TracedFile<C::File>, view: &View) -> IoResult<()> {
+        let io = Some(io_call(file, None, 0));
+        self.record_io("set_view", format!("disp={}", view.disp), io, async || {
+            self.inner.set_view(&mut file.inner, view).await
+        })
+        .await?;
+        file.view = view.clone();
+        Ok(())
+    }
+    async fn xfer(
+        &self,
+        file: &mut TracedFile<C::File>,
+        op: Op,
+        buf: &mut C::Buf,
+    ) -> IoResult<usize> {
+        let detail = op_detail(op, buf.len());
+        let io = Some(io_call(file, Some(op), buf.len()));
+        self.record_io(&op_name(op), detail, io, async || {
+            self.inner.xfer(&mut file.inner, op, buf).await
         })
         .await
     }
-    async fn xfer(&self, file: &mut C::File, op: Op, buf: &mut C::Buf) -> IoResult<usize> {
+    async fn post(
+        &self,
+        file: &mut TracedFile<C::File>,
+        op: Op,
+        buf: C::Buf,
+    ) -> IoResult<C::Request> {
         let detail = op_detail(op, buf.len());
-        self.record(&op_name(op), detail, async || {
-            self.inner.xfer(file, op, buf).await
-        })
-        .await
-    }
-    async fn post(&self, file: &mut C::File, op: Op, buf: C::Buf) -> IoResult<C::Request> {
-        let detail = op_detail(op, buf.len());
-        self.record(&format!("i{}", op_name(op)), detail, async || {
-            self.inner.post(file, op, buf).await
+        let io = Some(io_call(file, Some(op), buf.len()));
+        self.record_io(&format!("i{}", op_name(op)), detail, io, async || {
+            self.inner.post(&mut file.inner, op, buf).await
         })
         .await
     }
     async fn wait_all(
         &self,
-        file: &mut C::File,
+        file: &mut TracedFile<C::File>,
         requests: Vec<C::Request>,
     ) -> IoResult<Vec<C::Buf>> {
         let detail = format!("n={}", requests.len());
-        self.record("wait_all", detail, async || {
-            self.inner.wait_all(file, requests).await
+        let io = Some(io_call(file, None, 0));
+        self.record_io("wait_all", detail, io, async || {
+            self.inner.wait_all(&mut file.inner, requests).await
         })
         .await
     }
-    async fn sync(&self, file: &mut C::File) -> IoResult<()> {
-        self.record("sync", String::new(), async || self.inner.sync(file).await)
-            .await
+    async fn sync(&self, file: &mut TracedFile<C::File>) -> IoResult<()> {
+        let io = Some(io_call(file, None, 0));
+        self.record_io("sync", String::new(), io, async || {
+            self.inner.sync(&mut file.inner).await
+        })
+        .await
     }
-    async fn drop_cache(&self, file: &mut C::File) -> IoResult<()> {
+    async fn drop_cache(&self, file: &mut TracedFile<C::File>) -> IoResult<()> {
         self.record("drop_cache", String::new(), async || {
-            self.inner.drop_cache(file).await
+            self.inner.drop_cache(&mut file.inner).await
         })
         .await
     }
-    async fn file_size(&self, file: &mut C::File) -> IoResult<u64> {
+    async fn file_size(&self, file: &mut TracedFile<C::File>) -> IoResult<u64> {
         self.record("file_size", String::new(), async || {
-            self.inner.file_size(file).await
+            self.inner.file_size(&mut file.inner).await
         })
         .await
     }
-    fn hints_in_effect(&self, file: &C::File) -> Hints {
-        self.inner.hints_in_effect(file)
+    fn hints_in_effect(&self, file: &TracedFile<C::File>) -> Hints {
+        self.inner.hints_in_effect(&file.inner)
     }
-    async fn set_info(&self, file: &mut C::File, hints: &Hints) -> IoResult<()> {
+    async fn set_info(&self, file: &mut TracedFile<C::File>, hints: &Hints) -> IoResult<()> {
         self.record("set_info", String::new(), async || {
-            self.inner.set_info(file, hints).await
+            self.inner.set_info(&mut file.inner, hints).await
         })
         .await
     }
-    async fn close(&self, file: C::File) -> IoResult<()> {
-        self.record("close", String::new(), async || {
-            self.inner.close(file).await
+    async fn close(&self, file: TracedFile<C::File>) -> IoResult<()> {
+        let io = Some(io_call(&file, None, 0));
+        self.record_io("close", String::new(), io, async || {
+            self.inner.close(file.inner).await
         })
         .await
     }
@@ -291,4 +397,76 @@ impl<C: IoCtx> IoCtx for TraceCtx<'_, C> {
     ) -> IoResult<u64> {
         self.inner.repeat(policy, body).await
     }
+}
+
+/// The columns of a `--trace` file (CSV, one row per file call and rank, by
+/// rank then tick): `rank` (in `MPI_COMM_WORLD`), `file` (the path as opened),
+/// `operation` (the MPI-IO call, e.g. `MPI_File_write_at_all`, or the POSIX one,
+/// `pwrite`), `offset` (first byte in the file, through the view; empty where
+/// not known at the call: shared file pointers, calls that move no data),
+/// `offset_etypes` (the offset as the call gave it, in etypes of the view),
+/// `bytes` (requested), `tick` (the rank's count of MPI calls so far, I/O and
+/// communication: orders a rank's events), `start_s` and `duration_s` (the
+/// rank's clock: `MPI_Wtime` for real, virtual time in the twin).
+pub const TRACE_COLUMNS: [&str; 9] = [
+    "rank",
+    "file",
+    "operation",
+    "offset",
+    "offset_etypes",
+    "bytes",
+    "tick",
+    "start_s",
+    "duration_s",
+];
+
+/// The call's name as the trace writes it: MPI-IO's (`MPI_File_write_at_all`,
+/// `MPI_File_open`, `MPI_Waitall`) or POSIX's (`pwrite`, `pread`, `open`, `fsync`).
+pub fn operation_name(call: &str, api: Api) -> String {
+    match api {
+        Api::MpiIo => match call {
+            "wait_all" => "MPI_Waitall".into(),
+            other => format!("MPI_File_{other}"),
+        },
+        Api::Posix => match call {
+            "write_at" => "pwrite".into(),
+            "read_at" => "pread".into(),
+            "sync" => "fsync".into(),
+            other => other.into(),
+        },
+    }
+}
+
+/// World rank `rank`'s file calls as `--trace` rows (CSV without header).
+pub fn trace_rows(rank: usize, calls: &[CallRecord]) -> Vec<u8> {
+    let mut w = csv::WriterBuilder::new()
+        .has_headers(false)
+        .from_writer(Vec::new());
+    for c in calls {
+        let Some(io) = &c.io else { continue };
+        let opt = |v: Option<u64>| v.map(|x| x.to_string()).unwrap_or_default();
+        let row = [
+            rank.to_string(),
+            io.file.clone(),
+            operation_name(&c.call, io.api),
+            opt(io.offset),
+            opt(io.offset_etypes),
+            io.bytes.to_string(),
+            c.tick.to_string(),
+            format!("{:.9}", c.start),
+            format!("{:.9}", c.end - c.start),
+        ];
+        w.write_record(&row).expect("writing to memory");
+    }
+    w.into_inner().expect("writing to memory")
+}
+
+/// Writes the `--trace` file atomically: the header, then every rank's rows in rank order.
+pub fn write_trace(path: &std::path::Path, rows_by_rank: &[Vec<u8>]) -> std::io::Result<()> {
+    let mut text = TRACE_COLUMNS.join(",").into_bytes();
+    text.push(b'\n');
+    for rows in rows_by_rank {
+        text.extend_from_slice(rows);
+    }
+    crate::report::write_atomic(path, &text)
 }
