@@ -22,8 +22,9 @@ pub struct CallRecord {
     /// The rank in the context the call was made on.
     pub rank: usize,
     /// The call (`open`, `write_at_all`, `barrier`, …).
-    pub call: String,
-    /// Its arguments that matter for time: path, offset, bytes, root, kernel.
+    pub call: &'static str,
+    /// Its arguments that matter for time: path, root, kernel; empty for data
+    /// calls, whose offset and bytes are in `io` ([`CallRecord::detail`] has both).
     pub detail: String,
     /// When it began, seconds on the context's clock.
     pub start: f64,
@@ -40,7 +41,7 @@ pub struct CallRecord {
 #[derive(Debug, Clone, PartialEq)]
 pub struct IoCall {
     /// The file's path as opened.
-    pub file: String,
+    pub file: Rc<str>,
     /// POSIX or MPI-IO.
     pub api: Api,
     /// The first byte in the file, where known at the call (explicit offsets,
@@ -53,17 +54,36 @@ pub struct IoCall {
 }
 
 impl CallRecord {
+    /// Its arguments: `detail`, or for a data call `off=… len=…` (`len=…` with
+    /// the shared file pointer).
+    pub fn detail(&self) -> std::borrow::Cow<'_, str> {
+        match &self.io {
+            Some(io) if self.detail.is_empty() && is_data_call(self.call) => {
+                match io.offset_etypes {
+                    Some(o) => format!("off={o} len={}", io.bytes).into(),
+                    None => format!("len={}", io.bytes).into(),
+                }
+            }
+            _ => self.detail.as_str().into(),
+        }
+    }
+
     /// One transcript line: rank, call, details, begin and end in µs (ns resolution).
     pub fn line(&self) -> String {
         format!(
             "{:>3} {:<14} {:<28} {:>16.3} {:>16.3}",
             self.rank,
             self.call,
-            self.detail,
+            self.detail(),
             self.start * 1e6,
             self.end * 1e6
         )
     }
+}
+
+/// Whether `call` moves data (a blocking or posted read or write).
+fn is_data_call(call: &str) -> bool {
+    call.contains("write") || call.contains("read")
 }
 
 /// `inner` run over a context that records every call; each rank's output is
@@ -76,7 +96,7 @@ pub struct Traced<P> {
 impl<P: RankProgram> RankProgram for Traced<P> {
     type Output = (P::Output, Vec<CallRecord>);
     async fn run<C: IoCtx>(&self, ctx: &C) -> Self::Output {
-        let log = Rc::new(RefCell::new(Vec::new()));
+        let log = Rc::new(RefCell::new(Log::default()));
         let traced = TraceCtx {
             inner: Inner::Borrowed(ctx),
             log: log.clone(),
@@ -84,9 +104,7 @@ impl<P: RankProgram> RankProgram for Traced<P> {
         };
         let out = self.inner.run(&traced).await;
         drop(traced);
-        let calls = Rc::try_unwrap(log)
-            .map(RefCell::into_inner)
-            .unwrap_or_else(|shared| shared.borrow().clone());
+        let calls = log.borrow_mut().take();
         (out, calls)
     }
 }
@@ -109,22 +127,50 @@ impl<C> Deref for Inner<'_, C> {
 
 struct TraceCtx<'a, C> {
     inner: Inner<'a, C>,
-    log: Rc<RefCell<Vec<CallRecord>>>,
+    log: Rc<RefCell<Log>>,
     /// The rank's tick, shared with the communicators split from its context.
     tick: Rc<Cell<u64>>,
+}
+
+/// A rank's records, kept in chunks so that a long trace never copies what it
+/// holds while the program runs (one copy at the end, outside its timing).
+#[derive(Default)]
+struct Log {
+    chunks: Vec<Vec<CallRecord>>,
+}
+
+impl Log {
+    const CHUNK: usize = 4096;
+
+    fn push(&mut self, record: CallRecord) {
+        match self.chunks.last_mut() {
+            Some(c) if c.len() < Self::CHUNK => c.push(record),
+            _ => {
+                let mut c = Vec::with_capacity(Self::CHUNK);
+                c.push(record);
+                self.chunks.push(c);
+            }
+        }
+    }
+
+    fn take(&mut self) -> Vec<CallRecord> {
+        std::mem::take(&mut self.chunks).concat()
+    }
 }
 
 /// An open file with what its records name: its path, API and view.
 pub struct TracedFile<F> {
     inner: F,
-    path: String,
+    path: Rc<str>,
     api: Api,
     view: View,
+    /// The view is the byte view: offsets are bytes from the file's start.
+    plain: bool,
 }
 
 impl<C: IoCtx> TraceCtx<'_, C> {
     /// Runs `f`, recording it as `call` with `detail`.
-    async fn record<T>(&self, call: &str, detail: String, f: impl AsyncFnOnce() -> T) -> T {
+    async fn record<T>(&self, call: &'static str, detail: String, f: impl AsyncFnOnce() -> T) -> T {
         self.record_io(call, detail, None, f).await
     }
 
@@ -132,7 +178,7 @@ impl<C: IoCtx> TraceCtx<'_, C> {
     /// Every call but `compute` is an MPI event and moves the tick.
     async fn record_io<T>(
         &self,
-        call: &str,
+        call: &'static str,
         detail: String,
         io: Option<IoCall>,
         f: impl AsyncFnOnce() -> T,
@@ -144,7 +190,7 @@ impl<C: IoCtx> TraceCtx<'_, C> {
         }
         self.log.borrow_mut().push(CallRecord {
             rank: self.inner.rank(),
-            call: call.to_string(),
+            call,
             detail,
             start,
             end: self.inner.wtime(),
@@ -164,37 +210,42 @@ fn io_call<F>(file: &TracedFile<F>, op: Option<Op>, bytes: usize) -> IoCall {
     IoCall {
         file: file.path.clone(),
         api: file.api,
-        offset: at.map(|o| {
-            file.view
+        offset: at.map(|o| match file.plain {
+            true => o,
+            false => file
+                .view
                 .extents(o, bytes.max(1) as u64)
                 .next()
-                .map_or(o, |e| e.0)
+                .map_or(o, |e| e.0),
         }),
         offset_etypes: at,
         bytes: bytes as u64,
     }
 }
 
-/// `write_at_all`, `read_shared`, … as MPI names the call `op` is.
-fn op_name(op: Op) -> String {
+/// `write_at_all`, `iread_shared`, … as MPI names the call `op` is, posted
+/// (nonblocking) or not.
+fn op_name(op: Op, posted: bool) -> &'static str {
     use crate::ctx::{Access, Coordination};
-    let verb = match op.access {
-        Access::Write => "write",
-        Access::Read => "read",
-    };
-    let form = match (op.coord, op.pos) {
-        (Coordination::Independent, Position::At(_)) => "_at",
-        (Coordination::Collective, Position::At(_)) => "_at_all",
-        (Coordination::Independent, Position::SharedPointer) => "_shared",
-        (Coordination::Collective, Position::SharedPointer) => "_ordered",
-    };
-    format!("{verb}{form}")
-}
-
-fn op_detail(op: Op, bytes: usize) -> String {
-    match op.pos {
-        Position::At(off) => format!("off={off} len={bytes}"),
-        Position::SharedPointer => format!("len={bytes}"),
+    use Access::{Read, Write};
+    use Coordination::{Collective, Independent};
+    match (posted, op.access, op.coord, op.pos) {
+        (false, Write, Independent, Position::At(_)) => "write_at",
+        (false, Write, Collective, Position::At(_)) => "write_at_all",
+        (false, Write, Independent, Position::SharedPointer) => "write_shared",
+        (false, Write, Collective, Position::SharedPointer) => "write_ordered",
+        (false, Read, Independent, Position::At(_)) => "read_at",
+        (false, Read, Collective, Position::At(_)) => "read_at_all",
+        (false, Read, Independent, Position::SharedPointer) => "read_shared",
+        (false, Read, Collective, Position::SharedPointer) => "read_ordered",
+        (true, Write, Independent, Position::At(_)) => "iwrite_at",
+        (true, Write, Collective, Position::At(_)) => "iwrite_at_all",
+        (true, Write, Independent, Position::SharedPointer) => "iwrite_shared",
+        (true, Write, Collective, Position::SharedPointer) => "iwrite_ordered",
+        (true, Read, Independent, Position::At(_)) => "iread_at",
+        (true, Read, Collective, Position::At(_)) => "iread_at_all",
+        (true, Read, Independent, Position::SharedPointer) => "iread_shared",
+        (true, Read, Collective, Position::SharedPointer) => "iread_ordered",
     }
 }
 
@@ -272,9 +323,10 @@ impl<C: IoCtx> IoCtx for TraceCtx<'_, C> {
         let detail = format!("{path} {:?} {:?}", opts.mode, opts.scope);
         let file = TracedFile {
             inner: (),
-            path: path.to_string(),
+            path: Rc::from(path),
             api: opts.api,
             view: View::bytes(),
+            plain: true,
         };
         let io = Some(io_call(&file, None, 0));
         let inner = self
@@ -287,6 +339,7 @@ impl<C: IoCtx> IoCtx for TraceCtx<'_, C> {
             path: file.path,
             api: file.api,
             view: file.view,
+            plain: true,
         })
     }
     async fn set_view(&self, file: &mut TracedFile<C::File>, view: &View) -> IoResult<()> {
@@ -296,6 +349,7 @@ impl<C: IoCtx> IoCtx for TraceCtx<'_, C> {
         })
         .await?;
         file.view = view.clone();
+        file.plain = *view == View::bytes();
         Ok(())
     }
     async fn xfer(
@@ -304,9 +358,8 @@ impl<C: IoCtx> IoCtx for TraceCtx<'_, C> {
         op: Op,
         buf: &mut C::Buf,
     ) -> IoResult<usize> {
-        let detail = op_detail(op, buf.len());
         let io = Some(io_call(file, Some(op), buf.len()));
-        self.record_io(&op_name(op), detail, io, async || {
+        self.record_io(op_name(op, false), String::new(), io, async || {
             self.inner.xfer(&mut file.inner, op, buf).await
         })
         .await
@@ -317,9 +370,8 @@ impl<C: IoCtx> IoCtx for TraceCtx<'_, C> {
         op: Op,
         buf: C::Buf,
     ) -> IoResult<C::Request> {
-        let detail = op_detail(op, buf.len());
         let io = Some(io_call(file, Some(op), buf.len()));
-        self.record_io(&format!("i{}", op_name(op)), detail, io, async || {
+        self.record_io(op_name(op, true), String::new(), io, async || {
             self.inner.post(&mut file.inner, op, buf).await
         })
         .await
@@ -447,8 +499,8 @@ pub fn trace_rows(rank: usize, calls: &[CallRecord]) -> Vec<u8> {
         let opt = |v: Option<u64>| v.map(|x| x.to_string()).unwrap_or_default();
         let row = [
             rank.to_string(),
-            io.file.clone(),
-            operation_name(&c.call, io.api),
+            io.file.to_string(),
+            operation_name(c.call, io.api),
             opt(io.offset),
             opt(io.offset_etypes),
             io.bytes.to_string(),

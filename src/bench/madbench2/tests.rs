@@ -36,8 +36,9 @@ fn transfers(calls: &[CallRecord]) -> Vec<(char, u64, u64)> {
         .filter(|c| c.call == "write_at" || c.call == "read_at")
         .map(|c| {
             let field = |k: &str| -> u64 {
-                let at = c.detail.find(k).expect("the field") + k.len();
-                c.detail[at..].split(' ').next().unwrap().parse().unwrap()
+                let detail = c.detail();
+                let at = detail.find(k).expect("the field") + k.len();
+                detail[at..].split(' ').next().unwrap().parse().unwrap()
             };
             (c.call.as_bytes()[0] as char, field("off="), field("len="))
         })
