@@ -7,6 +7,7 @@
 //!   and `sim` (the twin);
 //! * [`report`] — run reports (JSON, CSV) and human tables;
 //! * [`calibrate`] — `piotwin calibrate`: probe plan, raw results, fits, the calibrated scenario;
+//! * [`phases`] — the I/O-phase model: traces (`run --trace`, Darshan DXT) to phases;
 //! * [`run`] — running a benchmark from its command line (common options, execute);
 //! * [`whatif`] — sweeps, goal-seek and prediction intervals over many twin runs.
 #![warn(missing_docs)]
@@ -15,6 +16,7 @@ pub mod backend;
 pub mod bench;
 pub mod calibrate;
 pub mod ctx;
+pub mod phases;
 pub mod report;
 pub mod run;
 pub mod whatif;

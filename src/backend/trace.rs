@@ -30,8 +30,11 @@ pub struct CallRecord {
     pub start: f64,
     /// When it ended, seconds on the context's clock.
     pub end: f64,
-    /// The rank's logical tick: its count of MPI calls (I/O, communication and
-    /// collectives, in every communicator) up to and including this one.
+    /// The rank's logical tick: its count of MPI calls that move data (file
+    /// calls, messages and collectives, in every communicator) up to and
+    /// including this one. Barriers move nothing and do not count (MADbench2
+    /// issues its own through PMPI so that the I/O-phase method's tracer never
+    /// sees them); nor does computation.
     pub tick: u64,
     /// For a call on a file: which file, where and how much.
     pub io: Option<IoCall>,
@@ -175,7 +178,7 @@ impl<C: IoCtx> TraceCtx<'_, C> {
     }
 
     /// Runs `f`, recording it as `call` with `detail` and, for a file call, `io`.
-    /// Every call but `compute` is an MPI event and moves the tick.
+    /// Every call but `compute` and `barrier` moves the tick.
     async fn record_io<T>(
         &self,
         call: &'static str,
@@ -185,7 +188,7 @@ impl<C: IoCtx> TraceCtx<'_, C> {
     ) -> T {
         let start = self.inner.wtime();
         let out = f().await;
-        if call != "compute" {
+        if call != "compute" && call != "barrier" {
             self.tick.set(self.tick.get() + 1);
         }
         self.log.borrow_mut().push(CallRecord {
@@ -457,8 +460,8 @@ impl<C: IoCtx> IoCtx for TraceCtx<'_, C> {
 /// `pwrite`), `offset` (first byte in the file, through the view; empty where
 /// not known at the call: shared file pointers, calls that move no data),
 /// `offset_etypes` (the offset as the call gave it, in etypes of the view),
-/// `bytes` (requested), `tick` (the rank's count of MPI calls so far, I/O and
-/// communication: orders a rank's events), `start_s` and `duration_s` (the
+/// `bytes` (requested), `tick` (the rank's count of MPI calls that move data so
+/// far, I/O and communication, barriers not: orders a rank's events), `start_s` and `duration_s` (the
 /// rank's clock: `MPI_Wtime` for real, virtual time in the twin).
 pub const TRACE_COLUMNS: [&str; 9] = [
     "rank",

@@ -22,6 +22,7 @@
 mod calibrate;
 mod compare;
 mod launcher;
+mod phases;
 mod plan;
 mod sweep;
 
@@ -82,6 +83,9 @@ enum Command {
     /// Find the cheapest configuration whose twin prediction meets a target (monotone search, checked); write the chosen scenario.
     #[command(long_about = plan::LONG_ABOUT, after_help = plan::AFTER_HELP)]
     Plan(Box<plan::PlanArgs>),
+    /// The I/O phases of an application from a trace of one run (`run --trace`, or Darshan DXT text).
+    #[command(long_about = phases::LONG_ABOUT, after_help = phases::AFTER_HELP)]
+    Phases(Box<phases::PhasesArgs>),
     /// Work with run reports (the JSON written by --json).
     Report {
         #[command(subcommand)]
@@ -156,6 +160,7 @@ pub(crate) fn run(cli: Cli) -> Result<(), CliError> {
         Command::Calibrate(args) => calibrate::run(&args),
         Command::Sweep(args) => sweep::run(&args),
         Command::Plan(args) => plan::run(&args),
+        Command::Phases(args) => phases::run(&args),
         Command::Report {
             command:
                 ReportCommand::Validation {

@@ -1,0 +1,103 @@
+//! `piotwin phases`: traces (piotwin's, Darshan DXT text) to I/O phases.
+
+mod common;
+use common::*;
+
+#[test]
+fn a_twin_madbench2_trace_gives_five_phases_json_and_plot() {
+    let dir = tempfile::tempdir().unwrap();
+    let scn = scenario("pvfs2-jbod.toml");
+    let run = [
+        "run",
+        "madbench2",
+        "1024",
+        "4",
+        "1",
+        "32",
+        "1024",
+        "1",
+        "1",
+        "--filetype",
+        "shared",
+        "--iomethod",
+        "mpi",
+        "--sim",
+        scn.to_str().unwrap(),
+        "--ranks",
+        "4",
+        "--trace",
+        "t.csv",
+    ];
+    let o = piotwin(dir.path(), &run);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let o = piotwin(dir.path(), &["phases", "t.csv", "--out", "ph"]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let text = stdout(&o);
+    // B = 4: 4 writes; 2 reads; (write, read) twice; 2 writes; 4 reads.
+    let rows: Vec<(String, String)> = text
+        .lines()
+        .skip(1)
+        .map(|l| {
+            let w: Vec<&str> = l.split_whitespace().collect();
+            (w[1].to_string(), w[4].to_string())
+        })
+        .collect();
+    let expect = [
+        ("write", "4"),
+        ("read", "2"),
+        ("write+read", "2"),
+        ("write", "2"),
+        ("read", "4"),
+    ];
+    assert_eq!(
+        rows,
+        expect.map(|(a, b)| (a.to_string(), b.to_string())).to_vec(),
+        "{text}"
+    );
+    let j = read_json(&dir.path().join("ph/phases.json"));
+    assert_eq!(j["phases"].as_array().unwrap().len(), 5);
+    assert_eq!(
+        j["phases"][0]["initial_offset"]["linear"]["b"],
+        4 * 512 * 512 * 8
+    );
+    assert!(dir.path().join("ph/offsets.svg").is_file());
+}
+
+#[test]
+fn darshan_dxt_text_is_read_and_unusable_offsets_are_said() {
+    let dir = tempfile::tempdir().unwrap();
+    // darshan-dxt-parser of Darshan 3.1: MPI-IO rows without offsets.
+    let dxt = "\
+# DXT, file_id: 12, file_name: /scratch/a
+# DXT, rank: 0, hostname: n1
+# DXT, write_count: 3, read_count: 0
+# DXT, mnt_pt: /scratch, fs_type: ext4
+# Module    Rank  Wt/Rd  Segment          Length    Start(s)      End(s)
+ X_MPIIO       0  write        0          4096      0.0010      0.0020
+ X_MPIIO       0  write        1          4096      0.0030      0.0040
+ X_MPIIO       0  write        2          4096      0.0050      0.0060
+";
+    std::fs::write(dir.path().join("a.dxt"), dxt).unwrap();
+    let o = piotwin(dir.path(), &["phases", "a.dxt", "--out", "ph"]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("3 X_MPIIO rows have no offset column"),
+        "{}",
+        stderr(&o)
+    );
+    assert!(stdout(&o).contains("unknown"), "{}", stdout(&o));
+}
+
+#[test]
+fn a_file_that_is_no_trace_exits_2_naming_it() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("x.txt"), "hello\n").unwrap();
+    let o = piotwin(dir.path(), &["phases", "x.txt", "--out", "ph"]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("x.txt:1: neither a piotwin trace"),
+        "{}",
+        stderr(&o)
+    );
+    assert!(!dir.path().join("ph").exists());
+}
