@@ -37,6 +37,7 @@ fn a_twin_madbench2_trace_gives_five_phases_json_and_plot() {
     let rows: Vec<(String, String)> = text
         .lines()
         .skip(1)
+        .take_while(|l| !l.trim().is_empty())
         .map(|l| {
             let w: Vec<&str> = l.split_whitespace().collect();
             (w[1].to_string(), w[4].to_string())
@@ -61,6 +62,41 @@ fn a_twin_madbench2_trace_gives_five_phases_json_and_plot() {
         4 * 512 * 512 * 8
     );
     assert!(dir.path().join("ph/offsets.svg").is_file());
+    // Without a replay: each phase's IOR command line.
+    assert!(
+        text.contains(
+            "phase 1: mpiexec -n 4 ior -a MPIIO -b 8388608 -t 2097152 -s 1 -i 1 -w -o phase1.dat"
+        ),
+        "{text}"
+    );
+    // Replayed in the twin: BW_CH, Time_io and the error per phase, the peak from the scenario.
+    let o = piotwin(
+        dir.path(),
+        &[
+            "phases",
+            "t.csv",
+            "--out",
+            "ph",
+            "--replay-sim",
+            scn.to_str().unwrap(),
+        ],
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert!(stdout(&o).contains("total Time_io"), "{}", stdout(&o));
+    let j = read_json(&dir.path().join("ph/phases.json"));
+    let e = j["estimates"].as_array().unwrap();
+    assert_eq!(e.len(), 5);
+    for (x, p) in e.iter().zip(j["phases"].as_array().unwrap()) {
+        let (w, bw, t) = (
+            p["weight"].as_f64().unwrap(),
+            x["bw_ch"].as_f64().unwrap(),
+            x["time_io"].as_f64().unwrap(),
+        );
+        assert!(bw > 0.0 && ((w / bw) - t).abs() <= 1e-9 * t, "{x}");
+        assert!(x["usage"].as_f64().unwrap() > 0.0);
+    }
+    assert!(j["peak_bytes_per_s"].as_f64().unwrap() > 0.0);
+    assert!(dir.path().join("ph/estimate.svg").is_file());
 }
 
 #[test]

@@ -5,6 +5,7 @@
 use std::path::{Path, PathBuf};
 
 use clap::Args;
+use piotwin::phases::replay::{self, Estimate};
 use piotwin::phases::{self, model::Phase};
 use piotwin::report::plot::{Figure, Panel, Series};
 use piotwin::run::CliError;
@@ -36,9 +37,24 @@ pub(crate) struct PhasesArgs {
     /// The trace: a `--trace` CSV or darshan-dxt-parser text.
     #[arg(value_name = "TRACE")]
     trace: PathBuf,
-    /// Directory for phases.json and offsets.svg (created if missing).
+    /// Directory for phases.json, offsets.svg and, with a replay, estimate.svg (created if missing).
     #[arg(long, value_name = "DIR", default_value = "phases")]
     out: PathBuf,
+    /// Replay every phase as an IOR-style run in the twin of this scenario: BW_CH, Time_io, error against the trace.
+    #[arg(long, value_name = "SCENARIO", conflicts_with = "replay_real")]
+    replay_sim: Option<PathBuf>,
+    /// Replay every phase as an IOR-style run for real (under mpiexec), its files in --dir.
+    #[arg(long, requires = "dir")]
+    replay_real: bool,
+    /// Scratch directory of real replays (their files are removed after each run).
+    #[arg(long, value_name = "DIR")]
+    dir: Option<PathBuf>,
+    /// The launcher of real replays (default: this MPI's mpiexec).
+    #[arg(long, value_name = "CMD")]
+    mpiexec: Option<String>,
+    /// A scenario whose storage gives the peak BW_PK (default: --replay-sim's).
+    #[arg(long, value_name = "SCENARIO")]
+    scenario: Option<PathBuf>,
 }
 
 pub(crate) fn run(a: &PhasesArgs) -> Result<(), CliError> {
@@ -57,11 +73,43 @@ pub(crate) fn run(a: &PhasesArgs) -> Result<(), CliError> {
     for w in &trace.warnings {
         eprintln!("piotwin: warning: {w}");
     }
+    let peak_scenario = a.scenario.as_ref().or(a.replay_sim.as_ref());
+    let peak = match peak_scenario {
+        Some(p) => Some(replay::peak_bandwidth(&load(p)?)),
+        None => None,
+    };
+    let estimates = if a.replay_sim.is_some() || a.replay_real {
+        let e = replay_all(a, &found, peak)?;
+        print!("{}", estimate_table(&found, &e));
+        e
+    } else {
+        println!(
+            "\nReplays (IOR-style; run one with `--replay-sim SCENARIO` or `--replay-real --dir DIR`):"
+        );
+        for p in &found {
+            println!(
+                "  phase {}: {}",
+                p.id,
+                replay::ior_command_line(p, &format!("phase{}.dat", p.id))
+            );
+        }
+        Vec::new()
+    };
     let json = serde_json::json!({
         "trace": a.trace.display().to_string(),
         "warnings": trace.warnings,
         "phases": found,
+        "peak_bytes_per_s": peak,
+        "estimates": estimates,
+        "time_io_s": estimates.iter().map(|e| e.time_io).sum::<f64>(),
+        "traced_io_time_s": estimates.iter().map(|e| e.traced_time).sum::<f64>(),
     });
+    if !estimates.is_empty() {
+        let fig = estimate_figure(&estimates);
+        let p = a.out.join("estimate.svg");
+        fig.write_svg(&p)
+            .map_err(|e| CliError::Runtime(e.to_string()))?;
+    }
     let path = a.out.join("phases.json");
     write(
         &path,
@@ -150,5 +198,156 @@ fn offsets_figure(records: &[phases::Record]) -> Figure {
             series,
         }],
         panel_size: (900, 500),
+    }
+}
+
+fn load(path: &Path) -> Result<piotwin_sim::Scenario, CliError> {
+    piotwin_sim::Scenario::load(path)
+        .map_err(|e| CliError::Usage(format!("`{}`: {e}", path.display())))
+}
+
+/// Every phase replayed (twin or real), characterised and estimated.
+fn replay_all(
+    a: &PhasesArgs,
+    found: &[Phase],
+    peak: Option<f64>,
+) -> Result<Vec<Estimate>, CliError> {
+    let mut out = Vec::new();
+    for p in found {
+        let (write, read, options) = match &a.replay_sim {
+            Some(scn) => {
+                let options = replay::ior_options(p, &format!("phase{}.dat", p.id));
+                let run = piotwin::whatif::TwinRun {
+                    benchmark: "ior",
+                    options: options.clone(),
+                    scenario: scn,
+                    ranks: p.ranks.len() as u64,
+                    seed: None,
+                    samples: None,
+                    overrides: Vec::new(),
+                };
+                let bench = run
+                    .bench()
+                    .map_err(|e| CliError::Runtime(format!("phase {}: {e}", p.id)))?;
+                let (report, failure) = bench.predict()?;
+                if let Some(f) = failure {
+                    return Err(CliError::Runtime(format!(
+                        "phase {}: the twin replay failed: {f}",
+                        p.id
+                    )));
+                }
+                let mib = |k: &str| report.metrics.get(k).map(|v| v * 1048576.0);
+                (mib("write_mib_s"), mib("read_mib_s"), options)
+            }
+            None => real_replay(a, p)?,
+        };
+        let bw = replay::characterised_bandwidth(p, write, read).ok_or_else(|| {
+            CliError::Runtime(format!(
+                "phase {}: the replay reported no bandwidth for its operations",
+                p.id
+            ))
+        })?;
+        out.push(replay::estimate(p, bw, peak, options));
+    }
+    Ok(out)
+}
+
+/// One phase replayed for real: `mpiexec -n np piotwin run ior …` in --dir.
+fn real_replay(
+    a: &PhasesArgs,
+    p: &Phase,
+) -> Result<(Option<f64>, Option<f64>, Vec<String>), CliError> {
+    let dir = a
+        .dir
+        .as_ref()
+        .expect("clap requires --dir with --replay-real");
+    let file = dir.join(format!("piotwin-phase{}.dat", p.id));
+    let options = replay::ior_options(p, &file.display().to_string());
+    let json = dir.join(format!("piotwin-phase{}.json", p.id));
+    let launcher = super::launcher::Launcher::resolve(a.mpiexec.as_deref())?;
+    let exe = std::env::current_exe().map_err(|e| CliError::Runtime(e.to_string()))?;
+    let mut cmd = launcher.command(p.ranks.len() as u64);
+    cmd.arg(exe)
+        .arg("run")
+        .arg("ior")
+        .args(&options)
+        .arg("--json")
+        .arg(&json);
+    cmd.stdout(std::process::Stdio::null());
+    let status = super::launcher::Relayed::spawn(&mut cmd)
+        .and_then(|r| r.wait())
+        .map_err(|e| CliError::Runtime(format!("phase {}: the replay could not run: {e}", p.id)))?;
+    let text = std::fs::read_to_string(&json);
+    let _ = std::fs::remove_file(&json);
+    if !status.success() {
+        return Err(CliError::Runtime(format!(
+            "phase {}: the replay failed ({status})",
+            p.id
+        )));
+    }
+    let report: piotwin::report::RunReport =
+        serde_json::from_str(&text.map_err(|e| CliError::Runtime(e.to_string()))?)
+            .map_err(|e| CliError::Runtime(format!("phase {}: its report: {e}", p.id)))?;
+    let mib = |k: &str| report.metrics.get(k).map(|v| v * 1048576.0);
+    Ok((mib("write_mib_s"), mib("read_mib_s"), options))
+}
+
+/// The estimates beside the trace, per phase and in total.
+fn estimate_table(found: &[Phase], e: &[Estimate]) -> String {
+    let mut out = format!(
+        "\n{:>5} {:>12} {:>12} {:>12} {:>12} {:>9} {:>8}\n",
+        "phase", "BW_CH MB/s", "Time_io s", "BW_MD MB/s", "traced s", "error %", "usage %"
+    );
+    for (p, x) in found.iter().zip(e) {
+        out += &format!(
+            "{:>5} {:>12.1} {:>12.4} {:>12.1} {:>12.4} {:>9.1} {:>8}\n",
+            p.id,
+            x.bw_ch / 1e6,
+            x.time_io,
+            x.bw_md / 1e6,
+            x.traced_time,
+            x.error_rel,
+            x.usage.map_or("-".to_string(), |u| format!("{u:.1}"))
+        );
+    }
+    let (est, traced): (f64, f64) = (
+        e.iter().map(|x| x.time_io).sum(),
+        e.iter().map(|x| x.traced_time).sum(),
+    );
+    out += &format!(
+        "total Time_io {est:.4} s against {traced:.4} s traced ({:+.1} %)\n",
+        if traced > 0.0 {
+            100.0 * (est - traced) / traced
+        } else {
+            f64::NAN
+        }
+    );
+    out
+}
+
+/// Estimated against traced time per phase.
+fn estimate_figure(e: &[Estimate]) -> Figure {
+    let line = |name: &str, f: &dyn Fn(&Estimate) -> f64| Series {
+        name: name.into(),
+        points: e.iter().map(|x| (x.phase as f64, f(x))).collect(),
+    };
+    Figure {
+        title: "I/O time per phase: estimated (Time_io) and traced".into(),
+        panels: vec![Panel {
+            title: String::new(),
+            x_label: "phase".into(),
+            y_label: "seconds".into(),
+            x_range: (0.5, e.len() as f64 + 0.5),
+            x_ticks: e
+                .iter()
+                .map(|x| (x.phase as f64, x.phase.to_string()))
+                .collect(),
+            log_y: false,
+            series: vec![
+                line("Time_io", &|x| x.time_io),
+                line("traced", &|x| x.traced_time),
+            ],
+        }],
+        panel_size: (700, 450),
     }
 }

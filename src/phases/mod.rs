@@ -8,6 +8,7 @@
 
 pub mod dxt;
 pub mod model;
+pub mod replay;
 pub mod trace;
 
 /// Read or write.
