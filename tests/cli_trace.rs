@@ -167,3 +167,78 @@ fn a_trace_file_in_a_missing_directory_is_refused() {
         &["--trace", "no/such/t.csv"],
     );
 }
+
+/// `--ior-json`: IOR's own JSON summary beside ours, the same numbers.
+#[test]
+fn ior_json_has_iors_schema_and_our_numbers() {
+    let dir = tempfile::tempdir().unwrap();
+    let scn = scenario("default.toml");
+    let args = [
+        "run",
+        "ior",
+        "-a",
+        "MPIIO",
+        "-b",
+        "1m",
+        "-t",
+        "256k",
+        "-s",
+        "2",
+        "-i",
+        "2",
+        "-o",
+        "t.dat",
+        "--sim",
+        scn.to_str().unwrap(),
+        "--ranks",
+        "4",
+        "--json",
+        "ours.json",
+        "--ior-json",
+        "ior.json",
+    ];
+    let o = piotwin(dir.path(), &args);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let ours = read_json(&dir.path().join("ours.json"));
+    let ior = read_json(&dir.path().join("ior.json"));
+    for key in ["Version", "Began", "Command line", "Machine", "Finished"] {
+        assert!(ior[key].is_string(), "{key}: {ior}");
+    }
+    let test = &ior["tests"][0];
+    assert_eq!(test["Parameters"]["blockSize"], 1 << 20);
+    assert_eq!(test["Parameters"]["transferSize"], 256 << 10);
+    assert_eq!(test["Parameters"]["segmentCount"], 2);
+    assert_eq!(test["Options"]["aggregate filesize"], "8 MiB");
+    assert_eq!(
+        test["Options"]["xfersize"],
+        "256.00 KiB".replace("256.00 KiB", "262144 bytes")
+    );
+    let results = test["Results"].as_array().unwrap();
+    assert_eq!(results.len(), 2, "one array per repetition");
+    let rows = &ours["tables"]["repetitions"]["rows"];
+    for (k, r) in results
+        .iter()
+        .flat_map(|rep| rep.as_array().unwrap())
+        .enumerate()
+    {
+        for key in [
+            "access",
+            "bwMiB",
+            "blockKiB",
+            "xferKiB",
+            "iops",
+            "latency",
+            "openTime",
+            "wrRdTime",
+            "closeTime",
+            "totalTime",
+        ] {
+            assert!(!r[key].is_null(), "{key}: {r}");
+        }
+        assert_eq!(r["bwMiB"], rows[k][1]);
+    }
+    let summary = ior["summary"].as_array().unwrap();
+    assert_eq!(summary[0]["operation"], "write");
+    assert_eq!(summary[0]["bwMeanMIB"], ours["metrics"]["write_mib_s"]);
+    assert_eq!(summary[1]["bwMaxMIB"], ours["metrics"]["read_mib_s_max"]);
+}

@@ -56,11 +56,13 @@ pub const HEADLINE: &[&str] = &["write_mib_s", "read_mib_s"];
 /// 2^20 bytes.
 const MIB: f64 = 1_048_576.0;
 
+mod ior_json;
 mod output;
 mod params;
 mod program;
 #[cfg(test)]
 mod tests;
 
+pub use ior_json::human_readable;
 pub use params::*;
 pub use program::*;

@@ -107,6 +107,9 @@ pub struct IorArgs {
     /// Test file name (in the twin only a name).
     #[arg(short = 'o', value_name = "FILE", default_value = "testFile")]
     path: String,
+    /// Also write IOR's own JSON summary (`ior -O summaryFormat=JSON`'s schema) to FILE, for scripts written for IOR.
+    #[arg(long, value_name = "FILE")]
+    ior_json: Option<std::path::PathBuf>,
     #[allow(missing_docs)]
     #[command(flatten)]
     pub common: CommonArgs,
@@ -157,7 +160,10 @@ impl IorArgs {
                 )));
             }
         }
-        Ok(Ior::new(params))
+        if let Some(p) = &self.ior_json {
+            crate::run::check_output(p, "--ior-json")?;
+        }
+        Ok(Ior::new(params).with_ior_json(self.ior_json.clone()))
     }
 }
 
@@ -167,6 +173,21 @@ impl Benchmark for Ior {
     }
     fn report(&self, out: &IorOutput, mode: Mode, run: &RunInfo) -> RunReport {
         Ior::report(self, out, mode, run.ranks, run.environment.clone())
+    }
+    fn write_files(
+        &self,
+        out: &IorOutput,
+        _mode: Mode,
+        run: &RunInfo,
+    ) -> Result<Vec<std::path::PathBuf>, String> {
+        let Some(path) = &self.ior_json else {
+            return Ok(Vec::new());
+        };
+        let text = serde_json::to_string_pretty(&self.ior_json(out, run.ranks))
+            .expect("the summary serialises");
+        crate::report::write_atomic(path, text.as_bytes())
+            .map_err(|e| format!("--ior-json `{}`: {e}", path.display()))?;
+        Ok(vec![path.clone()])
     }
     fn failure(&self, out: &IorOutput) -> Option<String> {
         out.failure.clone().or_else(|| {

@@ -82,6 +82,8 @@ pub struct IorOutput {
 pub struct Ior {
     /// Validated options.
     pub params: IorParams,
+    /// Where to write IOR's own JSON summary too (`--ior-json`).
+    pub ior_json: Option<std::path::PathBuf>,
 }
 
 /// One rank's measurements of one access.
@@ -101,7 +103,18 @@ pub(super) struct Stamps {
 impl Ior {
     /// The probe with `params` (validate them first with [`IorParams::validate`]).
     pub fn new(params: IorParams) -> Self {
-        Ior { params }
+        Ior {
+            params,
+            ior_json: None,
+        }
+    }
+
+    /// The probe that also writes IOR's JSON summary to `path`.
+    pub fn with_ior_json(self, path: Option<std::path::PathBuf>) -> Self {
+        Ior {
+            ior_json: path,
+            ..self
+        }
     }
 
     pub(super) fn open_options(&self, mode: OpenMode) -> OpenOptions {
