@@ -97,6 +97,11 @@ fn a_twin_madbench2_trace_gives_five_phases_json_and_plot() {
     }
     assert!(j["peak_bytes_per_s"].as_f64().unwrap() > 0.0);
     assert!(dir.path().join("ph/estimate.svg").is_file());
+    let page = std::fs::read_to_string(dir.path().join("ph/index.html")).unwrap();
+    assert!(
+        page.contains("estimate.svg") && page.contains("mpiexec -n 4 ior"),
+        "{page}"
+    );
 }
 
 #[test]

@@ -21,8 +21,13 @@ size, repetitions, weight = np * rep * request size, the initial offset as a fun
 of the rank, access mode and type, collective, blocking, pointer, and the bandwidth
 the traced run reached (weight over the longest time a rank spent in the phase's calls).
 
-Writes DIR/phases.json (the phases and the trace's warnings) and DIR/offsets.svg
-(the offset of every call over its tick, one line per rank, up to 8 ranks).";
+Writes DIR/phases.json (the phases and the trace's warnings), DIR/offsets.svg (the
+offset of every call over its tick, one line per rank, up to 8 ranks) and
+DIR/index.html. Without a replay it prints each phase's IOR command line; with
+--replay-sim SCENARIO (the twin) or --replay-real --dir DIR (mpiexec) it runs each
+phase as the method's IOR-style run and prints BW_CH, Time_io = weight / BW_CH, the
+traced BW_MD and I/O time, the error and the usage of the peak BW_PK (the storage of
+--scenario or of the replay's scenario); then also DIR/estimate.svg.";
 
 /// Examples.
 pub(crate) const AFTER_HELP: &str = "\
@@ -121,8 +126,58 @@ pub(crate) fn run(a: &PhasesArgs) -> Result<(), CliError> {
     offsets_figure(&trace.records)
         .write_svg(&plot)
         .map_err(|e| CliError::Runtime(e.to_string()))?;
-    eprintln!("piotwin: wrote {} and {}", path.display(), plot.display());
+    let page = a.out.join("index.html");
+    write(
+        &page,
+        html(a, &found, &estimates, &trace.warnings).as_bytes(),
+    )?;
+    eprintln!(
+        "piotwin: wrote {}, {} and {}",
+        path.display(),
+        plot.display(),
+        page.display()
+    );
     Ok(())
+}
+
+/// The page: the phase table, the estimates, the plots.
+fn html(a: &PhasesArgs, found: &[Phase], estimates: &[Estimate], warnings: &[String]) -> String {
+    use piotwin::report::html::{STYLE, escape};
+    let title = format!("I/O phases of {}", a.trace.display());
+    let mut h = format!(
+        "<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\"><title>{t}</title><style>{STYLE}</style></head><body>\n<h1>{t}</h1>\n",
+        t = escape(&title)
+    );
+    for w in warnings {
+        h += &format!("<p class=\"failed\">{}</p>\n", escape(w));
+    }
+    h += "<h2>Phases</h2>\n<table><tr><th>phase</th><th>operation</th><th>np</th><th>rs</th><th>rep</th><th>weight</th><th>f(initOffset)</th><th>mode</th><th>type</th><th>collective</th><th>IOR replay</th></tr>\n";
+    for p in found {
+        h += &format!(
+            "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td style=\"text-align:left\"><code>{}</code></td></tr>\n",
+            p.id,
+            escape(&p.operations()),
+            p.ranks.len(),
+            escape(&p.request_size()),
+            p.reps,
+            p.weight,
+            escape(&p.initial_offset.to_string()),
+            escape(&p.metadata.access_mode),
+            escape(&p.metadata.access_type),
+            p.metadata
+                .collective
+                .map_or("?", |c| if c { "yes" } else { "no" }),
+            escape(&replay::ior_command_line(p, &format!("phase{}.dat", p.id))),
+        );
+    }
+    h += "</table>\n";
+    if !estimates.is_empty() {
+        h += "<h2>Estimate</h2>\n<pre>";
+        h += &escape(&estimate_table(found, estimates));
+        h += "</pre>\n<img src=\"estimate.svg\" alt=\"estimated and traced time per phase\">\n";
+    }
+    h += "<h2>Offset over tick</h2>\n<img src=\"offsets.svg\" alt=\"offset over tick per rank\">\n</body></html>\n";
+    h
 }
 
 fn write(path: &Path, bytes: &[u8]) -> Result<(), CliError> {
