@@ -14,7 +14,7 @@ use piotwin_sim::{Scenario, SimOptions};
 use piotwin_types::stop;
 
 use crate::backend;
-use crate::backend::trace::{Traced, trace_rows, write_trace};
+use crate::backend::trace::{CallRecord, Traced, trace_rows, write_trace};
 use crate::ctx::{Hints, RankProgram};
 use crate::report::{Interval, Mode, RunReport};
 use crate::whatif::samples;
@@ -449,13 +449,9 @@ pub fn execute<P: Benchmark + Sync>(program: &P, common: &Common) -> Result<(), 
                 Some(_) => {
                     let (outs, info) =
                         twin_launch(&traced, path, scenario, *ranks, false, common.seed)?;
-                    let (mut outs, rows): (Vec<_>, Vec<_>) = outs
-                        .into_iter()
-                        .enumerate()
-                        .map(|(r, (out, calls))| (out, trace_rows(r, &calls)))
-                        .unzip();
+                    let (out, rows) = rank0_and_rows(outs);
                     trace = Some(rows);
-                    (outs.swap_remove(0), info)
+                    (out, info)
                 }
             };
             (out, info, true)
@@ -469,13 +465,9 @@ pub fn execute<P: Benchmark + Sync>(program: &P, common: &Common) -> Result<(), 
                     .swap_remove(0),
                 Some(_) => {
                     let outs = backend::null::launch(*ranks as usize, &traced).map_err(dry)?;
-                    let (mut outs, rows): (Vec<_>, Vec<_>) = outs
-                        .into_iter()
-                        .enumerate()
-                        .map(|(r, (out, calls))| (out, trace_rows(r, &calls)))
-                        .unzip();
+                    let (out, rows) = rank0_and_rows(outs);
                     trace = Some(rows);
-                    outs.swap_remove(0)
+                    out
                 }
             };
             let label = format!("dry run, {ranks} ranks, zero-cost I/O: times are overhead only");
@@ -545,6 +537,16 @@ pub fn execute<P: Benchmark + Sync>(program: &P, common: &Common) -> Result<(), 
         Some(_) => Err(CliError::Quiet),
         None => Ok(()),
     }
+}
+
+/// Rank 0's output and every rank's `--trace` rows, from every rank's traced output.
+fn rank0_and_rows<O>(outs: Vec<(O, Vec<CallRecord>)>) -> (O, Vec<Vec<u8>>) {
+    let (mut outs, rows): (Vec<O>, Vec<Vec<u8>>) = outs
+        .into_iter()
+        .enumerate()
+        .map(|(r, (out, calls))| (out, trace_rows(r, &calls)))
+        .unzip();
+    (outs.swap_remove(0), rows)
 }
 
 /// One twin run of `program` on `scenario` (read from `path`): rank 0's output
