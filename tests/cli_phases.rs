@@ -142,3 +142,58 @@ fn a_file_that_is_no_trace_exits_2_naming_it() {
     );
     assert!(!dir.path().join("ph").exists());
 }
+
+/// A real 4-rank trace replayed for real: every phase's IOR run kept in --out,
+/// its file removed from the scratch directory.
+#[cfg(feature = "mpi")]
+#[test]
+fn real_trace_replayed_for_real_keeps_every_phase_run() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir(dir.path().join("scratch")).unwrap();
+    let run = [
+        "run",
+        "madbench2",
+        "256",
+        "4",
+        "1",
+        "16",
+        "1024",
+        "1",
+        "1",
+        "--filetype",
+        "shared",
+        "--iomethod",
+        "mpi",
+        "-p",
+        "scratch",
+        "--trace",
+        "t.csv",
+    ];
+    let Some(o) = mpirun(dir.path(), 4, &run) else {
+        return;
+    };
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let o = piotwin(
+        dir.path(),
+        &[
+            "phases",
+            "t.csv",
+            "--out",
+            "ph",
+            "--replay-real",
+            "--dir",
+            "scratch",
+        ],
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let j = read_json(&dir.path().join("ph/phases.json"));
+    let n = j["phases"].as_array().unwrap().len();
+    assert_eq!(n, 5, "{j}");
+    assert_eq!(j["estimates"].as_array().unwrap().len(), n);
+    for k in 1..=n {
+        let r = read_json(&dir.path().join(format!("ph/phase{k}.json")));
+        assert_eq!(r["benchmark"], "ior");
+        assert_eq!(r["mode"], "real");
+    }
+    assert_eq!(files_in(&dir.path().join("scratch")), Vec::<String>::new());
+}

@@ -275,24 +275,26 @@ fn check_run(argv: Vec<OsString>, bench: &str, side: &str) -> Result<Checked, Cl
 }
 
 /// One side's run: its child process's outcome.
-struct Side {
-    /// `measured` or `predicted`.
-    name: &'static str,
+pub(crate) struct Side {
+    /// `measured` or `predicted` (`phase3` for `piotwin phases`).
+    name: String,
     /// Its report, if it wrote one (a failed run may have: what it finished).
-    report: Option<RunReport>,
+    pub(crate) report: Option<RunReport>,
     /// Why it failed, if it did.
-    failure: Option<String>,
+    pub(crate) failure: Option<String>,
     /// Files the run says it wrote (`piotwin: wrote PATH`), as absolute paths.
     written: Vec<PathBuf>,
     /// Wall-clock seconds of the child process.
     wall_s: f64,
 }
 
-/// Runs `cmd` (a `piotwin run …` command line, maybe under mpiexec) in `workdir`:
+/// Runs `cmd` (a `piotwin run …` command line, maybe under mpiexec, that
+/// writes its report to `DIR/<name>.json`) in `workdir` for the command `who`:
 /// its stdout is kept in `DIR/<name>.txt`, its stderr passed through (prefixed
 /// with `[name] `) and scanned for the files it wrote and its error.
-fn run_side(
-    name: &'static str,
+pub(crate) fn run_side(
+    who: &str,
+    name: &str,
     mut cmd: Command,
     workdir: &Path,
     dir: &Path,
@@ -300,7 +302,7 @@ fn run_side(
     let json = dir.join(format!("{name}.json"));
     let started = Instant::now();
     let shown = format!("{cmd:?}");
-    eprintln!("piotwin compare: {name} run: {shown}");
+    eprintln!("piotwin {who}: {name} run: {shown}");
     let mut run = Relayed::spawn(
         cmd.current_dir(workdir)
             .stdin(Stdio::null())
@@ -310,11 +312,12 @@ fn run_side(
     .map_err(|e| CliError::Runtime(format!("the {name} run could not start ({shown}): {e}")))?;
     let child = &mut run.child;
     let stderr = child.stderr.take().expect("stderr is piped");
+    let tag = name.to_string();
     let reader = std::thread::spawn(move || {
         let mut written = Vec::new();
         let mut errors = Vec::new();
         for line in BufReader::new(stderr).lines().map_while(Result::ok) {
-            eprintln!("[{name}] {line}");
+            eprintln!("[{tag}] {line}");
             if let Some(p) = line.strip_prefix("piotwin: wrote ") {
                 written.push(PathBuf::from(p));
             } else if let Some(m) = line.strip_prefix("piotwin: error: ") {
@@ -366,7 +369,7 @@ fn run_side(
         .map(|p| if p.is_absolute() { p } else { workdir.join(p) })
         .collect();
     Ok(Side {
-        name,
+        name: name.to_string(),
         report,
         failure,
         written,
@@ -656,13 +659,13 @@ pub(super) fn run(args: &CompareArgs) -> Result<(), CliError> {
     let mut real_cmd = launcher.command(args.ranks);
     real_cmd.arg(&exe).args(&real).args(json_arg("measured"));
     install_stop_handlers()?;
-    let measured = run_side("measured", real_cmd, &measured_dir, &dir)?;
+    let measured = run_side("compare", "measured", real_cmd, &measured_dir, &dir)?;
     let mut twin_cmd = Command::new(&exe);
     twin_cmd.args(&twin).args(json_arg("predicted"));
     let predicted = match stop::requested() {
-        None => run_side("predicted", twin_cmd, &predicted_dir, &dir)?,
+        None => run_side("compare", "predicted", twin_cmd, &predicted_dir, &dir)?,
         Some(signal) => Side {
-            name: "predicted",
+            name: "predicted".into(),
             report: None,
             failure: Some(format!(
                 "not run: interrupted by {}",

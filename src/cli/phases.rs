@@ -307,7 +307,8 @@ fn replay_all(
     Ok(out)
 }
 
-/// One phase replayed for real: `mpiexec -n np piotwin run ior …` in --dir.
+/// One phase replayed for real: `mpiexec -n np piotwin run ior …`, its file in
+/// --dir, its report and output kept in --out as `phase<id>.json` and `.txt`.
 fn real_replay(
     a: &PhasesArgs,
     p: &Phase,
@@ -318,7 +319,7 @@ fn real_replay(
         .expect("clap requires --dir with --replay-real");
     let file = dir.join(format!("piotwin-phase{}.dat", p.id));
     let options = replay::ior_options(p, &file.display().to_string());
-    let json = dir.join(format!("piotwin-phase{}.json", p.id));
+    let name = format!("phase{}", p.id);
     let launcher = super::launcher::Launcher::resolve(a.mpiexec.as_deref())?;
     let exe = std::env::current_exe().map_err(|e| CliError::Runtime(e.to_string()))?;
     let mut cmd = launcher.command(p.ranks.len() as u64);
@@ -327,22 +328,19 @@ fn real_replay(
         .arg("ior")
         .args(&options)
         .arg("--json")
-        .arg(&json);
-    cmd.stdout(std::process::Stdio::null());
-    let status = super::launcher::Relayed::spawn(&mut cmd)
-        .and_then(|r| r.wait())
-        .map_err(|e| CliError::Runtime(format!("phase {}: the replay could not run: {e}", p.id)))?;
-    let text = std::fs::read_to_string(&json);
-    let _ = std::fs::remove_file(&json);
-    if !status.success() {
-        return Err(CliError::Runtime(format!(
-            "phase {}: the replay failed ({status})",
-            p.id
-        )));
-    }
-    let report: piotwin::report::RunReport =
-        serde_json::from_str(&text.map_err(|e| CliError::Runtime(e.to_string()))?)
-            .map_err(|e| CliError::Runtime(format!("phase {}: its report: {e}", p.id)))?;
+        .arg(a.out.join(format!("{name}.json")));
+    // Run where `piotwin phases` runs: --dir and --out are as the user gave them.
+    let side = super::compare::run_side("phases", &name, cmd, Path::new("."), &a.out)?;
+    let report = match (side.failure, side.report) {
+        (Some(f), _) => {
+            return Err(CliError::Runtime(format!(
+                "phase {}: the replay failed: {f}",
+                p.id
+            )));
+        }
+        (None, Some(r)) => r,
+        (None, None) => unreachable!("a run without a failure wrote its report"),
+    };
     let mib = |k: &str| report.metrics.get(k).map(|v| v * 1048576.0);
     Ok((mib("write_mib_s"), mib("read_mib_s"), options))
 }

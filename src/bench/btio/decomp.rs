@@ -61,7 +61,7 @@ impl fmt::Display for DecompError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match *self {
             DecompError::NotSquare { nprocs } => {
-                let below = isqrt(nprocs as u64);
+                let below = (nprocs as u64).isqrt();
                 write!(
                     f,
                     "BT needs a square number of processes (1, 4, 9, 16, …); {nprocs} is not square \
@@ -82,18 +82,6 @@ impl fmt::Display for DecompError {
 
 impl std::error::Error for DecompError {}
 
-/// Integer square root (floor).
-fn isqrt(n: u64) -> u64 {
-    let mut r = (n as f64).sqrt() as u64;
-    while r * r > n {
-        r -= 1;
-    }
-    while (r + 1) * (r + 1) <= n {
-        r += 1;
-    }
-    r
-}
-
 /// The decomposition of a global `grid` over `nprocs` ranks.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Decomposition {
@@ -108,7 +96,7 @@ pub struct Decomposition {
 impl Decomposition {
     /// Checks that `nprocs` is square and that no cell is 2 points or fewer wide.
     pub fn new(grid: [u64; 3], nprocs: usize) -> Result<Decomposition, DecompError> {
-        let p = isqrt(nprocs as u64);
+        let p = (nprocs as u64).isqrt();
         if nprocs == 0 || p * p != nprocs as u64 {
             return Err(DecompError::NotSquare { nprocs });
         }

@@ -12,6 +12,7 @@ use std::collections::BTreeMap;
 use serde_json::{Value, json};
 
 use super::{Function, FunctionTimes, Madbench2Args, Madbench2Outcome, Madbench2Plan, RankOutput};
+use crate::bench::common::stats::stats;
 use crate::report::plot::BarChart;
 use crate::report::{Mode, RunReport, Table, headline_among};
 
@@ -54,12 +55,7 @@ fn spread(ranks: &[RankOutput], k: usize, f: impl Fn(&FunctionTimes) -> f64) -> 
         .filter_map(|r| r.functions.get(k))
         .map(f)
         .collect();
-    if xs.is_empty() {
-        return (0.0, 0.0, 0.0);
-    }
-    let mean = xs.iter().sum::<f64>() / xs.len() as f64;
-    let min = xs.iter().copied().fold(f64::INFINITY, f64::min);
-    let max = xs.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+    let (max, min, mean, _) = stats(&xs);
     (mean, min, max)
 }
 

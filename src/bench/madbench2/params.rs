@@ -197,15 +197,9 @@ fn invalid(text: String) -> Madbench2Error {
     Madbench2Error::Invalid(text)
 }
 
-/// `n` if it is a perfect square's root times itself: its root.
+/// The square root of `n` where `n` is a perfect square.
 pub fn exact_sqrt(n: u64) -> Option<u64> {
-    let mut r = (n as f64).sqrt() as u64;
-    while r.saturating_mul(r) > n {
-        r -= 1;
-    }
-    while (r + 1).saturating_mul(r + 1) <= n {
-        r += 1;
-    }
+    let r = n.isqrt();
     (r * r == n).then_some(r)
 }
 
