@@ -188,65 +188,81 @@ fn real_runs_verify_every_word_in_all_four_ways() {
     }
 }
 
-/// A byte of rank 0's file flipped between S's write of slot 0 and W's read of
+/// A byte of rank 0's slot 0 flipped between S's write of it and W's read of
 /// it (the busy-work before S's second write keeps the window open for
-/// seconds) is found, named by its place, and the run exits 1.
+/// seconds) is found, named by its place, and the run exits 1: POSIX with a
+/// file per rank, and MPI-IO with the shared file.
 #[cfg(feature = "mpi")]
 #[test]
 fn real_run_catches_a_byte_flipped_in_the_file() {
-    let dir = tempfile::tempdir().unwrap();
-    let Some(launcher) = mpiexec() else {
-        return;
-    };
-    // Each busy-work: (256²)^1.87 / (4·2·8) ≈ 1.6e7 loops of 8 multiply-adds: a second or two
-    // in a debug build with 4 ranks on 2 cores, a tenth of that in a release build.
-    let child = Command::new(&launcher[0])
-        .args(&launcher[1..])
-        .args(["-n", "4", env!("CARGO_BIN_EXE_piotwin")])
-        .args([
-            "run",
-            "madbench2",
-            "256",
-            "2",
-            "1",
-            "8",
-            "1024",
-            "1",
-            "1",
-            "--bwexp",
-            "1.87",
-            "--json",
-            "r.json",
-        ])
-        .current_dir(dir.path())
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let file = dir.path().join("madbench2.data_0");
-    let slot = 128 * 128 * 8;
-    let start = Instant::now();
-    while std::fs::metadata(&file).map_or(0, |m| m.len()) < slot {
+    // Slots of (256/2)² doubles = 131072 bytes, NO_BIN 2: in the shared file
+    // rank 3's slot 0 ends at 3·2·131072 + 131072, after every rank wrote its slot 0.
+    let slot = 128 * 128 * 8u64;
+    for (method, filetype, file, written) in [
+        ("posix", "unique", "madbench2.data_0", slot),
+        ("mpi", "shared", "madbench2.data", 3 * 2 * slot + slot),
+    ] {
+        let dir = tempfile::tempdir().unwrap();
+        let Some(launcher) = mpiexec() else {
+            return;
+        };
+        // Each busy-work: (256²)^1.87 / (4·2·8) ≈ 1.6e7 loops of 8 multiply-adds: a second or
+        // two in a debug build with 4 ranks on 2 cores, a tenth of that in a release build.
+        let child = Command::new(&launcher[0])
+            .args(&launcher[1..])
+            .args(["-n", "4", env!("CARGO_BIN_EXE_piotwin")])
+            .args([
+                "run",
+                "madbench2",
+                "256",
+                "2",
+                "1",
+                "8",
+                "1024",
+                "1",
+                "1",
+                "--bwexp",
+                "1.87",
+                "--iomethod",
+                method,
+                "--filetype",
+                filetype,
+                "--json",
+                "r.json",
+            ])
+            .current_dir(dir.path())
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let file = dir.path().join(file);
+        let start = Instant::now();
+        while std::fs::metadata(&file).map_or(0, |m| m.len()) < written {
+            assert!(
+                start.elapsed() < Duration::from_secs(120),
+                "{method} {filetype}: slot 0 never written"
+            );
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        std::thread::sleep(Duration::from_millis(20));
+        flip(&file, 1001);
+        let o = child.wait_with_output().unwrap();
+        let what = format!("{method} {filetype}");
+        assert_eq!(o.status.code(), Some(1), "{what}: {}", stderr(&o));
+        let err = stderr(&o);
         assert!(
-            start.elapsed() < Duration::from_secs(120),
-            "slot 0 never written"
+            err.contains("1 of") && err.contains("words read back differ"),
+            "{what}: {err}"
         );
-        std::thread::sleep(Duration::from_millis(5));
+        let r = read_json(&dir.path().join("r.json"));
+        assert_eq!(r["metrics"]["verification_failures"], 1.0, "{what}");
+        let e = r["errors"][0].as_str().unwrap();
+        assert!(
+            e.contains("first: rank 0's file at byte 1000"),
+            "{what}: {e}"
+        );
     }
-    std::thread::sleep(Duration::from_millis(20));
-    flip(&file, 1001);
-    let o = child.wait_with_output().unwrap();
-    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
-    let err = stderr(&o);
-    assert!(
-        err.contains("1 of") && err.contains("words read back differ"),
-        "{err}"
-    );
-    let r = read_json(&dir.path().join("r.json"));
-    assert_eq!(r["metrics"]["verification_failures"], 1.0);
-    let e = r["errors"][0].as_str().unwrap();
-    assert!(e.contains("first: rank 0's file at byte 1000"), "{e}");
 }
 
 #[cfg(feature = "mpi")]
