@@ -103,6 +103,9 @@ impl<C: IoCtx> IoCtx for Faulty<'_, C> {
     fn alloc(&self, len: usize) -> C::Buf {
         self.inner.alloc(len)
     }
+    fn alloc_placed(&self, len: usize, page_offset: usize) -> C::Buf {
+        self.inner.alloc_placed(len, page_offset)
+    }
     async fn barrier(&self) {
         self.inner.barrier().await
     }

@@ -136,34 +136,94 @@ struct TraceCtx<'a, C> {
 }
 
 /// A rank's records, kept in chunks so that a long trace never copies what it
-/// holds while the program runs (one move at the end, outside its timing).
+/// holds while the program runs (one conversion at the end, outside its timing).
 /// Chunks double from 64 records to 4096: a twin of many ranks with few calls
 /// each reserves little.
 #[derive(Default)]
 struct Log {
-    chunks: Vec<Vec<CallRecord>>,
+    chunks: Vec<Vec<Entry>>,
+    /// The files the records name, by [`TracedFile::id`].
+    files: Vec<(Rc<str>, Api)>,
+}
+
+/// A record as the log keeps it while the program runs: 88 bytes, and no
+/// allocation for a call that moves data (the bulk of a trace); it becomes a
+/// [`CallRecord`] when the program has ended.
+struct Entry {
+    call: &'static str,
+    rank: u32,
+    /// [`Log::files`] index + 1 of a file call; 0 for any other call.
+    file: u32,
+    start: f64,
+    end: f64,
+    tick: u64,
+    /// [`IoAt`]'s fields, [`UNKNOWN`] where `None`.
+    offset: u64,
+    offset_etypes: u64,
+    bytes: u64,
+    detail: Box<str>,
+}
+
+const _: () = assert!(std::mem::size_of::<Entry>() == 88);
+
+/// An offset not known at the call.
+const UNKNOWN: u64 = u64::MAX;
+
+/// Where a file call went, as recorded: [`IoCall`] with the file by id.
+#[derive(Clone, Copy)]
+struct IoAt {
+    file: u32,
+    offset: Option<u64>,
+    offset_etypes: Option<u64>,
+    bytes: u64,
 }
 
 impl Log {
     const FIRST: usize = 64;
     const LARGEST: usize = 4096;
 
-    fn push(&mut self, record: CallRecord) {
+    fn push(&mut self, entry: Entry) {
         match self.chunks.last_mut() {
-            Some(c) if c.len() < c.capacity() => c.push(record),
+            Some(c) if c.len() < c.capacity() => c.push(entry),
             last => {
                 let size = last.map_or(Self::FIRST, |c| (2 * c.len()).min(Self::LARGEST));
                 let mut c = Vec::with_capacity(size);
-                c.push(record);
+                c.push(entry);
                 self.chunks.push(c);
             }
         }
     }
 
+    /// A new file id for `path` opened through `api`.
+    fn file(&mut self, path: &str, api: Api) -> u32 {
+        self.files.push((Rc::from(path), api));
+        self.files.len() as u32
+    }
+
     fn take(&mut self) -> Vec<CallRecord> {
+        let known = |v: u64| (v != UNKNOWN).then_some(v);
+        let files = std::mem::take(&mut self.files);
         std::mem::take(&mut self.chunks)
             .into_iter()
             .flatten()
+            .map(|e| CallRecord {
+                rank: e.rank as usize,
+                call: e.call,
+                detail: e.detail.into_string(),
+                start: e.start,
+                end: e.end,
+                tick: e.tick,
+                io: (e.file > 0).then(|| {
+                    let (path, api) = &files[e.file as usize - 1];
+                    IoCall {
+                        file: path.clone(),
+                        api: *api,
+                        offset: known(e.offset),
+                        offset_etypes: known(e.offset_etypes),
+                        bytes: e.bytes,
+                    }
+                }),
+            })
             .collect()
     }
 }
@@ -171,8 +231,8 @@ impl Log {
 /// An open file with what its records name: its path, API and view.
 pub struct TracedFile<F> {
     inner: F,
-    path: Rc<str>,
-    api: Api,
+    /// Its number in the log's file table.
+    id: u32,
     view: View,
     /// The view is the byte view: offsets are bytes from the file's start.
     plain: bool,
@@ -190,36 +250,45 @@ impl<C: IoCtx> TraceCtx<'_, C> {
         &self,
         call: &'static str,
         detail: String,
-        io: Option<IoCall>,
+        io: Option<IoAt>,
         f: impl AsyncFnOnce() -> T,
     ) -> T {
         let start = self.inner.wtime();
         let out = f().await;
+        let end = self.inner.wtime();
         if call != "compute" && call != "barrier" {
             self.tick.set(self.tick.get() + 1);
         }
-        self.log.borrow_mut().push(CallRecord {
-            rank: self.inner.rank(),
+        let io = io.unwrap_or(IoAt {
+            file: 0,
+            offset: None,
+            offset_etypes: None,
+            bytes: 0,
+        });
+        self.log.borrow_mut().push(Entry {
             call,
-            detail,
+            rank: self.inner.rank() as u32,
+            file: io.file,
             start,
-            end: self.inner.wtime(),
+            end,
             tick: self.tick.get(),
-            io,
+            offset: io.offset.unwrap_or(UNKNOWN),
+            offset_etypes: io.offset_etypes.unwrap_or(UNKNOWN),
+            bytes: io.bytes,
+            detail: detail.into_boxed_str(),
         });
         out
     }
 }
 
 /// The record of a call on `file` moving `bytes` as `op` says.
-fn io_call<F>(file: &TracedFile<F>, op: Option<Op>, bytes: usize) -> IoCall {
+fn io_call<F>(file: &TracedFile<F>, op: Option<Op>, bytes: usize) -> IoAt {
     let at = op.and_then(|op| match op.pos {
         Position::At(o) => Some(o),
         Position::SharedPointer => None,
     });
-    IoCall {
-        file: file.path.clone(),
-        api: file.api,
+    IoAt {
+        file: file.id,
         offset: at.map(|o| match file.plain {
             true => o,
             false => file
@@ -275,6 +344,9 @@ impl<C: IoCtx> IoCtx for TraceCtx<'_, C> {
     }
     fn alloc(&self, len: usize) -> C::Buf {
         self.inner.alloc(len)
+    }
+    fn alloc_placed(&self, len: usize, page_offset: usize) -> C::Buf {
+        self.inner.alloc_placed(len, page_offset)
     }
     async fn barrier(&self) {
         self.record("barrier", String::new(), async || {
@@ -333,8 +405,7 @@ impl<C: IoCtx> IoCtx for TraceCtx<'_, C> {
         let detail = format!("{path} {:?} {:?}", opts.mode, opts.scope);
         let file = TracedFile {
             inner: (),
-            path: Rc::from(path),
-            api: opts.api,
+            id: self.log.borrow_mut().file(path, opts.api),
             view: View::bytes(),
             plain: true,
         };
@@ -346,8 +417,7 @@ impl<C: IoCtx> IoCtx for TraceCtx<'_, C> {
             .await?;
         Ok(TracedFile {
             inner,
-            path: file.path,
-            api: file.api,
+            id: file.id,
             view: file.view,
             plain: true,
         })
@@ -483,42 +553,52 @@ pub const TRACE_COLUMNS: [&str; 9] = [
 ];
 
 /// The call's name as the trace writes it: MPI-IO's (`MPI_File_write_at_all`,
-/// `MPI_File_open`, `MPI_Waitall`) or POSIX's (`pwrite`, `pread`, `open`, `fsync`).
-pub fn operation_name(call: &str, api: Api) -> String {
+/// `MPI_File_open`, `MPI_Waitall`) or POSIX's (`pwrite`, `pread`, `open`, `fsync`):
+/// a prefix and the rest.
+fn operation_name(call: &'static str, api: Api) -> (&'static str, &'static str) {
     match api {
         Api::MpiIo => match call {
-            "wait_all" => "MPI_Waitall".into(),
-            other => format!("MPI_File_{other}"),
+            "wait_all" => ("", "MPI_Waitall"),
+            other => ("MPI_File_", other),
         },
         Api::Posix => match call {
-            "write_at" => "pwrite".into(),
-            "read_at" => "pread".into(),
-            "sync" => "fsync".into(),
-            other => other.into(),
+            "write_at" => ("", "pwrite"),
+            "read_at" => ("", "pread"),
+            "sync" => ("", "fsync"),
+            other => ("", other),
         },
     }
 }
 
 /// World rank `rank`'s file calls as `--trace` rows (CSV without header).
 pub fn trace_rows(rank: usize, calls: &[CallRecord]) -> Vec<u8> {
+    use std::fmt::Write;
     let mut w = csv::WriterBuilder::new()
         .has_headers(false)
         .from_writer(Vec::new());
+    let mut field = String::new();
+    let mut put = |w: &mut csv::Writer<Vec<u8>>, args: std::fmt::Arguments| {
+        field.clear();
+        field.write_fmt(args).expect("formatting to memory");
+        w.write_field(&field).expect("writing to memory");
+    };
     for c in calls {
         let Some(io) = &c.io else { continue };
-        let opt = |v: Option<u64>| v.map(|x| x.to_string()).unwrap_or_default();
-        let row = [
-            rank.to_string(),
-            io.file.to_string(),
-            operation_name(c.call, io.api),
-            opt(io.offset),
-            opt(io.offset_etypes),
-            io.bytes.to_string(),
-            c.tick.to_string(),
-            format!("{:.9}", c.start),
-            format!("{:.9}", c.end - c.start),
-        ];
-        w.write_record(&row).expect("writing to memory");
+        put(&mut w, format_args!("{rank}"));
+        w.write_field(io.file.as_bytes()).expect("writing to memory");
+        let (prefix, name) = operation_name(c.call, io.api);
+        put(&mut w, format_args!("{prefix}{name}"));
+        for v in [io.offset, io.offset_etypes] {
+            match v {
+                Some(v) => put(&mut w, format_args!("{v}")),
+                None => w.write_field("").expect("writing to memory"),
+            }
+        }
+        put(&mut w, format_args!("{}", io.bytes));
+        put(&mut w, format_args!("{}", c.tick));
+        put(&mut w, format_args!("{:.9}", c.start));
+        put(&mut w, format_args!("{:.9}", c.end - c.start));
+        w.write_record(None::<&[u8]>).expect("writing to memory");
     }
     w.into_inner().expect("writing to memory")
 }
