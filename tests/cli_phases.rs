@@ -194,6 +194,24 @@ fn real_trace_replayed_for_real_keeps_every_phase_run() {
         let r = read_json(&dir.path().join(format!("ph/phase{k}.json")));
         assert_eq!(r["benchmark"], "ior");
         assert_eq!(r["mode"], "real");
+        // BW_CH is over the replay's data calls (IOR's wr/rd time), as BW_MD:
+        // phase 1 writes only, so it is all ranks' bytes over that time.
+        if k == 1 {
+            let t = &r["tables"]["repetitions"];
+            let cols: Vec<&str> = t["columns"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|c| c.as_str().unwrap())
+                .collect();
+            let at = |row: &serde_json::Value, c: &str| {
+                row[cols.iter().position(|x| *x == c).unwrap()].as_f64().unwrap()
+            };
+            let row = &t["rows"][0];
+            let bw = at(row, "block_kib") * 1024.0 * 4.0 / at(row, "wrrd_s");
+            let bw_ch = j["estimates"][0]["bw_ch"].as_f64().unwrap();
+            assert!((bw_ch - bw).abs() <= 1e-9 * bw, "{bw_ch} against {bw}");
+        }
     }
     assert_eq!(files_in(&dir.path().join("scratch")), Vec::<String>::new());
 }

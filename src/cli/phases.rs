@@ -19,15 +19,20 @@ unit of 1-4 calls repeated with a constant displacement, back to back in the ran
 ticks) and the patterns the ranks share into phases: file, operations, np, request
 size, repetitions, weight = np * rep * request size, the initial offset as a function
 of the rank, access mode and type, collective, blocking, pointer, and the bandwidth
-the traced run reached (weight over the longest time a rank spent in the phase's calls).
+the traced run reached, BW_MD: weight over the phase's I/O time with every rank in it
+(collective calls from the last rank's arrival to the last return; independent calls
+the longest time a rank spent in them). Ranks of a collective call are one phase even
+where each brings a different amount; the replay then uses their mean.
 
 Writes DIR/phases.json (the phases and the trace's warnings), DIR/offsets.svg (the
 offset of every call over its tick, one line per rank, up to 8 ranks) and
 DIR/index.html. Without a replay it prints each phase's IOR command line; with
 --replay-sim SCENARIO (the twin) or --replay-real --dir DIR (mpiexec) it runs each
-phase as the method's IOR-style run and prints BW_CH, Time_io = weight / BW_CH, the
-traced BW_MD and I/O time, the error and the usage of the peak BW_PK (the storage of
---scenario or of the replay's scenario); then also DIR/estimate.svg.";
+phase as the method's IOR-style run and prints BW_CH (over the replay's data calls, IOR's
+wr/rd time, as BW_MD), Time_io = weight / BW_CH, the
+traced BW_MD and I/O time (and the time with the waits in collective calls), the
+error and the usage of the peak BW_PK (the storage of --scenario or of the replay's
+scenario); then also DIR/estimate.svg.";
 
 /// Examples.
 pub(crate) const AFTER_HELP: &str = "\
@@ -291,8 +296,8 @@ fn replay_all(
                         p.id
                     )));
                 }
-                let mib = |k: &str| report.metrics.get(k).map(|v| v * 1048576.0);
-                (mib("write_mib_s"), mib("read_mib_s"), options)
+                let (write, read) = replay::data_bandwidths(&report);
+                (write, read, options)
             }
             None => real_replay(a, p)?,
         };
@@ -341,39 +346,54 @@ fn real_replay(
         (None, Some(r)) => r,
         (None, None) => unreachable!("a run without a failure wrote its report"),
     };
-    let mib = |k: &str| report.metrics.get(k).map(|v| v * 1048576.0);
-    Ok((mib("write_mib_s"), mib("read_mib_s"), options))
+    let (write, read) = replay::data_bandwidths(&report);
+    Ok((write, read, options))
 }
 
 /// The estimates beside the trace, per phase and in total.
 fn estimate_table(found: &[Phase], e: &[Estimate]) -> String {
     let mut out = format!(
-        "\n{:>5} {:>12} {:>12} {:>12} {:>12} {:>9} {:>8}\n",
-        "phase", "BW_CH MB/s", "Time_io s", "BW_MD MB/s", "traced s", "error %", "usage %"
+        "\n{:>5} {:>12} {:>12} {:>12} {:>12} {:>9} {:>8} {:>12}\n",
+        "phase",
+        "BW_CH MB/s",
+        "Time_io s",
+        "BW_MD MB/s",
+        "traced s",
+        "error %",
+        "usage %",
+        "w/ waits s"
     );
     for (p, x) in found.iter().zip(e) {
         out += &format!(
-            "{:>5} {:>12.1} {:>12.4} {:>12.1} {:>12.4} {:>9.1} {:>8}\n",
+            "{:>5} {:>12.1} {:>12.4} {:>12.1} {:>12.4} {:>9.1} {:>8} {:>12.4}\n",
             p.id,
             x.bw_ch / 1e6,
             x.time_io,
             x.bw_md / 1e6,
             x.traced_time,
             x.error_rel,
-            x.usage.map_or("-".to_string(), |u| format!("{u:.1}"))
+            x.usage.map_or("-".to_string(), |u| format!("{u:.1}")),
+            x.traced_time_with_waits,
         );
     }
-    let (est, traced): (f64, f64) = (
-        e.iter().map(|x| x.time_io).sum(),
-        e.iter().map(|x| x.traced_time).sum(),
+    let sum = |f: fn(&Estimate) -> f64| e.iter().map(f).sum::<f64>();
+    let (est, traced, waits) = (
+        sum(|x| x.time_io),
+        sum(|x| x.traced_time),
+        sum(|x| x.traced_time_with_waits),
     );
-    out += &format!(
-        "total Time_io {est:.4} s against {traced:.4} s traced ({:+.1} %)\n",
-        if traced > 0.0 {
-            100.0 * (est - traced) / traced
+    let rel = |t: f64| {
+        if t > 0.0 {
+            100.0 * (est - t) / t
         } else {
             f64::NAN
         }
+    };
+    out += &format!(
+        "total Time_io {est:.4} s against {traced:.4} s traced ({:+.1} %); {waits:.4} s with \
+         the waits in collective calls ({:+.1} %)\n",
+        rel(traced),
+        rel(waits)
     );
     out
 }

@@ -211,8 +211,13 @@ pub struct Phase {
     pub reps: u64,
     /// Bytes between repetitions.
     pub displacement: Option<i64>,
-    /// np · rep · Σ request sizes, bytes.
+    /// Σ over its ranks of rep · Σ request sizes (np · rep · rs when the ranks
+    /// agree), bytes.
     pub weight: u64,
+    /// The smallest and largest request size over the ranks where they differ:
+    /// ranks of one collective call may each bring a different amount (BTIO on
+    /// a grid that does not divide evenly); `None` where all agree.
+    pub request_range: Option<(u64, u64)>,
     /// f(initOffset).
     pub initial_offset: InitialOffset,
     /// First tick of the phase (lowest over its ranks).
@@ -220,8 +225,14 @@ pub struct Phase {
     /// From the first call's start to the last call's end over its ranks, seconds.
     pub span: (f64, f64),
     /// The longest time a rank spent in the phase's calls (the sum of their
-    /// durations), seconds: the phase's I/O time in the traced run.
+    /// durations), seconds: what the traced run paid, waits included.
     pub io_time: f64,
+    /// The phase's I/O time once its ranks are all in it, seconds: for
+    /// collective calls, from the last rank's arrival to the last return,
+    /// summed over the calls (a rank that arrives early waits for the others,
+    /// which is the application's imbalance, not its I/O); for independent
+    /// calls `io_time`. BW_MD = weight / this.
+    pub io_time_all_in: f64,
     /// How it reaches the file.
     pub metadata: Metadata,
 }
@@ -241,8 +252,12 @@ impl Phase {
         ops.join("+")
     }
 
-    /// Request sizes of the unit (one number when they agree).
+    /// Request sizes of the unit (one number when they agree; `min..max` over
+    /// the ranks where they differ).
     pub fn request_size(&self) -> String {
+        if let Some((lo, hi)) = self.request_range {
+            return format!("{lo}..{hi}");
+        }
         let mut sizes: Vec<u64> = self.unit.iter().map(|u| u.bytes).collect();
         sizes.dedup();
         sizes
@@ -252,11 +267,24 @@ impl Phase {
             .join("+")
     }
 
+    /// The request size a replay uses: the unit's first call's where the ranks
+    /// agree, else the mean over ranks, calls and repetitions.
+    pub fn replay_request(&self) -> u64 {
+        match self.request_range {
+            None => self.unit.first().map_or(0, |u| u.bytes),
+            Some(_) => {
+                let calls = self.ranks.len() as u64 * self.reps * self.unit.len() as u64;
+                self.weight / calls.max(1)
+            }
+        }
+    }
+
     /// The bandwidth the traced run reached in the phase: weight over its I/O
-    /// time (the measured BW_MD where the trace came from a real run), bytes/s.
+    /// time with every rank in (the measured BW_MD where the trace came from a
+    /// real run), bytes/s.
     pub fn traced_bandwidth(&self) -> f64 {
-        if self.io_time > 0.0 {
-            self.weight as f64 / self.io_time
+        if self.io_time_all_in > 0.0 {
+            self.weight as f64 / self.io_time_all_in
         } else {
             0.0
         }
@@ -275,7 +303,16 @@ pub fn phases(records: &[Record]) -> Vec<Phase> {
     for recs in by_rank.values() {
         let mut seen: BTreeMap<(String, Vec<UnitCall>, u64, Option<i64>), usize> = BTreeMap::new();
         for p in local_patterns(recs) {
-            let shape = (p.file.clone(), p.unit.clone(), p.reps, p.displacement);
+            // The ranks of a collective call take part in one operation whatever
+            // each brings: their request sizes do not tell phases apart.
+            let collective = recs[p.records.0..=p.records.1]
+                .iter()
+                .all(|r| r.collective == Some(true));
+            let unit = match collective {
+                true => p.unit.iter().map(|u| UnitCall { bytes: 0, ..*u }).collect(),
+                false => p.unit.clone(),
+            };
+            let shape = (p.file.clone(), unit, p.reps, p.displacement);
             let k = seen.entry(shape.clone()).or_insert(0);
             let key = (shape.0, shape.1, shape.2, shape.3, *k);
             *k += 1;
@@ -288,7 +325,11 @@ pub fn phases(records: &[Record]) -> Vec<Phase> {
         .map(|members| {
             let first = &members[0].0;
             let ranks: Vec<usize> = members.iter().map(|m| m.0.rank).collect();
-            let unit_bytes: u64 = first.unit.iter().map(|u| u.bytes).sum();
+            let unit_bytes = |p: &Pattern| p.unit.iter().map(|u| u.bytes).sum::<u64>();
+            let firsts = members.iter().map(|m| m.0.unit.first().map_or(0, |u| u.bytes));
+            let request_range = Some((firsts.clone().min(), firsts.max()))
+                .and_then(|(lo, hi)| lo.zip(hi))
+                .filter(|(lo, hi)| lo != hi);
             let all: Vec<&Record> = members.iter().flat_map(|m| m.1.iter()).collect();
             let span = (
                 members
@@ -306,14 +347,16 @@ pub fn phases(records: &[Record]) -> Vec<Phase> {
                 unit: first.unit.clone(),
                 reps: first.reps,
                 displacement: first.displacement,
-                weight: ranks.len() as u64 * first.reps * unit_bytes,
+                weight: members.iter().map(|m| m.0.reps * unit_bytes(&m.0)).sum(),
+                request_range,
                 initial_offset: fit_offsets(members.iter().map(|m| (m.0.rank, m.0.initial_offset))),
                 tick: members.iter().map(|m| m.0.ticks.0).min().unwrap_or(0),
                 span,
-                io_time: members
-                    .iter()
-                    .map(|m| m.1.iter().map(|r| r.duration).sum::<f64>())
-                    .fold(0.0, f64::max),
+                io_time: longest_sum(&members),
+                io_time_all_in: match all.iter().all(|r| r.collective == Some(true)) {
+                    true => all_in_time(&members),
+                    false => longest_sum(&members),
+                },
                 metadata: Metadata {
                     access_mode: match (first.reps, first.displacement) {
                         (1, _) => "single".into(),
@@ -360,6 +403,31 @@ pub fn phases(records: &[Record]) -> Vec<Phase> {
     out
 }
 
+/// The longest of the members' sums of call durations.
+fn longest_sum(members: &[(Pattern, Vec<Record>)]) -> f64 {
+    members
+        .iter()
+        .map(|m| m.1.iter().map(|r| r.duration).sum::<f64>())
+        .fold(0.0, f64::max)
+}
+
+/// Σ over the k-th calls of the members (one collective call each) of the
+/// last return minus the last arrival.
+fn all_in_time(members: &[(Pattern, Vec<Record>)]) -> f64 {
+    let calls = members.iter().map(|m| m.1.len()).min().unwrap_or(0);
+    (0..calls)
+        .map(|k| {
+            let last = |f: &dyn Fn(&Record) -> f64| {
+                members
+                    .iter()
+                    .map(|m| f(&m.1[k]))
+                    .fold(f64::NEG_INFINITY, f64::max)
+            };
+            (last(&|r| r.start + r.duration) - last(&|r| r.start)).max(0.0)
+        })
+        .sum()
+}
+
 /// `a + b·rank` through every (rank, offset), or the list where none fits.
 fn fit_offsets(points: impl Iterator<Item = (usize, Option<u64>)>) -> InitialOffset {
     let v: Vec<(usize, Option<u64>)> = points.collect();
@@ -388,7 +456,7 @@ fn fit_offsets(points: impl Iterator<Item = (usize, Option<u64>)>) -> InitialOff
 mod tests {
     use super::*;
     use crate::backend::trace::{Traced, trace_rows, write_trace};
-    use crate::ctx::RankProgram;
+    use crate::ctx::{Hints, RankProgram};
 
     /// The phases of `program` traced in the twin on `ranks` ranks of nfs-raid5.
     fn traced_phases<P: RankProgram>(program: P, ranks: usize) -> Vec<Phase> {
@@ -487,5 +555,58 @@ mod tests {
         assert!(found.iter().all(|p| p.metadata.access_mode == "sequential"
             && p.metadata.access_type == "shared"
             && p.metadata.collective == Some(false)));
+    }
+
+    /// NPB BTIO `full` on `ranks` ranks: one phase per dump (the steps between
+    /// dumps communicate, `copy_faces`), each of `ranks` collective writes of a
+    /// rank's share of the grid, then one read phase of 40 repetitions.
+    fn btio_full_has_the_papers_41_phases(class: &str, ranks: usize) -> Vec<Phase> {
+        use crate::bench::btio::{BtioArgs, BtioProgram};
+        use clap::Parser;
+        #[derive(Parser)]
+        struct Args {
+            #[command(flatten)]
+            btio: BtioArgs,
+        }
+        let args = Args::parse_from(["btio", "--class", class, "--subtype", "full", "-p", "/bt"]);
+        let cfg = args.btio.resolve(ranks).unwrap();
+        let dump_bytes = 40 * cfg.grid.iter().product::<u64>();
+        let found = traced_phases(BtioProgram::new(cfg, &Hints::new()), ranks);
+        assert_eq!(found.len(), 41, "{class} on {ranks}");
+        let shape = |p: &Phase| {
+            (
+                p.operations(),
+                p.ranks.len(),
+                p.reps,
+                p.weight,
+                p.metadata.collective,
+            )
+        };
+        for p in &found[..40] {
+            assert_eq!(shape(p), ("write".into(), ranks, 1, dump_bytes, Some(true)));
+        }
+        assert_eq!(
+            shape(&found[40]),
+            ("read".into(), ranks, 40, 40 * dump_bytes, Some(true))
+        );
+        found
+    }
+
+    #[test]
+    fn btio_full_class_a_on_4_ranks() {
+        // 64³ on 2 × 2 cells: every rank brings 40 · 64³ / 4 bytes per dump.
+        let found = btio_full_has_the_papers_41_phases("A", 4);
+        assert!(found.iter().all(|p| p.request_size() == "2621440"));
+    }
+
+    #[test]
+    fn btio_full_class_c_on_16_ranks() {
+        // 162 = 2 · 41 + 2 · 40 points per direction: ranks bring 40 · 41³ · … bytes,
+        // the replay their mean.
+        let found = btio_full_has_the_papers_41_phases("C", 16);
+        let mean = 40 * 162u64.pow(3) / 16;
+        assert!(found[..40].iter().all(|p| p.request_range.is_some()
+            && p.replay_request() == mean));
+        assert_eq!(found[40].replay_request(), mean);
     }
 }

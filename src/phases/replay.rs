@@ -16,7 +16,7 @@ use super::model::Phase;
 /// A phase that reads writes first (`-w -r`) so that there is data to read;
 /// its read bandwidth is the one used.
 pub fn ior_options(phase: &Phase, file: &str) -> Vec<String> {
-    let rs = phase.unit.first().map_or(0, |u| u.bytes);
+    let rs = phase.replay_request();
     let mut o: Vec<String> = vec![
         "-a".into(),
         if phase.metadata.mpiio {
@@ -73,6 +73,37 @@ pub fn characterised_bandwidth(
     }
 }
 
+/// The write and read bandwidths of an IOR replay's report over its data
+/// calls, bytes/s: all ranks' bytes over IOR's wr/rd time (the slowest rank's
+/// time in its writes or reads), the mean over repetitions. The measure of
+/// BW_MD, which counts a phase's data calls only: IOR's own bandwidth also
+/// counts its open and close, which an application pays once, not per phase
+/// (tens of ms for an MPI-IO open here, more than a small phase's data).
+pub fn data_bandwidths(report: &crate::report::RunReport) -> (Option<f64>, Option<f64>) {
+    let Some(t) = report.tables.get("repetitions") else {
+        return (None, None);
+    };
+    let col = |name: &str| t.columns.iter().position(|c| c == name);
+    let (Some(access), Some(block), Some(wrrd)) = (col("access"), col("block_kib"), col("wrrd_s"))
+    else {
+        return (None, None);
+    };
+    let mean = |which: &str| {
+        let bws: Vec<f64> = t
+            .rows
+            .iter()
+            .filter(|r| r[access].as_str() == Some(which))
+            .filter_map(|r| {
+                let bytes = r[block].as_f64()? * 1024.0 * report.ranks as f64;
+                let s = r[wrrd].as_f64()?;
+                (s > 0.0).then_some(bytes / s)
+            })
+            .collect();
+        (!bws.is_empty()).then(|| bws.iter().sum::<f64>() / bws.len() as f64)
+    };
+    (mean("write"), mean("read"))
+}
+
 /// The peak bandwidth of the scenario's storage, BW_PK, bytes/s: the device's
 /// best streaming rate (the larger of read and write) per I/O server, summed
 /// over the servers — what IOzone-style device probes would find.
@@ -106,8 +137,12 @@ pub struct Estimate {
     pub time_io: f64,
     /// BW_MD: the traced run's bandwidth in the phase, bytes/s.
     pub bw_md: f64,
-    /// The traced run's I/O time in the phase, seconds.
+    /// The traced run's I/O time in the phase with every rank in, seconds
+    /// ([`Phase::io_time_all_in`]): the time BW_MD is measured over.
     pub traced_time: f64,
+    /// The traced run's I/O time in the phase as its slowest rank paid it,
+    /// waits for other ranks in collective calls included, seconds.
+    pub traced_time_with_waits: f64,
     /// 100 · |BW_CH − BW_MD| / BW_MD.
     pub error_rel: f64,
     /// BW_MD / BW_PK · 100, where the peak is known.
@@ -128,7 +163,8 @@ pub fn estimate(phase: &Phase, bw_ch: f64, peak: Option<f64>, ior: Vec<String>) 
             f64::INFINITY
         },
         bw_md,
-        traced_time: phase.io_time,
+        traced_time: phase.io_time_all_in,
+        traced_time_with_waits: phase.io_time,
         error_rel: if bw_md > 0.0 {
             100.0 * (bw_ch - bw_md).abs() / bw_md
         } else {
@@ -154,10 +190,12 @@ mod tests {
             reps: 6,
             displacement: Some(1 << 20),
             weight: 0,
+            request_range: None,
             initial_offset: InitialOffset::Linear { a: 0, b: 1 << 23 },
             tick: 0,
             span: (0.0, 1.0),
             io_time: 0.5,
+            io_time_all_in: 0.5,
             metadata: Metadata {
                 access_mode: "sequential".into(),
                 access_type: if per_process { "per-process" } else { "shared" }.into(),

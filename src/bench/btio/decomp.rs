@@ -148,11 +148,100 @@ impl Decomposition {
     pub fn total_points(&self) -> u64 {
         self.grid.iter().product()
     }
+
+    /// The rank that owns, for every cell of `rank`, the next cell along `dir`
+    /// (NPB's `successor(dir)`): the same for all of them by construction.
+    pub fn successor(&self, rank: usize, dir: usize) -> usize {
+        let p = self.p as usize;
+        let (i, j) = (rank % p, rank / p);
+        match dir {
+            0 => (i + 1) % p + p * j,
+            1 => i + p * ((j + 1) % p),
+            _ => (i + p - 1) % p + p * ((j + 1) % p),
+        }
+    }
+
+    /// The rank that owns the previous cell along `dir` of every cell of
+    /// `rank` (NPB's `predecessor(dir)`).
+    pub fn predecessor(&self, rank: usize, dir: usize) -> usize {
+        let p = self.p as usize;
+        let (i, j) = (rank % p, rank / p);
+        match dir {
+            0 => (i + p - 1) % p + p * j,
+            1 => i + p * ((j + p - 1) % p),
+            _ => (i + 1) % p + p * ((j + p - 1) % p),
+        }
+    }
+
+    /// Bytes of `rank`'s message to its successor along `dir` in NPB's
+    /// `copy_faces` (`forward`) or to its predecessor (not `forward`): for every
+    /// cell with a neighbour that way, its two boundary planes of the five
+    /// solution components (doubles).
+    pub fn face_bytes(&self, rank: usize, dir: usize, forward: bool) -> u64 {
+        let (a, b) = ((dir + 1) % 3, (dir + 2) % 3);
+        self.cells(rank)
+            .iter()
+            .filter(|c| match forward {
+                true => c.coord[dir] + 1 < self.p,
+                false => c.coord[dir] > 0,
+            })
+            .map(|c| 2 * 5 * 8 * c.size[a] * c.size[b])
+            .sum()
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn neighbours_own_the_adjacent_cells() {
+        for (grid, nprocs) in [([12, 12, 12], 4), ([64, 64, 64], 9), ([102, 30, 17], 16)] {
+            let d = Decomposition::new(grid, nprocs).unwrap();
+            let p = d.p;
+            let owner = |coord: [u64; 3]| {
+                (0..nprocs)
+                    .find(|&r| d.cells(r).iter().any(|c| c.coord == coord))
+                    .unwrap()
+            };
+            for r in 0..nprocs {
+                for c in d.cells(r) {
+                    for dir in 0..3 {
+                        let mut next = c.coord;
+                        next[dir] = (next[dir] + 1) % p;
+                        assert_eq!(owner(next), d.successor(r, dir), "{grid:?} rank {r} dir {dir}");
+                        let mut prev = c.coord;
+                        prev[dir] = (prev[dir] + p - 1) % p;
+                        assert_eq!(owner(prev), d.predecessor(r, dir));
+                    }
+                }
+                // What a rank sends forward is what its successor receives from behind.
+                for dir in 0..3 {
+                    let s = d.successor(r, dir);
+                    let faces_in = |q: usize| {
+                        let (a, b) = ((dir + 1) % 3, (dir + 2) % 3);
+                        d.cells(q)
+                            .iter()
+                            .filter(|c| c.coord[dir] > 0)
+                            .map(|c| 80 * c.size[a] * c.size[b])
+                            .sum::<u64>()
+                    };
+                    assert_eq!(d.face_bytes(r, dir, true), faces_in(s));
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn class_a_faces_on_four_ranks() {
+        // 64³ on 2×2: 32-point cells, one of each rank's two cells has a
+        // neighbour each way: 2 planes × 32 × 32 points × 5 doubles.
+        let d = Decomposition::new([64, 64, 64], 4).unwrap();
+        for dir in 0..3 {
+            assert_eq!(d.face_bytes(0, dir, true), 2 * 32 * 32 * 5 * 8);
+            assert_eq!(d.face_bytes(0, dir, false), 2 * 32 * 32 * 5 * 8);
+        }
+    }
 
     fn cell(coord: [u64; 3], low: [u64; 3], size: [u64; 3]) -> Cell {
         Cell { coord, low, size }

@@ -19,7 +19,7 @@ pub const KERNEL_HEADLINE: &[&str] = &["bandwidth_mib_s", "io_rate_mb_s", "io_ti
 /// What BTIO's compute is, until the solver is NPB's own: said in the output and
 /// the report, so its Mop/s and time are never read as NPB BT's.
 pub const COMPUTE: &str = "piotwin's stand-in BT line solver, spending NPB BT's operation count per step \
-(no halo exchange, not NPB's BT): Mop/s and time are not comparable with NPB's";
+(NPB's copy_faces but not its pipelined solves: not NPB's BT): Mop/s and time are not comparable with NPB's";
 
 /// NPB BT's result block (`bt.f` statistics and `print_results`), for rank 0 to print.
 pub fn npb_block(cfg: &BtioConfig, o: &BtioOutcome) -> String {

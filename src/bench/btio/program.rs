@@ -223,15 +223,55 @@ fn zero<B: IoBuf>(b: &mut B) {
     }
 }
 
-/// Run one BT step's worth of computation: NPB's operation count for this rank's
-/// share of the grid; real mode spends it in [`BtSolver`] (allocated on first use,
-/// so the twin never allocates it).
+/// NPB BT's `copy_faces`, with which every step begins: each rank sends the
+/// two boundary planes of its cells to the owner of the next cell along x, y
+/// and z and receives its predecessor's, then the other way (six messages,
+/// sizes as NPB's: [`Decomposition::face_bytes`]). They are communication
+/// between one dump and the next, as in BT, so a trace of BTIO shows each
+/// dump as its own I/O phase. This solver's cells are independent, so what
+/// arrives is not read: the traffic is BT's, its use waits for BT's solver.
+struct FaceExchange<B> {
+    /// (buffer, destination, source) per message.
+    messages: Vec<(B, usize, usize)>,
+}
+
+impl<B: IoBuf> FaceExchange<B> {
+    fn new<C: IoCtx<Buf = B>>(ctx: &C, decomp: &Decomposition) -> Self {
+        let rank = ctx.rank();
+        let mut messages = Vec::new();
+        if decomp.p > 1 {
+            for dir in 0..3 {
+                let (next, prev) = (decomp.successor(rank, dir), decomp.predecessor(rank, dir));
+                // One buffer both ways: as long as the longer of what goes and
+                // what comes (they differ by a face only where cells are uneven).
+                let len = decomp
+                    .face_bytes(rank, dir, true)
+                    .max(decomp.face_bytes(rank, dir, false)) as usize;
+                messages.push((ctx.alloc(len), next, prev));
+                messages.push((ctx.alloc(len), prev, next));
+            }
+        }
+        FaceExchange { messages }
+    }
+
+    async fn run<C: IoCtx<Buf = B>>(&mut self, ctx: &C) {
+        for (buf, dest, source) in &mut self.messages {
+            ctx.sendrecv_replace(buf, *dest, *source).await;
+        }
+    }
+}
+
+/// Run one BT step: `copy_faces`, then NPB's operation count for this
+/// rank's share of the grid; real mode spends it in [`BtSolver`] (allocated
+/// on first use, so the twin never allocates it).
 async fn bt_step<C: IoCtx>(
     ctx: &C,
+    faces: &mut FaceExchange<C::Buf>,
     solver: &RefCell<Option<BtSolver>>,
     layout: &RankLayout,
     flops: f64,
 ) {
+    faces.run(ctx).await;
     let kernel = Kernel {
         kind: KernelKind::BtStep,
         amount: flops,
@@ -524,9 +564,10 @@ impl BtioProgram {
         let step_flops =
             bt_step_flops(cfg.grid) * layout.points() as f64 / decomp.total_points() as f64;
         let solver = RefCell::new(None);
+        let mut faces = FaceExchange::new(ctx, &decomp);
 
         // NPB runs one untimed step "to touch all code" (here: allocate the solver state).
-        bt_step(ctx, &solver, &layout, step_flops).await;
+        bt_step(ctx, &mut faces, &solver, &layout, step_flops).await;
         let mut out = match cfg.subtype {
             Subtype::None => None,
             _ => Some(DumpFile::open(ctx, cfg, &layout, &self.hints, true).await?),
@@ -544,7 +585,7 @@ impl BtioProgram {
         let mut interrupted = false;
         let mut failure = None;
         for step in 1..=cfg.niter {
-            bt_step(ctx, &solver, &layout, step_flops).await;
+            bt_step(ctx, &mut faces, &solver, &layout, step_flops).await;
             // A rank whose dump failed still takes part in the next ones (they may
             // be collective) until the checkpoint that stops every rank.
             if let (true, Some(f)) = (cfg.dumps_after(step), out.as_mut()) {
