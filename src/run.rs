@@ -396,7 +396,10 @@ pub fn execute<P: Benchmark + Sync>(program: &P, common: &Common) -> Result<(), 
     install_stop_handlers()?;
     // With --trace every rank's program runs inside the trace layer, and rank
     // 0 ends up with every rank's rows.
-    let traced = Traced { inner: program };
+    let traced = Traced {
+        inner: program,
+        files_only: true,
+    };
     let mut trace: Option<Vec<Vec<u8>>> = None;
     let (out, info, is_root) = match &common.backend {
         #[cfg(feature = "mpi")]

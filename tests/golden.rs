@@ -24,7 +24,10 @@ fn transcript<P: RankProgram>(program: P, ranks: usize) -> String {
         &scn,
         ranks,
         SimOptions::seeded(1),
-        &Traced { inner: program },
+        &Traced {
+            inner: program,
+            files_only: false,
+        },
     )
     .expect("the golden run finishes");
     let mut calls: Vec<(usize, CallRecord)> = outs

@@ -472,7 +472,10 @@ mod tests {
                 seed: 1,
                 fast_forward: false,
             },
-            &Traced { inner: program },
+            &Traced {
+                inner: program,
+                files_only: true,
+            },
         )
         .unwrap();
         let rows: Vec<Vec<u8>> = outs

@@ -49,16 +49,36 @@ fn pattern_word(key: u64, word: u64) -> [u8; 8] {
 
 /// Fills `buf` with the data that belongs at `offset` of file `file_id`: byte `o`
 /// of the file is byte `o mod 8` (little-endian) of the pattern word `o / 8`.
+/// One compiled copy (not inlined) serves every caller, so that a benchmark
+/// costs the same whichever context it runs in (traced or not).
+#[inline(never)]
 pub fn fill(buf: &mut [u8], seed: u64, file_id: u64, offset: u64) {
     let key = pattern_key(seed, file_id);
-    let mut i = 0;
-    while i < buf.len() {
+    let len = buf.len();
+    let (head, words, tail) = split_words(len, offset);
+    let (first, rest) = buf.split_at_mut(head);
+    let (whole, last) = rest.split_at_mut(words * 8);
+    fill_bytes(first, key, offset);
+    let word0 = (offset + head as u64) / 8;
+    for (k, w) in whole.chunks_exact_mut(8).enumerate() {
+        w.copy_from_slice(&pattern_word(key, word0 + k as u64));
+    }
+    fill_bytes(last, key, offset + (len - tail) as u64);
+}
+
+/// A buffer of `len` bytes at file offset `offset` as (bytes before the first
+/// whole pattern word, whole words, bytes after the last).
+fn split_words(len: usize, offset: u64) -> (usize, usize, usize) {
+    let head = (((8 - offset % 8) % 8) as usize).min(len);
+    let words = (len - head) / 8;
+    (head, words, len - head - 8 * words)
+}
+
+/// [`fill`] byte by byte, for the ends of a buffer that cut a pattern word.
+fn fill_bytes(buf: &mut [u8], key: u64, offset: u64) {
+    for (i, b) in buf.iter_mut().enumerate() {
         let o = offset + i as u64;
-        let w = pattern_word(key, o / 8);
-        let start = (o % 8) as usize;
-        let n = (8 - start).min(buf.len() - i);
-        buf[i..i + n].copy_from_slice(&w[start..start + n]);
-        i += n;
+        *b = pattern_word(key, o / 8)[(o % 8) as usize];
     }
 }
 
@@ -86,37 +106,74 @@ impl Mismatch {
 
 /// Compares `buf`, read from `offset` of file `file_id`, with the pattern
 /// [`fill`] writes; returns the number of differing bytes and the first one.
+/// Whole words compare as integers, so the check costs about what the fill does.
+#[inline(never)]
 pub fn verify(buf: &[u8], seed: u64, file_id: u64, offset: u64) -> (u64, Option<Mismatch>) {
     let key = pattern_key(seed, file_id);
     let (mut count, mut first) = (0u64, None);
-    let mut i = 0;
-    while i < buf.len() {
-        let o = offset + i as u64;
-        let w = pattern_word(key, o / 8);
-        let start = (o % 8) as usize;
-        let n = (8 - start).min(buf.len() - i);
-        // Whole words compare as integers: the check then costs about what the
-        // fill does (it runs inside the timed region of a real read).
-        let same = match n {
-            8 => {
-                u64::from_le_bytes(buf[i..i + 8].try_into().expect("8 bytes"))
-                    == u64::from_le_bytes(w)
-            }
-            _ => buf[i..i + n] == w[start..start + n],
-        };
-        if !same {
-            for k in 0..n {
-                if buf[i + k] != w[start + k] {
-                    count += 1;
-                    first.get_or_insert(Mismatch {
-                        offset: o + k as u64,
-                        expected: w[start + k],
-                        got: buf[i + k],
-                    });
-                }
+    let mut check = |i: usize, got: &[u8]| {
+        for (k, &g) in got.iter().enumerate() {
+            let o = offset + (i + k) as u64;
+            let expected = pattern_word(key, o / 8)[(o % 8) as usize];
+            if g != expected {
+                count += 1;
+                first.get_or_insert(Mismatch {
+                    offset: o,
+                    expected,
+                    got: g,
+                });
             }
         }
-        i += n;
+    };
+    let (head, words, tail) = split_words(buf.len(), offset);
+    check(0, &buf[..head]);
+    let word0 = (offset + head as u64) / 8;
+    for (k, w) in buf[head..head + 8 * words].chunks_exact(8).enumerate() {
+        let got = u64::from_le_bytes(w.try_into().expect("8 bytes"));
+        if got != mix64(key ^ (word0 + k as u64)) {
+            check(head + 8 * k, w);
+        }
     }
+    check(buf.len() - tail, &buf[buf.len() - tail..]);
     (count, first)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    /// The definition, byte by byte.
+    fn byte_at(seed: u64, file_id: u64, o: u64) -> u8 {
+        pattern_word(pattern_key(seed, file_id), o / 8)[(o % 8) as usize]
+    }
+
+    proptest! {
+        #[test]
+        fn fill_is_the_definition_at_any_offset_and_length(
+            seed in any::<u64>(), file_id in 0u64..1000, offset in 0u64..1 << 40, len in 0usize..200,
+        ) {
+            let mut buf = vec![0u8; len];
+            fill(&mut buf, seed, file_id, offset);
+            for (i, &b) in buf.iter().enumerate() {
+                prop_assert_eq!(b, byte_at(seed, file_id, offset + i as u64));
+            }
+            prop_assert_eq!(verify(&buf, seed, file_id, offset), (0, None));
+        }
+
+        #[test]
+        fn verify_counts_every_flipped_byte_and_names_the_first(
+            offset in 0u64..1 << 40, len in 1usize..200, flips in proptest::collection::btree_set(0usize..200, 1..6),
+        ) {
+            let mut buf = vec![0u8; len];
+            fill(&mut buf, 7, 3, offset);
+            let flips: Vec<usize> = flips.into_iter().filter(|&f| f < len).collect();
+            for &f in &flips {
+                buf[f] ^= 0x5a;
+            }
+            let (count, first) = verify(&buf, 7, 3, offset);
+            prop_assert_eq!(count, flips.len() as u64);
+            prop_assert_eq!(first.map(|m| m.offset), flips.first().map(|&f| offset + f as u64));
+        }
+    }
 }

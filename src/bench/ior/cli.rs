@@ -31,8 +31,10 @@ after each repetition that wrote it unless -k, and there is no stonewalling.
 Each transfer is filled with its pattern before it is written and checked after it
 is read inside the timed loop; IOR fills its buffer once and checks only with -R/-W,
 in separate passes. Measured here (2 ranks, MPI-IO, -t 1m -b 256m, page cache,
-IOR 4 built beside it, 3 alternating runs of -i 3): reads 3951-4812 MiB/s against
-IOR's 12600-25560; without the per-transfer work (a test build) 15783-25318, IOR's band.";
+IOR 4 built beside it, 3 alternating runs of -i 3, MiB/s): reads 8925-9590 against
+IOR's 16251-25535 (a test build without the check read 15783-25318); writes
+4880-5617 against IOR's 1865-2200 (its first repetition 400), not yet explained
+(IOR 4 calls the large-count MPI_File_write_at_c).";
 
 /// The examples after the help.
 pub const AFTER_HELP: &str = "\

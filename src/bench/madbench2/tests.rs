@@ -50,6 +50,7 @@ fn dry_calls(a: &Madbench2Args, ranks: usize) -> Vec<(Madbench2Outcome, Vec<Call
     let plan = a.validate(ranks as u64).unwrap();
     let program = Traced {
         inner: Madbench2Program::new(plan),
+        files_only: false,
     };
     crate::backend::null::launch(ranks, &program).expect("no deadlock")
 }
