@@ -198,15 +198,7 @@ fn real_trace_replayed_for_real_keeps_every_phase_run() {
         // phase 1 writes only, so it is all ranks' bytes over that time.
         if k == 1 {
             let t = &r["tables"]["repetitions"];
-            let cols: Vec<&str> = t["columns"]
-                .as_array()
-                .unwrap()
-                .iter()
-                .map(|c| c.as_str().unwrap())
-                .collect();
-            let at = |row: &serde_json::Value, c: &str| {
-                row[cols.iter().position(|x| *x == c).unwrap()].as_f64().unwrap()
-            };
+            let at = |row: &serde_json::Value, c: &str| row[column(t, c)].as_f64().unwrap();
             let row = &t["rows"][0];
             let bw = at(row, "block_kib") * 1024.0 * 4.0 / at(row, "wrrd_s");
             let bw_ch = j["estimates"][0]["bw_ch"].as_f64().unwrap();
