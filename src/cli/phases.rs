@@ -28,11 +28,11 @@ Writes DIR/phases.json (the phases and the trace's warnings), DIR/offsets.svg (t
 offset of every call over its tick, one line per rank, up to 8 ranks) and
 DIR/index.html. Without a replay it prints each phase's IOR command line; with
 --replay-sim SCENARIO (the twin) or --replay-real --dir DIR (mpiexec) it runs each
-phase as the method's IOR-style run and prints BW_CH (over the replay's data calls, IOR's
-wr/rd time, as BW_MD), Time_io = weight / BW_CH, the
-traced BW_MD and I/O time (and the time with the waits in collective calls), the
-error and the usage of the peak BW_PK (the storage of --scenario or of the replay's
-scenario); then also DIR/estimate.svg.";
+phase as the method's IOR-style run and prints BW_CH (over the replay's data calls,
+IOR's wr/rd time, as BW_MD), Time_io = weight / BW_CH, the traced BW_MD and I/O time
+(and the time with the waits in collective calls), the error and the usage of the
+peak BW_PK (the storage of --scenario or of the replay's scenario); then also
+DIR/estimate.svg.";
 
 /// Examples.
 pub(crate) const AFTER_HELP: &str = "\
