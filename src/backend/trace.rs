@@ -634,7 +634,8 @@ pub fn trace_rows(rank: usize, calls: &[CallRecord]) -> Vec<u8> {
     for c in calls {
         let Some(io) = &c.io else { continue };
         put(&mut w, format_args!("{rank}"));
-        w.write_field(io.file.as_bytes()).expect("writing to memory");
+        w.write_field(io.file.as_bytes())
+            .expect("writing to memory");
         let (prefix, name) = operation_name(c.call, io.api);
         put(&mut w, format_args!("{prefix}{name}"));
         for v in [io.offset, io.offset_etypes] {

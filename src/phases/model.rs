@@ -326,7 +326,9 @@ pub fn phases(records: &[Record]) -> Vec<Phase> {
             let first = &members[0].0;
             let ranks: Vec<usize> = members.iter().map(|m| m.0.rank).collect();
             let unit_bytes = |p: &Pattern| p.unit.iter().map(|u| u.bytes).sum::<u64>();
-            let firsts = members.iter().map(|m| m.0.unit.first().map_or(0, |u| u.bytes));
+            let firsts = members
+                .iter()
+                .map(|m| m.0.unit.first().map_or(0, |u| u.bytes));
             let request_range = Some((firsts.clone().min(), firsts.max()))
                 .and_then(|(lo, hi)| lo.zip(hi))
                 .filter(|(lo, hi)| lo != hi);
@@ -608,8 +610,11 @@ mod tests {
         // the replay their mean.
         let found = btio_full_has_the_papers_41_phases("C", 16);
         let mean = 40 * 162u64.pow(3) / 16;
-        assert!(found[..40].iter().all(|p| p.request_range.is_some()
-            && p.replay_request() == mean));
+        assert!(
+            found[..40]
+                .iter()
+                .all(|p| p.request_range.is_some() && p.replay_request() == mean)
+        );
         assert_eq!(found[40].replay_request(), mean);
     }
 }

@@ -209,7 +209,11 @@ mod tests {
                     for dir in 0..3 {
                         let mut next = c.coord;
                         next[dir] = (next[dir] + 1) % p;
-                        assert_eq!(owner(next), d.successor(r, dir), "{grid:?} rank {r} dir {dir}");
+                        assert_eq!(
+                            owner(next),
+                            d.successor(r, dir),
+                            "{grid:?} rank {r} dir {dir}"
+                        );
                         let mut prev = c.coord;
                         prev[dir] = (prev[dir] + p - 1) % p;
                         assert_eq!(owner(prev), d.predecessor(r, dir));
