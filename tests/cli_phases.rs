@@ -7,27 +7,19 @@ use common::*;
 fn a_twin_madbench2_trace_gives_five_phases_json_and_plot() {
     let dir = tempfile::tempdir().unwrap();
     let scn = scenario("pvfs2-jbod.toml");
-    let run = [
-        "run",
-        "madbench2",
+    let run = madbench2_shared_mpi(
         "1024",
         "4",
-        "1",
         "32",
-        "1024",
-        "1",
-        "1",
-        "--filetype",
-        "shared",
-        "--iomethod",
-        "mpi",
-        "--sim",
-        scn.to_str().unwrap(),
-        "--ranks",
-        "4",
-        "--trace",
-        "t.csv",
-    ];
+        &[
+            "--sim",
+            scn.to_str().unwrap(),
+            "--ranks",
+            "4",
+            "--trace",
+            "t.csv",
+        ],
+    );
     let o = piotwin(dir.path(), &run);
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
     let o = piotwin(dir.path(), &["phases", "t.csv", "--out", "ph"]);
@@ -150,25 +142,7 @@ fn a_file_that_is_no_trace_exits_2_naming_it() {
 fn real_trace_replayed_for_real_keeps_every_phase_run() {
     let dir = tempfile::tempdir().unwrap();
     std::fs::create_dir(dir.path().join("scratch")).unwrap();
-    let run = [
-        "run",
-        "madbench2",
-        "256",
-        "4",
-        "1",
-        "16",
-        "1024",
-        "1",
-        "1",
-        "--filetype",
-        "shared",
-        "--iomethod",
-        "mpi",
-        "-p",
-        "scratch",
-        "--trace",
-        "t.csv",
-    ];
+    let run = madbench2_shared_mpi("256", "4", "16", &["-p", "scratch", "--trace", "t.csv"]);
     let Some(o) = mpirun(dir.path(), 4, &run) else {
         return;
     };

@@ -113,27 +113,19 @@ fn real_trace_gathers_every_ranks_calls_at_rank_0() {
 fn madbench2_traced_in_the_twin_shows_its_five_phases() {
     let dir = tempfile::tempdir().unwrap();
     let scn = scenario("nfs-raid5.toml");
-    let args = [
-        "run",
-        "madbench2",
+    let args = madbench2_shared_mpi(
         "2048",
         "8",
-        "1",
         "32",
-        "1024",
-        "1",
-        "1",
-        "--filetype",
-        "shared",
-        "--iomethod",
-        "mpi",
-        "--sim",
-        scn.to_str().unwrap(),
-        "--ranks",
-        "4",
-        "--trace",
-        "tr.csv",
-    ];
+        &[
+            "--sim",
+            scn.to_str().unwrap(),
+            "--ranks",
+            "4",
+            "--trace",
+            "tr.csv",
+        ],
+    );
     let o = piotwin(dir.path(), &args);
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
     let rows = rows(&dir.path().join("tr.csv"));

@@ -11,6 +11,33 @@ use std::time::{Duration, Instant};
 /// The binary under test.
 pub const BIN: &str = env!("CARGO_BIN_EXE_piotwin");
 
+/// `run madbench2 NO_PIX NO_BIN 1 SBLOCKSIZE 1024 1 1` (one gang, no token
+/// passing), one shared file through MPI-IO, then `more`.
+pub fn madbench2_shared_mpi<'a>(
+    no_pix: &'a str,
+    no_bin: &'a str,
+    sblocksize: &'a str,
+    more: &[&'a str],
+) -> Vec<&'a str> {
+    let mut v = vec![
+        "run",
+        "madbench2",
+        no_pix,
+        no_bin,
+        "1",
+        sblocksize,
+        "1024",
+        "1",
+        "1",
+        "--filetype",
+        "shared",
+        "--iomethod",
+        "mpi",
+    ];
+    v.extend_from_slice(more);
+    v
+}
+
 /// Runs `piotwin ARGS` in `dir`.
 pub fn piotwin<S: AsRef<std::ffi::OsStr>>(dir: &Path, args: &[S]) -> Output {
     piotwin_env(dir, args, &[])
