@@ -7,15 +7,17 @@ DEMO_IOR := -a MPIIO -b 4m -t 256k -s 4 -i 3
 
 .PHONY: demo validate test bench deps build reference-check
 
-# Install the system packages real mode needs (MPICH and libclang for rsmpi), if missing.
+# Install the system packages real mode needs (MPICH and libclang for rsmpi, gfortran for
+# the Fortran units of BTIO's fortran and epio subtypes), if missing.
 deps:
 	@need=""; command -v mpiexec >/dev/null 2>&1 || need="$$need mpich libmpich-dev"; \
 	command -v clang >/dev/null 2>&1 || need="$$need clang"; \
 	ls /usr/lib/llvm-*/lib/libclang.so* >/dev/null 2>&1 || need="$$need libclang-dev"; \
+	command -v gfortran >/dev/null 2>&1 || need="$$need gfortran"; \
 	if [ -n "$$need" ]; then \
 	  SUDO=""; [ "$$(id -u)" -eq 0 ] || SUDO=sudo; \
 	  echo "installing:$$need"; \
-	  $$SUDO apt-get update && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y mpich libmpich-dev clang libclang-dev; \
+	  $$SUDO apt-get update && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y mpich libmpich-dev clang libclang-dev gfortran; \
 	fi
 
 build: deps

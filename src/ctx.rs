@@ -18,8 +18,8 @@ use std::future::Future;
 
 pub use piotwin_types::stop::Checkpoint;
 pub use piotwin_types::{
-    Access, Api, Coordination, Datatype, Hints, IoError, IoResult, KernelKind, Op, OpenMode,
-    Position, ReduceOp, Repeat, Scope, View, within_budget,
+    Access, Api, Coordination, Datatype, FortranAccess, Hints, IoError, IoResult, KernelKind, Op,
+    OpenMode, Position, ReduceOp, Repeat, Scope, View, within_budget,
 };
 
 /// Everything `open` needs besides the path.

@@ -9,7 +9,8 @@
 //! The real-mode files are checked by a reader written here from the spec
 //! (`spec/btio.md`), independent of the benchmark's own layout code: the canonical
 //! file holds `u(5, nx, ny, nz)` per dump, and double `e` of it is `e + 1`; an
-//! `epio` file holds the rank's cells of BT's multi-partition one after another,
+//! `epio` file holds the rank's cells of BT's multi-partition one after another, one Fortran
+//! sequential record per cell and dump (a 4-byte length before and after each),
 //! each in Fortran order.
 
 use std::path::{Path, PathBuf};
@@ -271,8 +272,10 @@ fn assert_epio(bytes: &[u8], grid: [u64; 3], nprocs: u64, r: u64, dumps: u64) {
     let p = (nprocs as f64).sqrt() as u64;
     let [nx, ny, nz] = grid;
     let mut expect = Vec::new();
+    let mut records = Vec::new();
     for d in 0..dumps {
         for c in 0..p {
+            let before = expect.len();
             let kx = (r % p + c) % p;
             let ky = (r / p + p - c) % p;
             let (x0, sx) = cell_range(nx, p, kx);
@@ -288,12 +291,28 @@ fn assert_epio(bytes: &[u8], grid: [u64; 3], nprocs: u64, r: u64, dumps: u64) {
                     }
                 }
             }
+            records.push(8 * (expect.len() - before));
         }
     }
-    let got: Vec<f64> = bytes
-        .chunks_exact(8)
-        .map(|c| f64::from_le_bytes(c.try_into().unwrap()))
-        .collect();
+    // One Fortran sequential record per cell and dump: a 4-byte length before and after.
+    let mut got = Vec::new();
+    let mut at = 0;
+    for (i, len) in records.into_iter().enumerate() {
+        let marker = |at: usize| u32::from_le_bytes(bytes[at..at + 4].try_into().unwrap()) as usize;
+        assert_eq!(marker(at), len, "rank {r}: record {i}'s leading marker");
+        assert_eq!(
+            marker(at + 4 + len),
+            len,
+            "rank {r}: record {i}'s trailing marker"
+        );
+        got.extend(
+            bytes[at + 4..at + 4 + len]
+                .chunks_exact(8)
+                .map(|c| f64::from_le_bytes(c.try_into().unwrap())),
+        );
+        at += len + 8;
+    }
+    assert_eq!(at, bytes.len(), "rank {r}: epio file size");
     assert_eq!(got.len(), expect.len(), "rank {r}: epio file size");
     assert!(got == expect, "rank {r}: epio content differs");
 }

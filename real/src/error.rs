@@ -32,6 +32,18 @@ pub enum RealError {
         /// The OS error.
         source: std::io::Error,
     },
+    /// A Fortran I/O statement ended with a nonzero `IOSTAT` (Fortran units).
+    #[error("{call} on `{path}`: {message} (Fortran IOSTAT {iostat})")]
+    Fortran {
+        /// The statement, e.g. `WRITE(REC=)`.
+        call: &'static str,
+        /// The file of the unit.
+        path: String,
+        /// The statement's `IOSTAT`.
+        iostat: i32,
+        /// The runtime's `IOMSG`.
+        message: String,
+    },
     /// A request that MPI cannot express, e.g. a count above `i32::MAX`.
     #[error("{call}{}: {reason}", on_path(path))]
     Invalid {
@@ -166,6 +178,16 @@ impl From<RealError> for IoError {
                 op: call.to_string(),
                 path,
                 message: source.to_string(),
+            },
+            RealError::Fortran {
+                call,
+                path,
+                iostat,
+                message,
+            } => IoError::Call {
+                op: call.to_string(),
+                path,
+                message: format!("{message} (IOSTAT {iostat})"),
             },
             RealError::Invalid { call, path, reason } => IoError::Call {
                 op: call.to_string(),

@@ -17,7 +17,9 @@
 //!   ordered read/write families, nonblocking requests ([`Request`], [`wait_all`])
 //!   and one aggregated collective access over explicit extents
 //!   ([`File::xfer_extents_all`], PnetCDF's `ncmpi_wait_all` idea);
-//! * [`PosixFile`]: `pwrite`/`pread`/`fsync` for POSIX-API runs.
+//! * [`PosixFile`]: `pwrite`/`pread`/`fsync` for POSIX-API runs;
+//! * [`FortranUnit`]: unformatted direct and sequential Fortran I/O through the
+//!   Fortran runtime (statements of ours in `fortran/units.f90`, built with `$FC`).
 //!
 //! Every failure is a [`RealError`] naming the call, the file and MPI's
 //! (`MPI_Error_string`) or the OS's message.
@@ -36,6 +38,7 @@ mod datatype;
 mod env;
 mod error;
 mod file;
+mod fortran;
 mod info;
 mod posix;
 
@@ -47,5 +50,6 @@ pub use env::{
 };
 pub use error::{RealError, RealResult};
 pub use file::{File, Request, wait_all};
+pub use fortran::FortranUnit;
 pub use info::Info;
 pub use posix::{PosixFile, drop_cache};

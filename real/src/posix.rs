@@ -22,6 +22,11 @@ fn os<'a>(call: &'static str, path: &'a str) -> impl FnOnce(std::io::Error) -> R
     }
 }
 
+/// The error of an OS call that just failed (`errno`), on `path`.
+pub(crate) fn os_error(call: &'static str, path: &str) -> RealError {
+    os(call, path)(std::io::Error::last_os_error())
+}
+
 impl PosixFile {
     /// `open(2)` with the flags `mode` implies (`Create`: `O_CREAT|O_WRONLY`,
     /// `CreateReadWrite`: `O_CREAT|O_RDWR`, `Read`: `O_RDONLY`); never truncates.

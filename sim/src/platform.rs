@@ -56,6 +56,8 @@ pub(crate) struct Node {
     cores: usize,
     /// CPU seconds per system call.
     syscall: f64,
+    /// CPU seconds per Fortran data-transfer statement.
+    fortran_statement: f64,
     /// Extra latency of a message to a rank on this node when it is oversubscribed, in s.
     wakeup: f64,
     /// Per-core page-cache copy rates (write, read) in B/s.
@@ -218,6 +220,7 @@ impl Platform {
                     oversubscribed: false,
                     cores: g.cores,
                     syscall: g.syscall,
+                    fortran_statement: g.fortran_statement,
                     wakeup: g.oversubscribed_wakeup,
                     cache_bw: g
                         .cache
@@ -327,6 +330,11 @@ impl Platform {
     /// CPU seconds of one system call on `node`.
     pub(crate) fn syscall(&self, node: usize) -> f64 {
         self.nodes[node].syscall
+    }
+
+    /// CPU seconds of one Fortran data-transfer statement on `node`.
+    pub(crate) fn fortran_statement(&self, node: usize) -> f64 {
+        self.nodes[node].fortran_statement
     }
 
     /// Extra latency of a message step to a rank on `node` (its wake-up when

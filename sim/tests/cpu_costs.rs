@@ -9,7 +9,7 @@ mod common;
 use common::run;
 
 use piotwin_sim::{Rank, Scenario};
-use piotwin_types::{Access, Api, Coordination, KernelKind, Op, OpenMode, Position};
+use piotwin_types::{Access, Api, Coordination, FortranAccess, KernelKind, Op, OpenMode, Position};
 
 /// A node group of `cores` cores with only what a test names costing anything:
 /// zero latencies, a 1 GB/s memcpy, an SSD of 100 MB/s writes and 200 MB/s
@@ -91,13 +91,14 @@ fn terms_at_their_defaults_leave_times_bit_identical() {
         "mpiio.open=0s",
         "mpiio.close=0s",
         "nodes[0].syscall=0s",
+        "nodes[0].fortran_statement=0s",
         "nodes[0].oversubscribed_wakeup=0s",
         // the memcpy rate (only with a page cache: a --set would create one)
         "nodes[0].cache.write_bw=1GB/s",
         "nodes[0].cache.read_bw=1GB/s",
     ];
     for cache in [false, true] {
-        let off = &off[..if cache { 8 } else { 6 }];
+        let off = &off[..if cache { 9 } else { 7 }];
         let a = run(&scenario(2, cache, &[]), 2, async |r| {
             io_program(r, Api::MpiIo, 3, 65536).await
         });
@@ -190,6 +191,68 @@ fn posix_calls_pay_the_syscall_only() {
         "{:?} {:?}",
         base,
         with
+    );
+}
+
+/// A Fortran unit pays `nodes.fortran_statement` per statement on top of the system
+/// call: 4 direct-access accesses of 4096 bytes with RECL=512 are 32 statements;
+/// and a sequential unit puts each record behind its predecessor's markers.
+#[test]
+fn fortran_units_pay_per_statement_and_place_records_with_markers() {
+    let set = ["nodes[0].syscall=2us", "nodes[0].fortran_statement=300ns"];
+    let direct = Api::Fortran(FortranAccess::Direct { recl: 512 });
+    let without = run(&scenario(1, false, &set[..1]), 1, async |r| {
+        io_program(r, direct, 4, 4096).await
+    });
+    let with = run(&scenario(1, false, &set), 1, async |r| {
+        io_program(r, direct, 4, 4096).await
+    });
+    assert!(
+        close(with[0][1] - without[0][1], 32.0 * 300e-9),
+        "{without:?} {with:?}"
+    );
+    let posix = run(&scenario(1, false, &set[..1]), 1, async |r| {
+        io_program(r, Api::Posix, 4, 4096).await
+    });
+    assert_eq!(bits(&posix), bits(&without), "statements at 0 cost nothing");
+
+    let sizes = run(&scenario(1, false, &set), 1, async |r| {
+        let mut f = r
+            .open(
+                "/s",
+                OpenMode::Create,
+                false,
+                Api::Fortran(FortranAccess::Sequential),
+            )
+            .await
+            .unwrap();
+        for (off, len) in [(0, 800), (800, 1600)] {
+            let op = Op {
+                access: Access::Write,
+                coord: Coordination::Independent,
+                pos: Position::At(off),
+            };
+            assert_eq!(r.xfer(&mut f, op, len).await.unwrap(), len);
+        }
+        let out_of_order = Op {
+            access: Access::Write,
+            coord: Coordination::Independent,
+            pos: Position::At(0),
+        };
+        let err = r
+            .xfer(&mut f, out_of_order, 8)
+            .await
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("begin at 2400, not 0"), "{err}");
+        let size = r.file_size(&f).await;
+        r.close(f).await;
+        [size as f64, 0.0, 0.0, 0.0]
+    });
+    assert_eq!(
+        sizes[0][0],
+        800.0 + 1600.0 + 2.0 * 8.0,
+        "contents and markers"
     );
 }
 

@@ -28,8 +28,8 @@ use std::task::{Context, Poll, Waker};
 use std::time::Instant;
 
 use crate::ctx::{
-    Api, Coordination, Hints, IoBuf, IoCtx, IoError, IoResult, Kernel, Op, OpenMode, OpenOptions,
-    RankProgram, ReduceOp, Scope, View,
+    Api, Coordination, FortranAccess, Hints, IoBuf, IoCtx, IoError, IoResult, Kernel, Op, OpenMode,
+    OpenOptions, RankProgram, ReduceOp, Scope, View,
 };
 
 /// The null back end's one failure: the ranks wait on each other for ever.
@@ -125,6 +125,8 @@ pub struct NullFile {
     path: String,
     opts: OpenOptions,
     view: Option<View>,
+    /// Records moved so far (a sequential Fortran unit's markers count in its size).
+    records: u64,
 }
 
 /// A posted operation: its buffer and whether it completes collectively.
@@ -338,12 +340,13 @@ impl IoCtx for NullCtx {
             path: path.to_string(),
             opts: opts.clone(),
             view: None,
+            records: 0,
         })
     }
     async fn set_view(&self, file: &mut NullFile, view: &View) -> IoResult<()> {
-        if file.opts.api == Api::Posix {
+        if file.opts.api != Api::MpiIo {
             return Err(IoError::Invalid(format!(
-                "set_view on `{}`: POSIX files have no views",
+                "set_view on `{}`: POSIX files and Fortran units have no views",
                 file.path
             )));
         }
@@ -355,9 +358,9 @@ impl IoCtx for NullCtx {
     }
     async fn xfer(&self, file: &mut NullFile, op: Op, buf: &mut NullBuf) -> IoResult<usize> {
         if op.coord == Coordination::Collective {
-            if file.opts.api == Api::Posix {
+            if file.opts.api != Api::MpiIo {
                 return Err(IoError::Invalid(format!(
-                    "collective transfer on POSIX file `{}`",
+                    "collective transfer on POSIX file or Fortran unit `{}`",
                     file.path
                 )));
             }
@@ -369,12 +372,24 @@ impl IoCtx for NullCtx {
         if op.access == crate::ctx::Access::Write && !writable {
             return Err(Self::call_err("write", &file.path, "file opened read-only"));
         }
+        let mut markers = 0;
+        if let Api::Fortran(unit) = file.opts.api {
+            if let crate::ctx::Position::At(off) = op.pos
+                && let Some(why) = unit.refuses(off, buf.len() as u64)
+            {
+                return Err(IoError::Invalid(format!("`{}`: {why}", file.path)));
+            }
+            if unit == FortranAccess::Sequential {
+                file.records += 1;
+                markers = file.records * piotwin_types::SEQUENTIAL_MARKERS;
+            }
+        }
         if let (crate::ctx::Access::Write, crate::ctx::Position::At(off), None) =
             (op.access, op.pos, &file.view)
         {
             let mut files = self.world.files.borrow_mut();
             let size = files.entry(file.path.clone()).or_insert(0);
-            *size = (*size).max(off + buf.len() as u64);
+            *size = (*size).max(off + buf.len() as u64 + markers);
         }
         Ok(buf.len())
     }
@@ -415,7 +430,7 @@ impl IoCtx for NullCtx {
     fn hints_in_effect(&self, file: &NullFile) -> Hints {
         match file.opts.api {
             Api::MpiIo => file.opts.hints.clone(),
-            Api::Posix => Hints::new(),
+            Api::Posix | Api::Fortran(_) => Hints::new(),
         }
     }
     async fn close(&self, file: NullFile) -> IoResult<()> {

@@ -3,8 +3,9 @@
 //! One MPI process per rank; every call completes synchronously inside `poll`
 //! (MPI blocks the thread), so [`crate::ctx::block_on`] drives a whole program.
 //!
-//! Mapping of [`Op`] onto MPI-IO (POSIX files: `pwrite`/`pread`, always
-//! independent, byte offsets):
+//! Mapping of [`Op`] onto MPI-IO (POSIX files: `pwrite`/`pread`; Fortran units:
+//! `WRITE`/`READ` statements through the Fortran runtime; both always independent,
+//! byte offsets):
 //!
 //! | access | [`Coordination`] | [`Position`] | MPI call |
 //! |---|---|---|---|
@@ -26,7 +27,7 @@
 //! zero bytes) and calls `wait_all` with them; a `wait_all` holding no collective
 //! request is purely local.
 
-use piotwin_real::{Comm, File, Info, PosixFile, RealError, Request};
+use piotwin_real::{Comm, File, FortranUnit, Info, PosixFile, RealError, Request};
 
 use crate::ctx::{
     Access, Api, Coordination, Hints, IoBuf, IoCtx, IoError, IoResult, Kernel, Op, OpenOptions,
@@ -130,12 +131,25 @@ impl IoBuf for RealBuf {
     }
 }
 
-/// An open file: MPI-IO or POSIX.
+/// An open file: MPI-IO, POSIX or a Fortran unit.
 pub struct RealFile(FileKind);
 
 enum FileKind {
     Mpi(File),
     Posix(PosixFile),
+    Fortran(FortranUnit),
+}
+
+impl FileKind {
+    /// The path of a file of no views and no hints (POSIX or Fortran), with its
+    /// API's name; `None` for an MPI-IO file.
+    fn plain(&self) -> Option<(&'static str, &str)> {
+        match self {
+            FileKind::Mpi(_) => None,
+            FileKind::Posix(f) => Some(("POSIX", f.path())),
+            FileKind::Fortran(f) => Some(("Fortran", f.path())),
+        }
+    }
 }
 
 /// A posted nonblocking operation; owns its buffer until `wait_all`.
@@ -151,25 +165,27 @@ enum ReqKind {
         extents: Vec<(u64, u64)>,
         buf: Vec<u8>,
     },
-    /// Already complete (POSIX requests run at `post`).
+    /// Already complete (POSIX and Fortran requests run at `post`).
     Done(Vec<u8>),
 }
 
-fn posix_only_independent(file: &PosixFile, op: Op) -> IoResult<u64> {
-    match op.pos {
-        Position::At(offset) => Ok(offset),
-        Position::SharedPointer => Err(IoError::Invalid(format!(
-            "{op:?} on POSIX file `{}`: POSIX files have no shared file pointer; use an explicit offset",
-            file.path()
-        ))),
-    }
-}
-
-fn posix_xfer(file: &PosixFile, op: Op, buf: &mut [u8]) -> IoResult<usize> {
-    let offset = posix_only_independent(file, op)?;
-    Ok(match op.access {
-        Access::Write => file.write_at(offset, buf)?,
-        Access::Read => file.read_at(offset, buf)?,
+/// An access to a POSIX file or a Fortran unit: independent, at an explicit offset.
+fn plain_xfer(file: &mut FileKind, op: Op, buf: &mut [u8]) -> IoResult<usize> {
+    let offset = match op.pos {
+        Position::At(offset) => offset,
+        Position::SharedPointer => {
+            let (api, path) = file.plain().expect("a POSIX or Fortran file");
+            return Err(IoError::Invalid(format!(
+                "{op:?} on {api} file `{path}`: {api} files have no shared file pointer; use an explicit offset"
+            )));
+        }
+    };
+    Ok(match (file, op.access) {
+        (FileKind::Posix(f), Access::Write) => f.write_at(offset, buf)?,
+        (FileKind::Posix(f), Access::Read) => f.read_at(offset, buf)?,
+        (FileKind::Fortran(f), Access::Write) => f.write_at(offset, buf)?,
+        (FileKind::Fortran(f), Access::Read) => f.read_at(offset, buf)?,
+        (FileKind::Mpi(_), _) => unreachable!("MPI-IO files take MPI calls"),
     })
 }
 
@@ -238,6 +254,7 @@ impl IoCtx for RealCtx {
         let mode = opts.mode;
         Ok(RealFile(match opts.api {
             Api::Posix => FileKind::Posix(PosixFile::open(path, mode)?),
+            Api::Fortran(access) => FileKind::Fortran(FortranUnit::open(path, mode, access)?),
             Api::MpiIo => {
                 let info = Info::from_hints(&opts.hints)?;
                 let comm = match opts.scope {
@@ -252,19 +269,25 @@ impl IoCtx for RealCtx {
     async fn set_view(&self, file: &mut RealFile, view: &View) -> IoResult<()> {
         match &mut file.0 {
             FileKind::Mpi(f) => Ok(f.set_view(view)?),
-            FileKind::Posix(f) => Err(IoError::Invalid(format!(
-                "set_view on POSIX file `{}`: POSIX files have no views",
-                f.path()
-            ))),
+            other => {
+                let (api, path) = other.plain().expect("not MPI-IO");
+                Err(IoError::Invalid(format!(
+                    "set_view on {api} file `{path}`: {api} files have no views"
+                )))
+            }
         }
     }
 
     async fn xfer(&self, file: &mut RealFile, op: Op, buf: &mut RealBuf) -> IoResult<usize> {
-        let f = match &file.0 {
-            FileKind::Posix(f) => {
-                return posix_xfer(f, op, buf.bytes_mut().expect("a real buffer holds bytes"));
+        let f = match &mut file.0 {
+            FileKind::Mpi(f) => &*f,
+            other => {
+                return plain_xfer(
+                    other,
+                    op,
+                    buf.bytes_mut().expect("a real buffer holds bytes"),
+                );
             }
-            FileKind::Mpi(f) => f,
         };
         let b = buf.bytes_mut().expect("a real buffer holds bytes");
         Ok(match (op.access, op.coord, op.pos) {
@@ -289,12 +312,12 @@ impl IoCtx for RealCtx {
 
     async fn post(&self, file: &mut RealFile, op: Op, buf: RealBuf) -> IoResult<RealRequest> {
         let mut buf = buf.into_vec();
-        let f = match &file.0 {
-            FileKind::Posix(f) => {
-                posix_xfer(f, op, &mut buf)?;
+        let f = match &mut file.0 {
+            FileKind::Mpi(f) => &*f,
+            other => {
+                plain_xfer(other, op, &mut buf)?;
                 return Ok(RealRequest(ReqKind::Done(buf)));
             }
-            FileKind::Mpi(f) => f,
         };
         Ok(RealRequest(match (op.access, op.coord, op.pos) {
             (Access::Write, Coordination::Independent, Position::At(o)) => {
@@ -360,7 +383,7 @@ impl IoCtx for RealCtx {
         if !aggregated.is_empty() {
             let FileKind::Mpi(f) = &mut file.0 else {
                 return Err(IoError::Invalid(
-                    "collective requests on a POSIX file".into(),
+                    "collective requests on a POSIX file or a Fortran unit".into(),
                 ));
             };
             let mut writes: Vec<(u64, &[u8])> = Vec::new();
@@ -397,6 +420,7 @@ impl IoCtx for RealCtx {
         Ok(match &file.0 {
             FileKind::Mpi(f) => f.sync()?,
             FileKind::Posix(f) => f.sync()?,
+            FileKind::Fortran(f) => f.sync()?,
         })
     }
 
@@ -408,17 +432,21 @@ impl IoCtx for RealCtx {
         match &file.0 {
             FileKind::Mpi(f) => Ok(piotwin_real::drop_cache(f.path())?),
             FileKind::Posix(f) => Ok(f.drop_cache()?),
+            FileKind::Fortran(f) => Ok(f.drop_cache()?),
         }
     }
 
-    /// `MPI_File_set_info`; POSIX files take no hints, which is an error here.
+    /// `MPI_File_set_info`; POSIX files and Fortran units take no hints, which is
+    /// an error here.
     async fn set_info(&self, file: &mut RealFile, hints: &Hints) -> IoResult<()> {
         match &file.0 {
             FileKind::Mpi(f) => Ok(f.set_info(&Info::from_hints(hints)?)?),
-            FileKind::Posix(f) => Err(IoError::Invalid(format!(
-                "set_info on POSIX file `{}`: POSIX files take no MPI-IO hints",
-                f.path()
-            ))),
+            other => {
+                let (api, path) = other.plain().expect("not MPI-IO");
+                Err(IoError::Invalid(format!(
+                    "set_info on {api} file `{path}`: {api} files take no MPI-IO hints"
+                )))
+            }
         }
     }
 
@@ -426,15 +454,16 @@ impl IoCtx for RealCtx {
         Ok(match &file.0 {
             FileKind::Mpi(f) => f.size()?,
             FileKind::Posix(f) => f.size()?,
+            FileKind::Fortran(f) => f.size()?,
         })
     }
 
-    /// `MPI_File_get_info` read back; empty for POSIX files (and where MPI fails to
-    /// answer, which it does only for an invalid handle).
+    /// `MPI_File_get_info` read back; empty for POSIX files and Fortran units (and
+    /// where MPI fails to answer, which it does only for an invalid handle).
     fn hints_in_effect(&self, file: &RealFile) -> Hints {
         match &file.0 {
             FileKind::Mpi(f) => f.info().unwrap_or_default(),
-            FileKind::Posix(_) => Hints::new(),
+            FileKind::Posix(_) | FileKind::Fortran(_) => Hints::new(),
         }
     }
 
@@ -443,6 +472,7 @@ impl IoCtx for RealCtx {
             FileKind::Mpi(f) => Ok(f.close()?),
             // Dropping the std file closes it; close(2) errors are not reported by std.
             FileKind::Posix(f) => Ok(drop(f)),
+            FileKind::Fortran(f) => Ok(f.close()?),
         }
     }
 

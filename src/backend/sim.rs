@@ -102,10 +102,10 @@ impl IoCtx for SimCtx {
     }
 
     async fn open(&self, path: &str, opts: &OpenOptions) -> IoResult<SimFile> {
-        // POSIX files take no MPI-IO hints.
+        // POSIX files and Fortran units take no MPI-IO hints.
         let hints = match opts.api {
             Api::MpiIo => opts.hints.clone(),
-            Api::Posix => Hints::new(),
+            Api::Posix | Api::Fortran(_) => Hints::new(),
         };
         let inner = self
             .rank

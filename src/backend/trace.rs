@@ -616,6 +616,15 @@ fn operation_name(call: &'static str, api: Api) -> (&'static str, &'static str) 
             "sync" => ("", "fsync"),
             other => ("", other),
         },
+        // Fortran's statements; an access of several direct-access records is one row.
+        Api::Fortran(_) => match call {
+            "write_at" => ("", "WRITE"),
+            "read_at" => ("", "READ"),
+            "open" => ("", "OPEN"),
+            "close" => ("", "CLOSE"),
+            "sync" => ("", "FLUSH+fsync"),
+            other => ("", other),
+        },
     }
 }
 

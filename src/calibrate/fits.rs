@@ -8,6 +8,7 @@
 //! | `metadata.delete`, `metadata.delete_bw` | unlink of synced cached files over sizes | time = delete + bytes / delete_bw (Huber) |
 //! | `nodes.compute.pattern` | IOR's data pattern, filled and checked | time = latency + bytes / bw (Huber) |
 //! | `nodes.compute.flops` | MADbench2's busy-work loop over loop counts | time = latency + flops / rate (Huber) |
+//! | `nodes.fortran_statement` | Fortran `WRITE(REC=)` of 40-byte records over statement counts | time = latency + statements · cost (Huber) |
 //! | `nodes.nic_latency`, `nodes.nic_bw` | pingpong, 2 ranks | exchange time = latency + bytes / bw (Huber) |
 //! | `nodes.oversubscribed_wakeup` | pingpong barriers | (mean barrier at N > cores ranks − mean barrier at `cores` ranks) / ⌈log2 N⌉ steps |
 //! | `nodes.syscall`, `nodes.cache.write_bw` | IOzone write, cached files | time per record = latency + record / bw (Huber) |
@@ -289,6 +290,38 @@ fn fit_memcpy(r: &ProbeResults, f: &mut Fitted) {
             quality: quality(&fit),
         }),
         Err(e) => f.skip(&[FLOPS], why(&e)),
+    }
+    let statements: Vec<(f64, f64)> = r
+        .fortran
+        .iter()
+        .map(|s| (s.statements as f64, s.seconds))
+        .collect();
+    const STATEMENT: &str = "nodes.fortran_statement";
+    match fit_latency_bandwidth_robust(&statements, LEVEL) {
+        // The fit's "bandwidth" is statements per second: its inverse is the cost.
+        Ok(fit) => {
+            let per = |rate: f64| {
+                if rate > 0.0 {
+                    1.0 / rate
+                } else {
+                    f64::INFINITY
+                }
+            };
+            let b = &fit.bandwidth_bytes_per_s;
+            f.params.push(Param {
+                key: STATEMENT.into(),
+                unit: Unit::Time,
+                value: per(b.value),
+                low: per(b.ci_high),
+                high: per(b.ci_low),
+                probe: format!(
+                    "fortran: WRITE(REC=) statements of {}-byte records (BTIO fortran's) in process over statement counts",
+                    super::memcpy::FORTRAN_PROBE_RECL
+                ),
+                quality: quality(&fit),
+            });
+        }
+        Err(e) => f.skip(&[STATEMENT], why(&e)),
     }
 }
 
@@ -861,6 +894,7 @@ pub(crate) mod tests {
     const MEMCPY: f64 = 8e9;
     const PATTERN: f64 = 3e9;
     const FLOPS: f64 = 6e9;
+    const STATEMENT: f64 = 250e-9;
     const WARM: u64 = 1200 << 20;
     const SHARED_PTR: f64 = 3e-6;
     const DELETE: f64 = 40e-6;
@@ -891,6 +925,16 @@ pub(crate) mod tests {
                 r.busy_work.push(crate::calibrate::memcpy::FlopSample {
                     flops,
                     seconds: 2e-6 + flops / FLOPS + 20e-6 * nb.normal(),
+                });
+            }
+        }
+        // Fortran statements with their own noise.
+        let mut nf = Lcg(0x4f1b_bcdc_bfa5_3e0b);
+        for statements in crate::calibrate::memcpy::FORTRAN_PROBE_COUNTS {
+            for _ in 0..6 {
+                r.fortran.push(crate::calibrate::memcpy::StatementSample {
+                    statements,
+                    seconds: 5e-6 + statements as f64 * STATEMENT + 20e-6 * nf.normal(),
                 });
             }
         }
@@ -1089,6 +1133,7 @@ pub(crate) mod tests {
         within(&f, "nodes.compute.memcpy", MEMCPY);
         within(&f, "nodes.compute.pattern", PATTERN);
         within(&f, "nodes.compute.flops", FLOPS);
+        within(&f, "nodes.fortran_statement", STATEMENT);
         within(&f, "nodes.cache.fresh_bw", FRESH_BW);
         within(&f, "mpiio.shared_pointer", SHARED_PTR);
         within(&f, "metadata.delete_bw", DELETE_BW);

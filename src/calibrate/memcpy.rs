@@ -4,8 +4,10 @@
 //! `nodes.compute.pattern` (what real IOR spends on its data check inside the
 //! timed region), file deletion over file sizes, for `metadata.delete` and
 //! `metadata.delete_bw`, and MADbench2's busy-work loop over loop counts, for
-//! `nodes.compute.flops` (the rate the twin charges plain loops at). They run in the calibrating process itself: no MPI is
-//! involved.
+//! `nodes.compute.flops` (the rate the twin charges plain loops at), and Fortran
+//! direct-access `WRITE` statements over statement counts, for
+//! `nodes.fortran_statement` (the runtime's cost per statement). They run in the
+//! calibrating process itself: no MPI is involved.
 
 use std::time::Instant;
 
@@ -136,6 +138,75 @@ pub struct FlopSample {
 
 /// The SBLOCKSIZE the busy-work probe runs at: MADbench2's usual block size.
 pub const BUSY_WORK_BLOCK: usize = 32;
+
+/// One timed run of Fortran data-transfer statements.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct StatementSample {
+    /// Statements made (one record each).
+    pub statements: u64,
+    /// Seconds they took.
+    pub seconds: f64,
+}
+
+/// The Fortran probe's record: BTIO `fortran`'s, one grid point's five reals.
+pub const FORTRAN_PROBE_RECL: u32 = 40;
+
+/// The statement counts of the Fortran probe.
+pub const FORTRAN_PROBE_COUNTS: [u64; 4] = [1024, 4096, 16384, 65536];
+
+/// Times `WRITE(REC=)` statements of [`FORTRAN_PROBE_RECL`]-byte records through the
+/// Fortran runtime (the very statements BTIO's `fortran` subtype makes), `reps`
+/// runs at each count of consecutive records, after one untimed run, in a file in
+/// `dir` (removed after). Consecutive records let the runtime write its buffer out
+/// in large `write(2)`s, so the time per statement is the runtime's own work (the
+/// twin charges a subtype's system calls separately).
+#[cfg(feature = "mpi")]
+pub fn measure_fortran(
+    dir: &std::path::Path,
+    counts: &[u64],
+    reps: usize,
+) -> Result<Vec<StatementSample>, String> {
+    use piotwin_real::FortranUnit;
+    use piotwin_types::{FortranAccess, OpenMode};
+    let path = dir.join("fortran-probe.tmp");
+    let name = path.to_string_lossy().into_owned();
+    let max = counts.iter().copied().max().unwrap_or(0) as usize;
+    let reals: Vec<f64> = (0..max * FORTRAN_PROBE_RECL as usize / 8)
+        .map(|i| i as f64)
+        .collect();
+    let bytes: Vec<u8> = reals.iter().flat_map(|r| r.to_ne_bytes()).collect();
+    // 8-byte aligned as the statements want: a copy into u64s, seen as bytes.
+    let words: Vec<u64> = bytes
+        .chunks_exact(8)
+        .map(|c| u64::from_ne_bytes(c.try_into().expect("8 bytes")))
+        .collect();
+    // SAFETY: u64s are 8-byte aligned; the slice covers exactly the vector's bytes.
+    let data = unsafe { std::slice::from_raw_parts(words.as_ptr().cast::<u8>(), words.len() * 8) };
+    let access = FortranAccess::Direct {
+        recl: FORTRAN_PROBE_RECL,
+    };
+    let run = || -> Result<Vec<StatementSample>, piotwin_real::RealError> {
+        let mut unit = FortranUnit::open(&name, OpenMode::CreateReadWrite, access)?;
+        let mut out = Vec::with_capacity(counts.len() * reps);
+        for &n in counts {
+            let part = &data[..n as usize * FORTRAN_PROBE_RECL as usize];
+            unit.write_at(0, part)?;
+            for _ in 0..reps {
+                let t0 = Instant::now();
+                unit.write_at(0, part)?;
+                out.push(StatementSample {
+                    statements: n,
+                    seconds: t0.elapsed().as_secs_f64(),
+                });
+            }
+        }
+        unit.close()?;
+        Ok(out)
+    };
+    let out = run().map_err(|e| e.to_string());
+    let _ = std::fs::remove_file(&path);
+    out
+}
 
 /// Runs MADbench2's busy-work loop (`crate::bench::madbench2::busy_loop`, the
 /// very code real runs execute) `reps` times at each loop count, each run one

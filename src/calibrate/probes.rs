@@ -83,6 +83,9 @@ pub struct ProbeResults {
     /// MADbench2's busy-work loop over loop counts.
     #[serde(default)]
     pub busy_work: Vec<super::memcpy::FlopSample>,
+    /// Fortran direct-access `WRITE` statements over statement counts.
+    #[serde(default)]
+    pub fortran: Vec<super::memcpy::StatementSample>,
     /// Point-to-point rows, every run.
     pub pingpong: Vec<PingRow>,
     /// IOR rows, every run.
@@ -103,6 +106,7 @@ impl ProbeResults {
             pattern: Vec::new(),
             delete: Vec::new(),
             busy_work: Vec::new(),
+            fortran: Vec::new(),
             pingpong: Vec::new(),
             ior: Vec::new(),
             iozone: Vec::new(),

@@ -347,6 +347,17 @@ fn probe(inp: &Inputs, plan: Plan, scratch: &Path) -> ProbeResults {
     results.memcpy = memcpy::measure(&plan.memcpy_sizes, plan.memcpy_reps);
     results.pattern = memcpy::measure_pattern(&plan.memcpy_sizes, plan.memcpy_reps);
     results.busy_work = memcpy::measure_busy_work(&plan.busy_loops, plan.memcpy_reps);
+    #[cfg(feature = "mpi")]
+    let fortran = memcpy::measure_fortran(scratch, &memcpy::FORTRAN_PROBE_COUNTS, plan.memcpy_reps);
+    #[cfg(not(feature = "mpi"))]
+    let fortran = Err("this piotwin was built without MPI, so without the Fortran runtime".into());
+    match fortran {
+        Ok(s) => results.fortran = s,
+        Err(e) => results.failures.push(StepFailure {
+            step: "fortran: timed Fortran WRITE statements in the scratch directory".into(),
+            message: e,
+        }),
+    }
     match memcpy::measure_delete(scratch, &plan.delete_sizes, 2) {
         Ok(d) => results.delete = d,
         Err(e) => results.failures.push(StepFailure {
@@ -357,10 +368,11 @@ fn probe(inp: &Inputs, plan: Plan, scratch: &Path) -> ProbeResults {
     progress.step(
         "memcpy",
         &format!(
-            "{} copies, {} data-pattern fills and checks, {} busy-work loops",
+            "{} copies, {} data-pattern fills and checks, {} busy-work loops, {} Fortran runs",
             results.memcpy.len(),
             results.pattern.len(),
-            results.busy_work.len()
+            results.busy_work.len(),
+            results.fortran.len()
         ),
     );
     for (i, step) in plan.steps.iter().enumerate() {

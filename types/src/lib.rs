@@ -19,6 +19,6 @@ mod vocab;
 pub use datatype::{DARG_DEFAULT, Datatype, Distrib, Extents, Order, TypeError, View, ViewExtents};
 pub use hints::{Hints, HintsError};
 pub use vocab::{
-    Access, Api, Coordination, IoError, IoResult, KernelKind, Op, OpenMode, Position, ReduceOp,
-    Repeat, Scope, within_budget,
+    Access, Api, Coordination, FortranAccess, IoError, IoResult, KernelKind, Op, OpenMode,
+    Position, ReduceOp, Repeat, SEQUENTIAL_MARKERS, Scope, within_budget,
 };

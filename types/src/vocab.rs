@@ -151,6 +151,63 @@ pub enum Api {
     Posix,
     /// MPI-IO (ROMIO semantics): views, collective buffering, data sieving, hints.
     MpiIo,
+    /// Fortran unformatted I/O through the Fortran runtime (libgfortran), as a
+    /// Fortran program's `OPEN`/`WRITE`/`READ`/`CLOSE` do it (BTIO `fortran` and
+    /// `epio`): always independent, no views, no hints; every data-transfer statement
+    /// costs the runtime's work on top of the system calls it makes.
+    Fortran(FortranAccess),
+}
+
+/// How a Fortran unit is accessed ([`Api::Fortran`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
+pub enum FortranAccess {
+    /// `ACCESS='DIRECT', RECL=recl` (bytes, a multiple of 8): an access of `len`
+    /// bytes at byte offset `o` is `len / recl` statements, records `o / recl + 1`
+    /// onwards, each with the record's 8-byte reals as its I/O list. `o` and `len`
+    /// are multiples of `recl`; the file holds the records and nothing else.
+    Direct {
+        /// The record length in bytes.
+        recl: u32,
+    },
+    /// `ACCESS='SEQUENTIAL'`: each access is one record, one statement whose I/O
+    /// list is the buffer's 8-byte reals, in file order from the unit's opening.
+    /// The access's offset counts record contents only and must be where the
+    /// previous record ended; in the file every record has a 4-byte length
+    /// marker before and after it ([`SEQUENTIAL_MARKERS`] bytes in all).
+    Sequential,
+}
+
+/// Bytes of record markers around each record of a Fortran sequential
+/// unformatted file (gfortran's default: a 4-byte length before and after).
+pub const SEQUENTIAL_MARKERS: u64 = 8;
+
+impl FortranAccess {
+    /// The data-transfer statements an access of `len` bytes takes.
+    pub fn statements(self, len: u64) -> u64 {
+        match self {
+            FortranAccess::Direct { recl } => len / u64::from(recl).max(1),
+            FortranAccess::Sequential => 1,
+        }
+    }
+
+    /// Why an access of `len` bytes at offset `offset` is not one this unit can
+    /// make (a direct access off record boundaries, a record of no whole reals).
+    pub fn refuses(self, offset: u64, len: u64) -> Option<String> {
+        match self {
+            FortranAccess::Direct { recl } => {
+                let recl = u64::from(recl);
+                (recl == 0 || recl % 8 != 0 || offset % recl != 0 || len % recl != 0).then(|| {
+                    format!(
+                        "a direct-access Fortran unit of RECL={recl} moves whole records of 8-byte reals: \
+                         offset {offset} and length {len} must be multiples of {recl}, itself a multiple of 8"
+                    )
+                })
+            }
+            FortranAccess::Sequential => (len % 8 != 0).then(|| {
+                format!("a Fortran sequential record here is 8-byte reals: {len} bytes is not a multiple of 8")
+            }),
+        }
+    }
 }
 
 /// How a file is opened.

@@ -5,7 +5,8 @@ use std::cell::Cell;
 use std::rc::Rc;
 
 use piotwin_types::{
-    Access, Api, Coordination, Datatype, Hints, IoError, Op, OpenMode, Position, View,
+    Access, Api, Coordination, Datatype, FortranAccess, Hints, IoError, Op, OpenMode, Position,
+    SEQUENTIAL_MARKERS, View,
 };
 
 use crate::Rank;
@@ -45,6 +46,9 @@ pub struct File {
     pub(crate) given: Hints,
     /// Collective data accesses made so far (numbers the calls).
     pub(crate) cseq: Cell<u64>,
+    /// A sequential Fortran unit: the record contents so far and the records
+    /// (the next record starts at their sum plus the markers).
+    pub(crate) records: Cell<(u64, u64)>,
 }
 
 /// A started nonblocking access, completed by [`Rank::wait_all`].
@@ -145,6 +149,7 @@ impl Rank {
             hints,
             given: hints_given.clone(),
             cseq: Cell::new(0),
+            records: Cell::new((0, 0)),
         })
     }
 
@@ -153,10 +158,11 @@ impl Rank {
     /// fixed when the file is opened; buffer sizes and the collective-buffering
     /// and data-sieving switches take effect for the following calls.
     pub fn set_info(&self, file: &mut File, hints: &Hints) -> Result<(), IoError> {
-        if file.api == Api::Posix {
+        if file.api != Api::MpiIo {
             return Err(IoError::Invalid(format!(
-                "set_info on `{}`: POSIX files take no hints",
-                file.path
+                "set_info on `{}`: {} files take no hints",
+                file.path,
+                api_name(file.api)
             )));
         }
         let given = file.given.merged(hints);
@@ -211,10 +217,11 @@ impl Rank {
     /// Sets `file`'s view (collective over the file's ranks). MPI-IO files only;
     /// resets the shared file pointer.
     pub async fn set_view(&self, file: &mut File, view: &View) -> Result<(), IoError> {
-        if file.api == Api::Posix {
+        if file.api != Api::MpiIo {
             return Err(IoError::Invalid(format!(
-                "set_view on `{}`: POSIX files have no views",
-                file.path
+                "set_view on `{}`: {} files have no views",
+                file.path,
+                api_name(file.api)
             )));
         }
         self.on_file(file, Contrib::None, Kind::SetView(file.ptr))
@@ -236,10 +243,11 @@ impl Rank {
                 file.path
             )));
         }
-        if file.api == Api::Posix && pos == Position::SharedPointer {
+        if file.api != Api::MpiIo && pos == Position::SharedPointer {
             return Err(IoError::Invalid(format!(
-                "`{}` is a POSIX file: it has no shared file pointer (only explicit offsets)",
-                file.path
+                "`{}` is a {} file: it has no shared file pointer (only explicit offsets)",
+                file.path,
+                api_name(file.api)
             )));
         }
         let denied = match access {
@@ -309,10 +317,10 @@ impl Rank {
         blocking: bool,
     ) -> Result<Started, IoError> {
         let Op { access, coord, pos } = op;
-        // POSIX has no collective calls: every rank makes its own, as the real
-        // back end does.
+        // POSIX and Fortran have no collective calls: every rank makes its own, as
+        // the real back end does.
         let coord = match file.api {
-            Api::Posix => Coordination::Independent,
+            Api::Posix | Api::Fortran(_) => Coordination::Independent,
             Api::MpiIo => coord,
         };
         self.check(file, access, coord, pos)?;
@@ -333,19 +341,71 @@ impl Rank {
                 ));
             }
         };
+        let (off, len, markers) = match file.api {
+            Api::Fortran(unit) => self.fortran_statements(file, unit, off, len).await?,
+            _ => (off, len, 0),
+        };
         Ok(match (coord, blocking) {
-            (Coordination::Independent, true) => {
-                Started::Done(self.independent(file, access, off, len).await)
-            }
+            (Coordination::Independent, true) => Started::Done(
+                self.independent(file, access, off, len)
+                    .await
+                    .saturating_sub(markers),
+            ),
             (Coordination::Collective, true) => {
                 Started::Done(self.collective_io(file, access, off, len).await)
             }
             (Coordination::Independent, false) => {
                 let (started, bytes) = self.spawn_independent(file, access, off, len);
-                Started::Running(started, bytes)
+                Started::Running(started, bytes.saturating_sub(markers))
             }
             (Coordination::Collective, false) => Started::Deferred(access, off, len),
         })
+    }
+
+    /// A Fortran unit's access of `len` bytes at `off`: the runtime's statements
+    /// (`nodes.fortran_statement` of CPU each), and where the bytes lie in the file:
+    /// a sequential record at the next record's place with its markers around it.
+    /// Returns (file offset, file bytes, marker bytes among them).
+    async fn fortran_statements(
+        &self,
+        file: &File,
+        unit: FortranAccess,
+        off: u64,
+        len: u64,
+    ) -> Result<(u64, u64, u64), IoError> {
+        if let Some(why) = unit.refuses(off, len) {
+            return Err(IoError::Invalid(format!("`{}`: {why}", file.path)));
+        }
+        let placed = match unit {
+            FortranAccess::Direct { .. } => (off, len, 0),
+            FortranAccess::Sequential => {
+                let (next, records) = file.records.get();
+                if off != next {
+                    return Err(IoError::Invalid(format!(
+                        "`{}`: a sequential Fortran unit moves records in order: the next \
+                         record's contents begin at {next}, not {off}",
+                        file.path
+                    )));
+                }
+                file.records.set((next + len, records + 1));
+                (
+                    next + records * SEQUENTIAL_MARKERS,
+                    len + SEQUENTIAL_MARKERS,
+                    SEQUENTIAL_MARKERS,
+                )
+            }
+        };
+        let cost = {
+            let m = self.sim.model.borrow();
+            let node = m.platform.node_of(self.world_rank);
+            unit.statements(len) as f64 * m.platform.fortran_statement(node)
+        };
+        if cost > 0.0 {
+            self.sim.model.borrow_mut().waiting[self.world_rank] = Wait::Delay;
+            crate::mpi::cpu(&self.sim, self.world_rank, cost).await;
+            self.sim.model.borrow_mut().waiting[self.world_rank] = Wait::Running;
+        }
+        Ok(placed)
     }
 
     /// ROMIO's ordered calls: offsets by rank order after one update of the
@@ -523,12 +583,21 @@ impl File {
     }
 
     /// The MPI-IO hints in effect, with the keys MPICH's `MPI_File_get_info`
-    /// reports (none for POSIX files).
+    /// reports (none for POSIX files and Fortran units).
     pub fn hints_in_effect(&self) -> Hints {
         match self.api {
             Api::MpiIo => self.hints.to_hints(),
-            Api::Posix => Hints::new(),
+            Api::Posix | Api::Fortran(_) => Hints::new(),
         }
+    }
+}
+
+/// The API's name in messages.
+fn api_name(api: Api) -> &'static str {
+    match api {
+        Api::MpiIo => "MPI-IO",
+        Api::Posix => "POSIX",
+        Api::Fortran(_) => "Fortran",
     }
 }
 

@@ -101,6 +101,14 @@ impl fmt::Display for Scenario {
                     )?;
                 }
             }
+            if g.fortran_statement > 0.0 {
+                writeln!(
+                    f,
+                    "  Fortran runtime on `{}`: {} per data-transfer statement",
+                    g.name,
+                    fmt_time(g.fortran_statement)
+                )?;
+            }
             if g.syscall > 0.0 || g.oversubscribed_wakeup > 0.0 {
                 writeln!(
                     f,

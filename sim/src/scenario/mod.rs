@@ -125,6 +125,11 @@ pub struct NodeGroup {
     /// file-system request a rank issues, whether a POSIX call or one ROMIO
     /// makes for it. 0 = free (the default).
     pub syscall: f64,
+    /// CPU time of one Fortran data-transfer statement (`WRITE`/`READ` of an
+    /// unformatted unit) in the Fortran runtime above its system calls (unit lock,
+    /// statement set-up, record positioning, the I/O list into the unit's buffer),
+    /// in seconds: charged per statement of a Fortran unit. 0 = free (the default).
+    pub fortran_statement: f64,
     /// Extra latency, in seconds, of a message or synchronisation step that
     /// reaches a rank on an oversubscribed node (more ranks than `cores`):
     /// MPICH busy-polls, so a descheduled receiver answers only at its next

@@ -362,6 +362,7 @@ impl Scenario {
                 },
                 cache,
                 syscall: n.time_or("syscall", 0.0)?,
+                fortran_statement: n.time_or("fortran_statement", 0.0)?,
                 oversubscribed_wakeup: n.time_or("oversubscribed_wakeup", 0.0)?,
             });
         }

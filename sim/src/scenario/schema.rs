@@ -221,6 +221,12 @@ const KEYS: &[Key] = &[
         "CPU time of one `pread`/`pwrite` on a core, per file-system request a rank issues",
     ),
     key(
+        "nodes.fortran_statement",
+        Quantity(Time),
+        Value("\"0s\""),
+        "CPU time of one Fortran unformatted WRITE/READ statement in the Fortran runtime, above its system calls",
+    ),
+    key(
         "nodes.oversubscribed_wakeup",
         Quantity(Time),
         Value("\"0s\""),

@@ -8,12 +8,12 @@
 
 use std::cell::RefCell;
 
-use piotwin_types::Hints;
+use piotwin_types::{Hints, SEQUENTIAL_MARKERS};
 
 use crate::bench::common::agree::{agreed_failure, lowest_rank};
 use crate::ctx::{
-    Access, Api, Coordination, IoBuf, IoCtx, IoError, IoResult, Kernel, KernelKind, Op, OpenMode,
-    OpenOptions, RankProgram, ReduceOp, Scope,
+    Access, Api, Coordination, FortranAccess, IoBuf, IoCtx, IoError, IoResult, Kernel, KernelKind,
+    Op, OpenMode, OpenOptions, RankProgram, ReduceOp, Scope,
 };
 
 use super::decomp::Decomposition;
@@ -312,8 +312,13 @@ impl<C: IoCtx> DumpFile<C> {
             Subtype::Epio => (cfg.epio_path(ctx.rank()), Scope::Private),
             _ => (cfg.file_path(), Scope::Shared),
         };
+        // NPB's Fortran subtypes: `OPEN(…, FORM='UNFORMATTED', ACCESS='DIRECT',
+        // RECL=40)` (one record per point) and a sequential unit of one record per cell.
         let api = match subtype {
-            Subtype::Fortran | Subtype::Epio => Api::Posix,
+            Subtype::Fortran => Api::Fortran(FortranAccess::Direct {
+                recl: POINT_BYTES as u32,
+            }),
+            Subtype::Epio => Api::Fortran(FortranAccess::Sequential),
             _ => Api::MpiIo,
         };
         if write {
@@ -407,10 +412,21 @@ impl<C: IoCtx> DumpFile<C> {
     ) -> IoResult<Option<Found>> {
         let points = layout.points();
         let stream_found = |m: Mismatch, stream_byte: u64| match self.subtype {
+            // One record per cell, each with a 4-byte marker before and after it.
             Subtype::Epio => Found {
                 element: m.element,
                 got_bits: m.got_bits,
-                file_offset: dump * points * POINT_BYTES + stream_byte,
+                file_offset: {
+                    let ncells = layout.cells.len() as u64;
+                    let cell = (0..layout.cells.len())
+                        .rfind(|&c| layout.cell_start(c) * POINT_BYTES <= stream_byte)
+                        .unwrap_or(0) as u64;
+                    let records_before = dump * ncells + cell;
+                    dump * points * POINT_BYTES
+                        + stream_byte
+                        + records_before * SEQUENTIAL_MARKERS
+                        + SEQUENTIAL_MARKERS / 2
+                },
             },
             _ => Found {
                 element: m.element,

@@ -21,6 +21,7 @@ impl Ior {
         match self.params.api {
             Api::Posix => "POSIX",
             Api::MpiIo => "MPIIO",
+            Api::Fortran(_) => unreachable!("IOR's -a offers POSIX and MPIIO"),
         }
     }
 

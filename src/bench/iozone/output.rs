@@ -21,6 +21,7 @@ impl Iozone {
         let api = match p.api {
             Api::Posix => "POSIX",
             Api::MpiIo => "MPI-IO (independent)",
+            Api::Fortran(_) => unreachable!("the IOzone probe's --api offers POSIX and MPIIO"),
         };
         let _ = writeln!(s, "\tAPI: {api}, test file `{}`", p.file_name(0, ranks));
         if p.fsync_in_time {
