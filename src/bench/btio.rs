@@ -6,9 +6,10 @@
 //! shared file in canonical order, from BT's diagonal multi-partition
 //! decomposition ([`decomp`]). Subtypes: `full` (one collective write per dump
 //! through NPB's struct-of-subarrays view), `simple` (one independent write per
-//! cell row), `fortran` (POSIX writes at the same offsets), `epio` (a file per
-//! process), `none` (compute only). Between dumps every rank computes NPB's
-//! operation count through `IoCtx::compute` ([`solver`] is what real mode runs).
+//! cell row), `fortran` (a Fortran direct-access `WRITE` per point at the same
+//! offsets), `epio` (a file per process, a Fortran sequential record per cell),
+//! `none` (compute only). Between dumps every rank computes NPB's operation
+//! count through `IoCtx::compute` ([`solver`] is what real mode runs).
 //! After the timed region the whole field is read back the same way and checked
 //! ([`layout`] gives every double a value derived from its position). Result:
 //! NPB's statistics and the effective output bandwidth (bytes written / wall time

@@ -146,7 +146,7 @@ impl Op {
 /// The I/O library a file is opened through.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
 pub enum Api {
-    /// POSIX `open`/`pwrite`/`pread`/`fsync` (IOR `-a POSIX`, BTIO `fortran`):
+    /// POSIX `open`/`pwrite`/`pread`/`fsync` (IOR `-a POSIX`, IOzone `--api POSIX`):
     /// always independent, byte offsets, no views, no hints.
     Posix,
     /// MPI-IO (ROMIO semantics): views, collective buffering, data sieving, hints.

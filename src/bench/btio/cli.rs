@@ -25,8 +25,10 @@ canonical order u(5, nx, ny, nz).
 
 Subtypes: full    one collective write per dump through NPB's struct-of-subarrays view
           simple  one independent MPI-IO write per (cell, z, y) row
-          fortran POSIX writes of the same rows at the same offsets
-          epio    a file per process, DIR/btio.out.NNNN
+          fortran Fortran direct-access WRITEs (RECL=40), one per point, at the same
+                  offsets, through the Fortran runtime as NPB's
+          epio    a file per process, DIR/btio.out.NNNN: one Fortran sequential
+                  record per cell and dump (with its 4-byte length markers)
           none    compute only
 Between dumps each rank computes NPB's BT operation count for its share
 (3478.8 N^3 - 17655.7 navg^2 + 28023.7 navg flops per step): the twin costs it at

@@ -15,7 +15,7 @@
 //!
 //! Not for: issuing I/O (see `program`).
 
-use piotwin_types::{Datatype, Order, View};
+use piotwin_types::{Datatype, Order, SEQUENTIAL_MARKERS, View};
 
 use super::decomp::Cell;
 
@@ -168,6 +168,20 @@ impl RankLayout {
         self.starts[c]
     }
 
+    /// Where byte `stream_byte` of dump `dump`'s rank stream lies in the rank's
+    /// `epio` file: one Fortran sequential record per cell and dump, each with a
+    /// length marker before and after it.
+    pub fn epio_file_offset(&self, dump: u64, stream_byte: u64) -> u64 {
+        let ncells = self.cells.len() as u64;
+        let point = stream_byte / POINT_BYTES;
+        let cell = self.starts[1..].iter().take_while(|&&s| s <= point).count() as u64;
+        let records_before = dump * ncells + cell;
+        dump * self.bytes()
+            + stream_byte
+            + records_before * SEQUENTIAL_MARKERS
+            + SEQUENTIAL_MARKERS / 2
+    }
+
     /// The rows of cell `c` in stream order (z outer, y inner).
     pub fn cell_rows(&self, c: usize) -> impl Iterator<Item = Row> + '_ {
         let cell = self.cells[c];
@@ -243,6 +257,33 @@ impl RankLayout {
 mod tests {
     use super::super::decomp::Decomposition;
     use super::*;
+
+    /// Every byte of an epio stream against the file built record by record: a
+    /// 4-byte length, the cell's points, the length again, cell after cell, dump
+    /// after dump (uneven cells: 13 = 7 + 6 and 11 = 6 + 5 points).
+    #[test]
+    fn epio_offsets_skip_the_record_markers() {
+        let grid = [13, 11, 12];
+        let d = Decomposition::new(grid, 4).unwrap();
+        for r in 0..4 {
+            let l = RankLayout::new(grid, d.cells(r));
+            let mut file_at = 0;
+            for dump in 0..3 {
+                for c in 0..l.cells.len() {
+                    let len = l.cells[c].points() * POINT_BYTES;
+                    let first = l.cell_start(c) * POINT_BYTES;
+                    for b in [0, 1, len / 2, len - 1] {
+                        assert_eq!(
+                            l.epio_file_offset(dump, first + b),
+                            file_at + 4 + b,
+                            "rank {r} dump {dump} cell {c} byte {b}"
+                        );
+                    }
+                    file_at += len + 8;
+                }
+            }
+        }
+    }
 
     #[test]
     fn rows_tile_the_stream_and_land_on_canonical_offsets() {

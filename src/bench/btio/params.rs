@@ -19,9 +19,10 @@ pub enum Subtype {
     Full,
     /// MPI-IO independent: one `write_at` per (cell, z, y) row.
     Simple,
-    /// POSIX `pwrite` at the same offsets as `simple` (NPB's Fortran direct access).
+    /// NPB's Fortran direct access (`RECL=40`): one `WRITE(REC=)` per point through
+    /// the Fortran runtime, at the same offsets as `simple`.
     Fortran,
-    /// Each process its own file, written as a contiguous stream (one write per cell).
+    /// Each process its own file of Fortran sequential records, one per cell and dump.
     Epio,
     /// No I/O: the compute-only baseline.
     None,

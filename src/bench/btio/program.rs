@@ -8,7 +8,7 @@
 
 use std::cell::RefCell;
 
-use piotwin_types::{Hints, SEQUENTIAL_MARKERS};
+use piotwin_types::Hints;
 
 use crate::bench::common::agree::{agreed_failure, lowest_rank};
 use crate::ctx::{
@@ -412,21 +412,10 @@ impl<C: IoCtx> DumpFile<C> {
     ) -> IoResult<Option<Found>> {
         let points = layout.points();
         let stream_found = |m: Mismatch, stream_byte: u64| match self.subtype {
-            // One record per cell, each with a 4-byte marker before and after it.
             Subtype::Epio => Found {
                 element: m.element,
                 got_bits: m.got_bits,
-                file_offset: {
-                    let ncells = layout.cells.len() as u64;
-                    let cell = (0..layout.cells.len())
-                        .rfind(|&c| layout.cell_start(c) * POINT_BYTES <= stream_byte)
-                        .unwrap_or(0) as u64;
-                    let records_before = dump * ncells + cell;
-                    dump * points * POINT_BYTES
-                        + stream_byte
-                        + records_before * SEQUENTIAL_MARKERS
-                        + SEQUENTIAL_MARKERS / 2
-                },
+                file_offset: layout.epio_file_offset(dump, stream_byte),
             },
             _ => Found {
                 element: m.element,
