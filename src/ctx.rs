@@ -148,6 +148,24 @@ pub trait IoCtx: Sized {
     /// Receive the next message from `source` into `buf` (`MPI_Recv`), which
     /// must be as long as what `source` sends.
     async fn recv(&self, buf: &mut Self::Buf, source: usize);
+    /// Send `send` to `dest` and receive `recv.len()` bytes from `source` into
+    /// `recv` (`MPI_Sendrecv`).
+    async fn sendrecv(&self, send: &Self::Buf, dest: usize, recv: &mut Self::Buf, source: usize);
+    /// Nonblocking point-to-point completed together: a receive posted for each
+    /// `(source, buffer)` of `recvs` (as long as what `source` sends), a send for
+    /// each `(dest, buffer)` of `sends`, then a wait for all of them (`MPI_Irecv`s,
+    /// `MPI_Isend`s, `MPI_Waitall`). Messages between two ranks match in order.
+    async fn exchange(&self, sends: &[(usize, &Self::Buf)], recvs: &mut [(usize, &mut Self::Buf)]);
+    /// All-to-all with counts (`MPI_Alltoallv`, collective): `send_counts[r]` bytes
+    /// of `send` go to rank `r` and `recv_counts[r]` bytes from rank `r` land in
+    /// `recv`, both packed in rank order; a count of 0 moves nothing.
+    async fn alltoallv(
+        &self,
+        send: &Self::Buf,
+        send_counts: &[usize],
+        recv: &mut Self::Buf,
+        recv_counts: &[usize],
+    );
     /// Sub-communicator of the ranks with the same `Some(color)`, ordered by `key`
     /// then old rank; `None` for a rank that passes no color (`MPI_UNDEFINED`).
     async fn split(&self, color: Option<usize>, key: usize) -> Option<Self>;

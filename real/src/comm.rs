@@ -190,6 +190,91 @@ impl Comm {
         buf
     }
 
+    /// `MPI_Sendrecv`: `send` to `dest` and `recv.len()` bytes from `source` into
+    /// `recv` (each at most MPI's `int` count of bytes).
+    pub fn sendrecv(
+        &self,
+        send: &[u8],
+        dest: usize,
+        recv: &mut [u8],
+        source: usize,
+    ) -> RealResult<()> {
+        to_int(send.len() as u64, "send length", "MPI_Sendrecv", None)?;
+        to_int(recv.len() as u64, "receive length", "MPI_Sendrecv", None)?;
+        p2p::send_receive_into(
+            send,
+            &self.inner.process_at_rank(dest as i32),
+            recv,
+            &self.inner.process_at_rank(source as i32),
+        );
+        Ok(())
+    }
+
+    /// Nonblocking point-to-point: an `MPI_Irecv` for each `(source, buffer)` of
+    /// `recvs`, then an `MPI_Isend` for each `(dest, buffer)` of `sends`, then one
+    /// `MPI_Waitall` (each buffer at most MPI's `int` count of bytes).
+    pub fn exchange(
+        &self,
+        sends: &[(usize, &[u8])],
+        recvs: &mut [(usize, &mut [u8])],
+    ) -> RealResult<()> {
+        for (_, b) in sends {
+            to_int(b.len() as u64, "send length", "MPI_Isend", None)?;
+        }
+        for (_, b) in recvs.iter() {
+            to_int(b.len() as u64, "receive length", "MPI_Irecv", None)?;
+        }
+        let total = sends.len() + recvs.len();
+        mpi::request::multiple_scope(total, |scope, all| {
+            for (source, buf) in recvs.iter_mut() {
+                all.add(
+                    self.inner
+                        .process_at_rank(*source as i32)
+                        .immediate_receive_into(scope, &mut **buf),
+                );
+            }
+            for (dest, buf) in sends {
+                all.add(
+                    self.inner
+                        .process_at_rank(*dest as i32)
+                        .immediate_send(scope, *buf),
+                );
+            }
+            let mut done = Vec::with_capacity(total);
+            all.wait_all(&mut done);
+        });
+        Ok(())
+    }
+
+    /// `MPI_Alltoallv` of bytes: `send_counts[r]` bytes of `send` to rank `r` and
+    /// `recv_counts[r]` bytes from rank `r` into `recv`, both packed in rank order.
+    pub fn alltoallv(
+        &self,
+        send: &[u8],
+        send_counts: &[usize],
+        recv: &mut [u8],
+        recv_counts: &[usize],
+    ) -> RealResult<()> {
+        use mpi::datatype::{Partition, PartitionMut};
+        let ints = |counts: &[usize], what: &str| -> RealResult<(Vec<i32>, Vec<i32>)> {
+            let mut c = Vec::with_capacity(counts.len());
+            let mut d = Vec::with_capacity(counts.len());
+            let mut at = 0u64;
+            for &n in counts {
+                c.push(to_int(n as u64, what, "MPI_Alltoallv", None)?);
+                d.push(to_int(at, "displacement", "MPI_Alltoallv", None)?);
+                at += n as u64;
+            }
+            Ok((c, d))
+        };
+        let (sc, sd) = ints(send_counts, "send count")?;
+        let (rc, rd) = ints(recv_counts, "receive count")?;
+        let parts = Partition::new(send, &sc[..], &sd[..]);
+        let mut into = PartitionMut::new(recv, &rc[..], &rd[..]);
+        self.inner.all_to_all_varcount_into(&parts, &mut into);
+        Ok(())
+    }
+
     /// `MPI_Comm_split`: the processes with the same `Some(color)`, ordered by
     /// `key` then old rank; `None` where this process passes no color.
     pub fn split(&self, color: Option<usize>, key: usize) -> RealResult<Option<Comm>> {

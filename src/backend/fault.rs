@@ -118,6 +118,23 @@ impl<C: IoCtx> IoCtx for Faulty<'_, C> {
     async fn allgather_f64(&self, value: f64) -> Vec<f64> {
         self.inner.allgather_f64(value).await
     }
+    async fn sendrecv(&self, send: &C::Buf, dest: usize, recv: &mut C::Buf, source: usize) {
+        self.inner.sendrecv(send, dest, recv, source).await
+    }
+    async fn exchange(&self, sends: &[(usize, &C::Buf)], recvs: &mut [(usize, &mut C::Buf)]) {
+        self.inner.exchange(sends, recvs).await
+    }
+    async fn alltoallv(
+        &self,
+        send: &C::Buf,
+        send_counts: &[usize],
+        recv: &mut C::Buf,
+        recv_counts: &[usize],
+    ) {
+        self.inner
+            .alltoallv(send, send_counts, recv, recv_counts)
+            .await
+    }
     async fn sendrecv_replace(&self, buf: &mut C::Buf, dest: usize, source: usize) {
         self.inner.sendrecv_replace(buf, dest, source).await
     }

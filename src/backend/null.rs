@@ -140,7 +140,7 @@ impl NullCtx {
     /// Contribute `v` to this rank's next collective, wait for every member's, and
     /// return `combine(all values by rank)` — computed once per round, so a
     /// reduction over N ranks costs O(N), not O(N²).
-    async fn exchange<R: Clone + 'static>(&self, v: Val, combine: impl Fn(&[Val]) -> R) -> R {
+    async fn rendezvous<R: Clone + 'static>(&self, v: Val, combine: impl Fn(&[Val]) -> R) -> R {
         let round = self.next_round.get();
         self.next_round.set(round + 1);
         let mut value = Some(v);
@@ -222,17 +222,17 @@ impl IoCtx for NullCtx {
     }
 
     async fn barrier(&self) {
-        self.exchange(Val::Unit, |_| ()).await;
+        self.rendezvous(Val::Unit, |_| ()).await;
     }
     async fn bcast_u64(&self, value: u64, root: usize) -> u64 {
-        self.exchange(Val::U64(value), |all| match all[root] {
+        self.rendezvous(Val::U64(value), |all| match all[root] {
             Val::U64(v) => v,
             other => panic!("bcast_u64: rank {root} contributed {other:?} to the same collective"),
         })
         .await
     }
     async fn allreduce_f64(&self, value: f64, op: ReduceOp) -> f64 {
-        self.exchange(Val::F64(value), |all| {
+        self.rendezvous(Val::F64(value), |all| {
             let it = floats(all);
             match op {
                 ReduceOp::Sum => it.sum(),
@@ -244,7 +244,7 @@ impl IoCtx for NullCtx {
     }
     async fn allgather_f64(&self, value: f64) -> Vec<f64> {
         let all = self
-            .exchange(Val::F64(value), |all| {
+            .rendezvous(Val::F64(value), |all| {
                 Rc::new(floats(all).collect::<Vec<f64>>())
             })
             .await;
@@ -257,6 +257,33 @@ impl IoCtx for NullCtx {
             "sendrecv_replace: peer out of range"
         );
         let _ = buf;
+    }
+    async fn sendrecv(&self, send: &NullBuf, dest: usize, recv: &mut NullBuf, source: usize) {
+        self.send(send, dest).await;
+        self.recv(recv, source).await;
+    }
+    /// The sends go to their mailboxes at once, then each receive waits for its send.
+    async fn exchange(&self, sends: &[(usize, &NullBuf)], recvs: &mut [(usize, &mut NullBuf)]) {
+        for (dest, buf) in sends {
+            self.send(buf, *dest).await;
+        }
+        for (source, buf) in recvs.iter_mut() {
+            self.recv(buf, *source).await;
+        }
+    }
+    /// A collective: every rank of the context takes part, with one count per rank.
+    async fn alltoallv(
+        &self,
+        _send: &NullBuf,
+        send_counts: &[usize],
+        _recv: &mut NullBuf,
+        recv_counts: &[usize],
+    ) {
+        assert!(
+            send_counts.len() == self.size() && recv_counts.len() == self.size(),
+            "alltoallv: one count per rank"
+        );
+        self.rendezvous(Val::Unit, |_| ()).await;
     }
     /// Eager: the message waits in the destination's mailbox.
     async fn send(&self, _buf: &NullBuf, dest: usize) {
@@ -285,7 +312,7 @@ impl IoCtx for NullCtx {
     async fn split(&self, color: Option<usize>, key: usize) -> Option<Self> {
         let round = self.next_round.get();
         let all = self
-            .exchange(Val::Split(color, key), |all| Rc::new(all.to_vec()))
+            .rendezvous(Val::Split(color, key), |all| Rc::new(all.to_vec()))
             .await;
         let color = color?;
         let mut group: Vec<(usize, usize)> = all

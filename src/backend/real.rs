@@ -243,6 +243,39 @@ impl IoCtx for RealCtx {
         self.comm
             .recv(buf.bytes_mut().expect("a real buffer holds bytes"), source)
     }
+    async fn sendrecv(&self, send: &RealBuf, dest: usize, recv: &mut RealBuf, source: usize) {
+        let s = send.bytes().expect("a real buffer holds bytes");
+        let r = recv.bytes_mut().expect("a real buffer holds bytes");
+        if let Err(e) = self.comm.sendrecv(s, dest, r, source) {
+            panic!("sendrecv: {e}");
+        }
+    }
+    async fn exchange(&self, sends: &[(usize, &RealBuf)], recvs: &mut [(usize, &mut RealBuf)]) {
+        let sends: Vec<(usize, &[u8])> = sends
+            .iter()
+            .map(|(d, b)| (*d, b.bytes().expect("a real buffer holds bytes")))
+            .collect();
+        let mut recvs: Vec<(usize, &mut [u8])> = recvs
+            .iter_mut()
+            .map(|(s, b)| (*s, b.bytes_mut().expect("a real buffer holds bytes")))
+            .collect();
+        if let Err(e) = self.comm.exchange(&sends, &mut recvs) {
+            panic!("exchange: {e}");
+        }
+    }
+    async fn alltoallv(
+        &self,
+        send: &RealBuf,
+        send_counts: &[usize],
+        recv: &mut RealBuf,
+        recv_counts: &[usize],
+    ) {
+        let s = send.bytes().expect("a real buffer holds bytes");
+        let r = recv.bytes_mut().expect("a real buffer holds bytes");
+        if let Err(e) = self.comm.alltoallv(s, send_counts, r, recv_counts) {
+            panic!("alltoallv: {e}");
+        }
+    }
     async fn split(&self, color: Option<usize>, key: usize) -> Option<RealCtx> {
         match self.comm.split(color, key) {
             Ok(sub) => sub.map(|comm| RealCtx { comm }),

@@ -91,6 +91,25 @@ impl IoCtx for SimCtx {
     async fn send(&self, buf: &SimBuf, dest: usize) {
         self.rank.send(buf.len as u64, dest).await
     }
+    async fn sendrecv(&self, send: &SimBuf, dest: usize, _recv: &mut SimBuf, source: usize) {
+        self.rank.sendrecv(send.len as u64, dest, source).await
+    }
+    async fn exchange(&self, sends: &[(usize, &SimBuf)], recvs: &mut [(usize, &mut SimBuf)]) {
+        let sends: Vec<(usize, u64)> = sends.iter().map(|(d, b)| (*d, b.len as u64)).collect();
+        let recvs: Vec<usize> = recvs.iter().map(|(s, _)| *s).collect();
+        self.rank.exchange(&sends, &recvs).await
+    }
+    async fn alltoallv(
+        &self,
+        _send: &SimBuf,
+        send_counts: &[usize],
+        _recv: &mut SimBuf,
+        recv_counts: &[usize],
+    ) {
+        let send: Vec<u64> = send_counts.iter().map(|&c| c as u64).collect();
+        let recv: Vec<u64> = recv_counts.iter().map(|&c| c as u64).collect();
+        self.rank.alltoallv(&send, &recv).await
+    }
     async fn recv(&self, _buf: &mut SimBuf, source: usize) {
         self.rank.recv(source).await
     }

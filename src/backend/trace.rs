@@ -428,6 +428,39 @@ impl<C: IoCtx> IoCtx for TraceCtx<'_, C> {
         })
         .await
     }
+    async fn sendrecv(&self, send: &C::Buf, dest: usize, recv: &mut C::Buf, source: usize) {
+        let detail = format!("to={dest} from={source} len={}", send.len());
+        self.record("sendrecv", detail, async || {
+            self.inner.sendrecv(send, dest, recv, source).await
+        })
+        .await
+    }
+    async fn exchange(&self, sends: &[(usize, &C::Buf)], recvs: &mut [(usize, &mut C::Buf)]) {
+        let detail = format!(
+            "sends={:?} recvs={:?}",
+            sends.iter().map(|(d, b)| (*d, b.len())).collect::<Vec<_>>(),
+            recvs.iter().map(|(s, b)| (*s, b.len())).collect::<Vec<_>>()
+        );
+        self.record("exchange", detail, async || {
+            self.inner.exchange(sends, recvs).await
+        })
+        .await
+    }
+    async fn alltoallv(
+        &self,
+        send: &C::Buf,
+        send_counts: &[usize],
+        recv: &mut C::Buf,
+        recv_counts: &[usize],
+    ) {
+        let detail = format!("send={send_counts:?} recv={recv_counts:?}");
+        self.record("alltoallv", detail, async || {
+            self.inner
+                .alltoallv(send, send_counts, recv, recv_counts)
+                .await
+        })
+        .await
+    }
     async fn send(&self, buf: &C::Buf, dest: usize) {
         let detail = format!("to={dest} len={}", buf.len());
         self.record("send", detail, async || self.inner.send(buf, dest).await)

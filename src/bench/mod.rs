@@ -8,6 +8,7 @@ use crate::run::{
     CliError, Common, MachineDefault, MachineDefaults, execute, predict, sample_intervals,
 };
 
+pub mod beff;
 pub mod beff_io;
 pub mod btio;
 pub mod common;
@@ -98,6 +99,9 @@ benchmarks! {
     /// MADbench2 in I/O mode: S writes, W reads and rewrites, C reads per-rank matrix slots, busy-work between.
     #[command(long_about = madbench2::cli::LONG_ABOUT, after_help = madbench2::cli::AFTER_HELP)]
     Madbench2(madbench2::cli::Madbench2CliArgs),
+    /// b_eff: effective communication bandwidth over ring and random patterns, 21 sizes, 3 methods.
+    #[command(name = "b_eff", long_about = beff::cli::LONG_ABOUT, after_help = beff::cli::AFTER_HELP)]
+    Beff(beff::cli::BeffArgs),
     /// Point-to-point probe: MPI_Sendrecv_replace time over message sizes, and barrier time.
     #[command(long_about = pingpong::cli::LONG_ABOUT, after_help = pingpong::cli::AFTER_HELP)]
     Pingpong(pingpong::cli::PingpongArgs),

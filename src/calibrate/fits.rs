@@ -9,7 +9,7 @@
 //! | `nodes.compute.pattern` | IOR's data pattern, filled and checked | time = latency + bytes / bw (Huber) |
 //! | `nodes.compute.flops` | MADbench2's busy-work loop over loop counts | time = latency + flops / rate (Huber) |
 //! | `nodes.fortran_statement` | Fortran `WRITE(REC=)` of 40-byte records over statement counts | time = latency + statements · cost (Huber) |
-//! | `nodes.nic_latency`, `nodes.nic_bw` | pingpong, 2 ranks | exchange time = latency + bytes / bw (Huber) |
+//! | `nodes.nic_latency`, `nodes.nic_bw` | b_eff, 2 ranks, its `MPI_Sendrecv` loops | exchange time (loop time / 2 loops) = latency + bytes / bw (Huber) |
 //! | `nodes.oversubscribed_wakeup` | pingpong barriers | (mean barrier at N > cores ranks − mean barrier at `cores` ranks) / ⌈log2 N⌉ steps |
 //! | `nodes.syscall`, `nodes.cache.write_bw` | IOzone write, cached files | time per record = latency + record / bw (Huber) |
 //! | `nodes.cache.read_bw` | IOzone re-read | as above |
@@ -346,17 +346,19 @@ fn fit_in_process(
 
 fn fit_pingpong(r: &ProbeResults, f: &mut Fitted) {
     const KEYS: [&str; 2] = ["nodes.nic_latency", "nodes.nic_bw"];
+    // An iteration of b_eff's Sendrecv method is two exchanges, each moving the
+    // message both ways at once: one exchange costs one message time.
     let pairs: Vec<(f64, f64)> = r
-        .pingpong
+        .beff
         .iter()
-        .filter(|p| p.test == "sendrecv" && p.ranks == 2)
-        .map(|p| (p.bytes as f64, p.seconds))
+        .filter(|p| p.method == "Sndrcv" && p.ranks == 2)
+        .map(|p| (p.bytes as f64, p.seconds / (2 * p.loops.max(1)) as f64))
         .collect();
     match fit_latency_bandwidth_robust(&pairs, LEVEL) {
         Ok(fit) => f.linear(
             (Some(KEYS[0]), Some(KEYS[1])),
             &fit,
-            "pingpong: MPI_Sendrecv_replace between 2 ranks over message sizes",
+            "b_eff: MPI_Sendrecv loops of every pattern between 2 ranks over its 21 message sizes",
         ),
         Err(e) => f.skip(&KEYS, why(&e)),
     }
@@ -960,12 +962,14 @@ pub(crate) mod tests {
         for s in [1u64, 64, 1024, 8192, 65536, 524288, 4 << 20] {
             for _ in 0..3 {
                 let t = NIC_LAT + s as f64 / NIC_BW + 0.2e-6 * n.normal().abs();
-                r.pingpong.push(PingRow {
-                    test: "sendrecv".into(),
+                // b_eff's Sendrecv loop: two exchanges per iteration.
+                r.beff.push(crate::calibrate::probes::BeffRow {
                     ranks: 2,
+                    pattern: "ring-1*2fix".into(),
                     bytes: s,
-                    iterations: 100,
-                    seconds: t,
+                    method: "Sndrcv".into(),
+                    loops: 100,
+                    seconds: 200.0 * t,
                 });
             }
         }

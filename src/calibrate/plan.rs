@@ -34,6 +34,8 @@ pub enum Scale {
 pub enum Probe {
     /// `piotwin run pingpong`.
     Pingpong,
+    /// `piotwin run b_eff`.
+    Beff,
     /// `piotwin run ior`.
     Ior,
     /// `piotwin run iozone`.
@@ -45,6 +47,7 @@ impl Probe {
     pub fn command(self) -> &'static str {
         match self {
             Probe::Pingpong => "pingpong",
+            Probe::Beff => "b_eff",
             Probe::Ior => "ior",
             Probe::Iozone => "iozone",
         }
@@ -61,7 +64,7 @@ pub struct Step {
     /// The probe's arguments (without `--json`).
     pub args: Vec<String>,
     /// For IOR steps, the shape's name (`shared-independent`, …); for IOzone,
-    /// `warm` or `cold`; for pingpong, `pairs` or `barrier`.
+    /// `warm` or `cold`; for pingpong, `barrier`; for b_eff, `rings`.
     pub shape: String,
 }
 
@@ -140,18 +143,19 @@ impl Plan {
             Scale::Quick | Scale::Full => vec![10_000, 100_000, 1_000_000],
         };
         let mut steps = Vec::new();
-        // Point to point: pairs at 2 ranks; barriers at cores and at max_ranks
-        // (oversubscribed when max_ranks > cores), repeated for an interval.
-        let (sizes, barriers, over_runs) = match scale {
-            Scale::Tiny => ("1,4k,64k,1m", "20", 2),
-            Scale::Quick => ("1,64,1k,8k,64k,512k,4m", "500", 3),
-            Scale::Full => ("1,64,1k,8k,64k,256k,1m,4m,16m", "2000", 6),
+        // Point to point: b_eff at 2 ranks (its 21 sizes, every method); barriers
+        // at cores and at max_ranks (oversubscribed when max_ranks > cores),
+        // repeated for an interval.
+        let (beff_mb, beff_reps, over_runs) = match scale {
+            Scale::Tiny => ("2", "1", 2),
+            Scale::Quick => ("512", "2", 3),
+            Scale::Full => ("2048", "3", 6),
         };
         steps.push(Step {
-            probe: Probe::Pingpong,
+            probe: Probe::Beff,
             ranks: 2,
-            args: s(&["--sizes", sizes, "--barriers", barriers]),
-            shape: "pairs".into(),
+            args: s(&["--mb", beff_mb, "--repetitions", beff_reps]),
+            shape: "rings".into(),
         });
         let base_ranks = cores.clamp(2, max_ranks);
         let over_barriers = match scale {

@@ -56,6 +56,23 @@ pub struct IorRow {
     pub bw_mib_s: f64,
 }
 
+/// One measurement of a b_eff run: a pattern at a size by a method.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct BeffRow {
+    /// Ranks in the run.
+    pub ranks: u64,
+    /// The pattern's name.
+    pub pattern: String,
+    /// Message size, bytes.
+    pub bytes: u64,
+    /// `Sndrcv`, `Alltoal` or `non-blk`.
+    pub method: String,
+    /// Iterations of the loop.
+    pub loops: u64,
+    /// The loop's time, maximum over processes, seconds.
+    pub seconds: f64,
+}
+
 /// A step that did not produce results.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct StepFailure {
@@ -86,8 +103,11 @@ pub struct ProbeResults {
     /// Fortran direct-access `WRITE` statements over statement counts.
     #[serde(default)]
     pub fortran: Vec<super::memcpy::StatementSample>,
-    /// Point-to-point rows, every run.
+    /// Point-to-point rows (barriers), every run.
     pub pingpong: Vec<PingRow>,
+    /// b_eff's measurements, every run.
+    #[serde(default)]
+    pub beff: Vec<BeffRow>,
     /// IOR rows, every run.
     pub ior: Vec<IorRow>,
     /// IOzone runs.
@@ -108,6 +128,7 @@ impl ProbeResults {
             busy_work: Vec::new(),
             fortran: Vec::new(),
             pingpong: Vec::new(),
+            beff: Vec::new(),
             ior: Vec::new(),
             iozone: Vec::new(),
             failures: Vec::new(),
@@ -134,6 +155,21 @@ impl ProbeResults {
                         ranks: num(&r, "ranks")? as u64,
                         bytes: num(&r, "bytes")? as u64,
                         iterations: num(&r, "iterations")? as u64,
+                        seconds: num(&r, "seconds")?,
+                    });
+                }
+            }
+            Probe::Beff => {
+                for r in rows(
+                    &report,
+                    &["pattern", "bytes", "method", "rep", "loops", "seconds"],
+                )? {
+                    self.beff.push(BeffRow {
+                        ranks: step.ranks as u64,
+                        pattern: text(&r, "pattern")?,
+                        bytes: num(&r, "bytes")? as u64,
+                        method: text(&r, "method")?,
+                        loops: num(&r, "loops")? as u64,
                         seconds: num(&r, "seconds")?,
                     });
                 }
@@ -327,8 +363,17 @@ mod tests {
         assert_eq!(r.iozone[0].rows[1].fsync_s, None);
     }
 
+    fn step(r: &ProbeResults, probe: Probe) -> Step {
+        r.plan
+            .steps
+            .iter()
+            .find(|s| s.probe == probe)
+            .unwrap()
+            .clone()
+    }
+
     #[test]
-    fn reads_ior_and_pingpong_reports() {
+    fn reads_ior_pingpong_and_b_eff_reports() {
         let mut r = results();
         let ior = r
             .plan
@@ -343,24 +388,34 @@ mod tests {
         assert_eq!(r.ior[0].transfer, 4096);
         assert_eq!(r.ior[0].shape, "shared-independent");
         assert_eq!(r.ior[0].latency_s, 2e-5);
-        let pp = r.plan.steps[0].clone();
+        let pp = step(&r, Probe::Pingpong);
         let json = r#"{"tables": {"pingpong": {"columns": ["test","ranks","bytes","iterations","seconds"],
             "rows": [["sendrecv", 2, 1, 1000, 1e-6], ["barrier", 2, 0, 20, 2e-6]]}}}"#;
         r.add_report(&pp, json).unwrap();
-        assert_eq!(r.pingpong.len(), 2);
+        assert_eq!(r.pingpong.len(), 1, "a barrier step keeps its barrier rows");
+        let beff = step(&r, Probe::Beff);
+        let json = r#"{"tables": {"samples": {"columns": ["pattern","family","bytes","method","rep","loops","seconds","mb_s"],
+            "rows": [["ring-1*2fix", "ring", 4096, "Sndrcv", 0, 300, 1e-3, 4.9]]}}}"#;
+        r.add_report(&beff, json).unwrap();
+        assert_eq!(r.beff.len(), 1);
+        assert_eq!(
+            (r.beff[0].bytes, r.beff[0].loops, r.beff[0].ranks),
+            (4096, 300, 2)
+        );
+        assert_eq!(r.beff[0].method, "Sndrcv");
     }
 
     #[test]
     fn malformed_reports_are_named() {
         let mut r = results();
-        let pp = r.plan.steps[0].clone();
+        let pp = step(&r, Probe::Pingpong);
         assert!(r.add_report(&pp, "{").unwrap_err().contains("JSON"));
         assert!(
             r.add_report(&pp, r#"{"tables": {}}"#)
                 .unwrap_err()
                 .contains("columns test, ranks")
         );
-        let bad = r#"{"tables": {"t": {"columns": ["test","ranks","bytes","iterations","seconds"], "rows": [["sendrecv", 2, 1, 10, "x"]]}}}"#;
+        let bad = r#"{"tables": {"t": {"columns": ["test","ranks","bytes","iterations","seconds"], "rows": [["barrier", 2, 0, 10, "x"]]}}}"#;
         assert!(r.add_report(&pp, bad).unwrap_err().contains("`seconds`"));
     }
 }

@@ -270,6 +270,60 @@ impl Rank {
         self.wait(&r, why).await;
     }
 
+    /// Nonblocking sends and receives completed together (`MPI_Irecv`s, then
+    /// `MPI_Isend`s, then `MPI_Waitall`): every message is posted at once, so they
+    /// share the network as their flows overlap. `sends` are (rank, bytes),
+    /// `recvs` ranks of this communicator; a receive's size is its sender's.
+    pub async fn exchange(&self, sends: &[(usize, u64)], recvs: &[usize]) {
+        let me = self.world_rank;
+        let posted: Vec<(Signal, Wait)> = {
+            let mut m = self.sim.model.borrow_mut();
+            let mut e = self.sim.engine.borrow_mut();
+            let id = self.comm.id;
+            let mut posted = Vec::with_capacity(sends.len() + recvs.len());
+            for &source in recvs {
+                let from = self.comm.members[source];
+                let s = post_message(&mut m, &mut e, id, from, me, None);
+                posted.push((s, Wait::Recv { from }));
+            }
+            for &(dest, bytes) in sends {
+                let to = self.comm.members[dest];
+                let s = post_message(&mut m, &mut e, id, me, to, Some(bytes));
+                posted.push((s, Wait::Send { to }));
+            }
+            posted
+        };
+        for (s, why) in &posted {
+            self.wait(s, *why).await;
+        }
+    }
+
+    /// `MPI_Alltoallv`: `send[r]` bytes to rank `r` and `recv[r]` bytes from it,
+    /// as one [`Rank::exchange`] of the pairs with a count (MPICH's alltoallv posts
+    /// them all and waits); this rank's part to itself is a memory copy.
+    pub async fn alltoallv(&self, send: &[u64], recv: &[u64]) {
+        let me = self.rank;
+        let sends: Vec<(usize, u64)> = send
+            .iter()
+            .enumerate()
+            .filter(|&(r, &b)| r != me && b > 0)
+            .map(|(r, &b)| (r, b))
+            .collect();
+        let recvs: Vec<usize> = recv
+            .iter()
+            .enumerate()
+            .filter(|&(r, &b)| r != me && b > 0)
+            .map(|(r, _)| r)
+            .collect();
+        if let Some(&own) = send.get(me)
+            && own > 0
+        {
+            self.compute(piotwin_types::KernelKind::Memcpy, own as f64)
+                .await;
+        }
+        self.exchange(&sends, &recvs).await;
+    }
+
     /// Sends `bytes` to `dest` (`MPI_Send`, modelled as a rendezvous: it returns
     /// when the matching receive has the message).
     pub async fn send(&self, bytes: u64, dest: usize) {
