@@ -3,6 +3,7 @@
 //! 4 ranks that check every message received.
 
 use std::path::Path;
+use std::process::Output;
 
 mod common;
 use common::*;
@@ -34,6 +35,30 @@ fn bad_inputs_exit_2_naming_the_input() {
     );
 }
 
+/// `piotwin run b_eff` in the twin of `default.toml` with `extra` options, small
+/// and quick (Lmax 16 KiB, one repetition, loops of 3), its report in `b.json`.
+fn twin(dir: &Path, ranks: &str, extra: &[&str]) -> Output {
+    let scenario = common::scenario("default.toml");
+    let mut args = vec![
+        "run",
+        "b_eff",
+        "--sim",
+        scenario.to_str().unwrap(),
+        "--ranks",
+        ranks,
+        "--mb",
+        "2",
+        "--repetitions",
+        "1",
+        "--first-loop",
+        "3",
+        "--json",
+        "b.json",
+    ];
+    args.extend_from_slice(extra);
+    piotwin(dir, &args)
+}
+
 /// The best bandwidth (MB/s) of `pattern` at `bytes` in a report.
 fn best(report: &serde_json::Value, pattern: &str, bytes: u64) -> f64 {
     let t = &report["tables"]["best"];
@@ -60,16 +85,10 @@ fn best(report: &serde_json::Value, pattern: &str, bytes: u64) -> f64 {
 #[test]
 fn twin_ring_bandwidths_are_the_max_min_shares() {
     let dir = tempfile::tempdir().unwrap();
-    let scenario = common::scenario("default.toml");
-    let o = piotwin(
+    let o = twin(
         dir.path(),
+        "4",
         &[
-            "run",
-            "b_eff",
-            "--sim",
-            scenario.to_str().unwrap(),
-            "--ranks",
-            "4",
             "--set",
             "nodes[0].count=2",
             "--set",
@@ -78,14 +97,6 @@ fn twin_ring_bandwidths_are_the_max_min_shares() {
             "nodes[0].nic_latency=0s",
             "--set",
             "network.latency=0s",
-            "--mb",
-            "2",
-            "--repetitions",
-            "1",
-            "--first-loop",
-            "3",
-            "--json",
-            "b.json",
             "--plot",
             "b",
         ],
@@ -132,28 +143,7 @@ fn twin_ring_bandwidths_are_the_max_min_shares() {
 
 #[test]
 fn twin_is_deterministic_and_the_dry_run_completes() {
-    let scenario = common::scenario("default.toml");
-    let run = |dir: &Path| {
-        piotwin(
-            dir,
-            &[
-                "run",
-                "b_eff",
-                "--sim",
-                scenario.to_str().unwrap(),
-                "--ranks",
-                "5",
-                "--mb",
-                "2",
-                "--repetitions",
-                "1",
-                "--first-loop",
-                "3",
-                "--json",
-                "b.json",
-            ],
-        )
-    };
+    let run = |dir: &Path| twin(dir, "5", &[]);
     let (a, b) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
     assert!(run(a.path()).status.success());
     assert!(run(b.path()).status.success());

@@ -70,34 +70,13 @@ subroutine piotwin_f_open(path, path_len, direct, recl, action, unit, fd, ios, m
   call piotwin_f_message(m, msg)
 end subroutine piotwin_f_open
 
-! nrec WRITE(REC=) statements, records rec0 onwards, each with k reals.
-subroutine piotwin_f_write_direct(unit, rec0, nrec, k, buf, ios, msg) &
-    bind(C, name="piotwin_f_write_direct")
+! nrec WRITE(REC=) statements (write /= 0) or READ(REC=) statements, records rec0
+! onwards, each with k reals.
+subroutine piotwin_f_direct(unit, write, rec0, nrec, k, buf, ios, msg) &
+    bind(C, name="piotwin_f_direct")
   use iso_c_binding, only: c_char, c_int, c_int64_t, c_double
   implicit none
-  integer(c_int), value :: unit, k
-  integer(c_int64_t), value :: rec0, nrec
-  real(c_double), intent(in) :: buf(k, nrec)
-  integer(c_int), intent(out) :: ios
-  character(kind=c_char), intent(out) :: msg(256)
-  character(len=256) :: m
-  integer(c_int64_t) :: r
-  integer :: j
-  m = ''
-  ios = 0
-  do r = 1, nrec
-    write(unit, rec=rec0 + r - 1, iostat=ios, iomsg=m) (buf(j, r), j = 1, k)
-    if (ios /= 0) exit
-  end do
-  call piotwin_f_message(m, msg)
-end subroutine piotwin_f_write_direct
-
-! nrec READ(REC=) statements, records rec0 onwards, each with k reals.
-subroutine piotwin_f_read_direct(unit, rec0, nrec, k, buf, ios, msg) &
-    bind(C, name="piotwin_f_read_direct")
-  use iso_c_binding, only: c_char, c_int, c_int64_t, c_double
-  implicit none
-  integer(c_int), value :: unit, k
+  integer(c_int), value :: unit, write, k
   integer(c_int64_t), value :: rec0, nrec
   real(c_double), intent(inout) :: buf(k, nrec)
   integer(c_int), intent(out) :: ios
@@ -108,43 +87,36 @@ subroutine piotwin_f_read_direct(unit, rec0, nrec, k, buf, ios, msg) &
   m = ''
   ios = 0
   do r = 1, nrec
-    read(unit, rec=rec0 + r - 1, iostat=ios, iomsg=m) (buf(j, r), j = 1, k)
+    if (write /= 0) then
+      write(unit, rec=rec0 + r - 1, iostat=ios, iomsg=m) (buf(j, r), j = 1, k)
+    else
+      read(unit, rec=rec0 + r - 1, iostat=ios, iomsg=m) (buf(j, r), j = 1, k)
+    end if
     if (ios /= 0) exit
   end do
   call piotwin_f_message(m, msg)
-end subroutine piotwin_f_read_direct
+end subroutine piotwin_f_direct
 
-! One sequential WRITE statement: one record of n reals.
-subroutine piotwin_f_write_sequential(unit, n, buf, ios, msg) &
-    bind(C, name="piotwin_f_write_sequential")
+! One sequential WRITE statement of a record of n reals (write /= 0), or one READ
+! of the next record's first n reals.
+subroutine piotwin_f_sequential(unit, write, n, buf, ios, msg) &
+    bind(C, name="piotwin_f_sequential")
   use iso_c_binding, only: c_char, c_int, c_int64_t, c_double
   implicit none
-  integer(c_int), value :: unit
-  integer(c_int64_t), value :: n
-  real(c_double), intent(in) :: buf(n)
-  integer(c_int), intent(out) :: ios
-  character(kind=c_char), intent(out) :: msg(256)
-  character(len=256) :: m
-  m = ''
-  write(unit, iostat=ios, iomsg=m) buf
-  call piotwin_f_message(m, msg)
-end subroutine piotwin_f_write_sequential
-
-! One sequential READ statement: the next record's first n reals.
-subroutine piotwin_f_read_sequential(unit, n, buf, ios, msg) &
-    bind(C, name="piotwin_f_read_sequential")
-  use iso_c_binding, only: c_char, c_int, c_int64_t, c_double
-  implicit none
-  integer(c_int), value :: unit
+  integer(c_int), value :: unit, write
   integer(c_int64_t), value :: n
   real(c_double), intent(inout) :: buf(n)
   integer(c_int), intent(out) :: ios
   character(kind=c_char), intent(out) :: msg(256)
   character(len=256) :: m
   m = ''
-  read(unit, iostat=ios, iomsg=m) buf
+  if (write /= 0) then
+    write(unit, iostat=ios, iomsg=m) buf
+  else
+    read(unit, iostat=ios, iomsg=m) buf
+  end if
   call piotwin_f_message(m, msg)
-end subroutine piotwin_f_read_sequential
+end subroutine piotwin_f_sequential
 
 ! FLUSH: the runtime's buffer to the OS (not to storage: fsync the descriptor for that).
 subroutine piotwin_f_flush(unit, ios, msg) bind(C, name="piotwin_f_flush")

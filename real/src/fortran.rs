@@ -23,17 +23,9 @@ unsafe extern "C" {
         ios: *mut c_int,
         msg: *mut c_char,
     );
-    fn piotwin_f_write_direct(
+    fn piotwin_f_direct(
         unit: c_int,
-        rec0: i64,
-        nrec: i64,
-        k: c_int,
-        buf: *const f64,
-        ios: *mut c_int,
-        msg: *mut c_char,
-    );
-    fn piotwin_f_read_direct(
-        unit: c_int,
+        write: c_int,
         rec0: i64,
         nrec: i64,
         k: c_int,
@@ -41,15 +33,9 @@ unsafe extern "C" {
         ios: *mut c_int,
         msg: *mut c_char,
     );
-    fn piotwin_f_write_sequential(
+    fn piotwin_f_sequential(
         unit: c_int,
-        n: i64,
-        buf: *const f64,
-        ios: *mut c_int,
-        msg: *mut c_char,
-    );
-    fn piotwin_f_read_sequential(
-        unit: c_int,
+        write: c_int,
         n: i64,
         buf: *mut f64,
         ios: *mut c_int,
@@ -191,37 +177,9 @@ impl FortranUnit {
     /// sequential: one `WRITE` of `buf` as the next record, `offset` being where
     /// the previous record's contents ended. Returns `buf.len()`.
     pub fn write_at(&mut self, offset: u64, buf: &[u8]) -> RealResult<usize> {
-        let call = "WRITE";
-        let n = self.check(call, offset, buf)?;
-        let (unit, path) = (self.unit, self.path.as_str());
-        match self.access {
-            FortranAccess::Direct { recl } => {
-                let k = recl as usize / 8;
-                statement(call, path, |ios, msg| {
-                    // SAFETY: `buf` holds `n` aligned reals, `n / k` records of `k`.
-                    unsafe {
-                        piotwin_f_write_direct(
-                            unit,
-                            (offset / u64::from(recl)) as i64 + 1,
-                            (n / k) as i64,
-                            k as c_int,
-                            buf.as_ptr().cast(),
-                            ios,
-                            msg,
-                        )
-                    }
-                })?
-            }
-            FortranAccess::Sequential => {
-                statement(call, path, |ios, msg| {
-                    // SAFETY: `buf` holds `n` aligned reals.
-                    unsafe {
-                        piotwin_f_write_sequential(unit, n as i64, buf.as_ptr().cast(), ios, msg)
-                    }
-                })?;
-                self.advance(buf.len());
-            }
-        }
+        let n = self.check("WRITE", offset, buf)?;
+        // The statements only read the buffer when they write (`write` = 1).
+        self.statements(true, offset, n, buf.as_ptr().cast_mut().cast())?;
         Ok(buf.len())
     }
 
@@ -229,38 +187,41 @@ impl FortranUnit {
     /// (a sequential `READ` takes the next record's first `buf.len()` bytes).
     /// Reading past the last record is an error (`IOSTAT` of end of file).
     pub fn read_at(&mut self, offset: u64, buf: &mut [u8]) -> RealResult<usize> {
-        let call = "READ";
-        let n = self.check(call, offset, buf)?;
-        let (unit, path) = (self.unit, self.path.as_str());
+        let n = self.check("READ", offset, buf)?;
+        self.statements(false, offset, n, buf.as_mut_ptr().cast())?;
+        Ok(buf.len())
+    }
+
+    /// The `WRITE` (or `READ`) statements of `n` reals at `reals`, checked by
+    /// [`FortranUnit::check`]: one per record of a direct-access unit, one
+    /// record of a sequential unit.
+    fn statements(
+        &mut self,
+        write: bool,
+        offset: u64,
+        n: usize,
+        reals: *mut f64,
+    ) -> RealResult<()> {
+        let call = if write { "WRITE" } else { "READ" };
+        let (unit, path, w) = (self.unit, self.path.as_str(), c_int::from(write));
         match self.access {
             FortranAccess::Direct { recl } => {
                 let k = recl as usize / 8;
-                statement(call, path, |ios, msg| {
-                    // SAFETY: `buf` holds `n` aligned reals, `n / k` records of `k`.
-                    unsafe {
-                        piotwin_f_read_direct(
-                            unit,
-                            (offset / u64::from(recl)) as i64 + 1,
-                            (n / k) as i64,
-                            k as c_int,
-                            buf.as_mut_ptr().cast(),
-                            ios,
-                            msg,
-                        )
-                    }
-                })?
+                let rec0 = (offset / u64::from(recl)) as i64 + 1;
+                // SAFETY: `reals` holds `n` aligned reals, `n / k` records of `k`.
+                statement(call, path, |ios, msg| unsafe {
+                    piotwin_f_direct(unit, w, rec0, (n / k) as i64, k as c_int, reals, ios, msg)
+                })
             }
             FortranAccess::Sequential => {
-                statement(call, path, |ios, msg| {
-                    // SAFETY: `buf` holds `n` aligned reals.
-                    unsafe {
-                        piotwin_f_read_sequential(unit, n as i64, buf.as_mut_ptr().cast(), ios, msg)
-                    }
+                // SAFETY: `reals` holds `n` aligned reals.
+                statement(call, path, |ios, msg| unsafe {
+                    piotwin_f_sequential(unit, w, n as i64, reals, ios, msg)
                 })?;
-                self.advance(buf.len());
+                self.advance(8 * n);
+                Ok(())
             }
         }
-        Ok(buf.len())
     }
 
     fn check(&self, call: &'static str, offset: u64, buf: &[u8]) -> RealResult<usize> {

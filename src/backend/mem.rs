@@ -13,9 +13,11 @@ use std::cell::{Cell, RefCell};
 use std::collections::BTreeMap;
 use std::rc::Rc;
 
+use piotwin_types::SEQUENTIAL_MARKERS;
+
 use crate::ctx::{
-    Access, Hints, IoBuf, IoCtx, IoError, IoResult, Kernel, Op, OpenMode, OpenOptions, Position,
-    ReduceOp, View,
+    Access, Api, FortranAccess, Hints, IoBuf, IoCtx, IoError, IoResult, Kernel, Op, OpenMode,
+    OpenOptions, Position, ReduceOp, View,
 };
 
 /// Bytes of data.
@@ -47,6 +49,9 @@ pub(crate) struct MemFile {
     path: String,
     view: View,
     shared: u64,
+    /// A Fortran sequential unit: the records moved so far (each has its length
+    /// markers in the file, as the Fortran runtime writes them).
+    sequential: Option<u64>,
 }
 
 /// The context. Clones share files and clock (a sub-communicator of one rank).
@@ -81,6 +86,21 @@ impl MemCtx {
         };
         let mut files = self.files.borrow_mut();
         let data = files.get_mut(&file.path).expect("an open file exists");
+        let offset = match file.sequential.as_mut() {
+            None => offset,
+            Some(records) => {
+                let start = (offset + *records * SEQUENTIAL_MARKERS) as usize;
+                *records += 1;
+                if op.access == Access::Write {
+                    let end = start + 4 + len as usize;
+                    data.resize(data.len().max(end + 4), 0);
+                    let marker = (len as u32).to_ne_bytes();
+                    data[start..start + 4].copy_from_slice(&marker);
+                    data[end..end + 4].copy_from_slice(&marker);
+                }
+                start as u64 + SEQUENTIAL_MARKERS / 2
+            }
+        };
         let mut at = 0usize;
         for (fo, l) in file.view.extents(offset, len) {
             let (fo, l) = (fo as usize, l as usize);
@@ -163,6 +183,7 @@ impl IoCtx for MemCtx {
             path: path.to_string(),
             view: View::bytes(),
             shared: 0,
+            sequential: (opts.api == Api::Fortran(FortranAccess::Sequential)).then_some(0),
         })
     }
     async fn set_view(&self, file: &mut MemFile, view: &View) -> IoResult<()> {

@@ -294,7 +294,8 @@ impl Beff {
             series: (0..out.patterns.len())
                 .filter(|&p| out.patterns[p].1 == family)
                 .map(|p| Series {
-                    name: out.patterns[p].0.clone(),
+                    // Numbered: on few processes several patterns share a name.
+                    name: format!("{}: {}", p % RINGS + 1, out.patterns[p].0),
                     points: sizes
                         .iter()
                         .zip(&a.best[p])

@@ -190,6 +190,41 @@ fn a_wrong_byte_in_a_message_is_named() {
     );
 }
 
+/// The plot: two panels (rings, random), a line per pattern, readable axes.
+#[test]
+fn the_figure_has_readable_axes() {
+    let b = Beff { params: params(16) };
+    let sizes = b.params.sizes();
+    let mut out = BeffOutput {
+        patterns: patterns(4, 1)
+            .into_iter()
+            .map(|p| (p.name, p.family))
+            .collect(),
+        ..BeffOutput::default()
+    };
+    for p in 0..2 * RINGS {
+        for (i, &bytes) in sizes.iter().enumerate() {
+            out.samples.push(Sample {
+                pattern: p,
+                bytes,
+                method: Method::Sendrecv,
+                rep: 0,
+                loops: 1,
+                seconds: 1.0,
+                bandwidth: 1e6 * (1.0 + i as f64) * (1.0 + p as f64),
+            });
+        }
+    }
+    let fig = b.figure(&out, "t").unwrap();
+    assert_eq!(fig.panels.len(), 2);
+    assert!(fig.panels.iter().all(|p| p.series.len() == RINGS));
+    let dir = tempfile::tempdir().unwrap();
+    let files = b.write_plot(&out, "t", &dir.path().join("f")).unwrap();
+    assert_eq!(files.len(), 2);
+    let text = std::fs::read_to_string(&files[0]).unwrap();
+    crate::report::plot::check_readable_axes(&text, &fig).unwrap();
+}
+
 #[test]
 fn logavg_is_the_geometric_mean() {
     assert_eq!(
