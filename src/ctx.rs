@@ -10,6 +10,10 @@
 //! The data path is one operation, [`IoCtx::xfer`], with what it does chosen by
 //! [`Op`] (read or write; independent or collective; explicit offset or shared
 //! file pointer). Nonblocking I/O is [`IoCtx::post`] + [`IoCtx::wait_all`].
+//! Communication is MPI's few general calls: collectives (barrier, broadcast,
+//! all-reduce, all-gather, split, [`IoCtx::alltoallv`]), blocking point-to-point
+//! (`send`, `recv`, [`IoCtx::sendrecv`], `sendrecv_replace`) and nonblocking
+//! point-to-point completed by one wait ([`IoCtx::exchange`]).
 //! Data exists only where the back end keeps it: [`IoBuf::bytes`] is `None` in
 //! the twin, so filling and verifying are no-ops there without the benchmark
 //! branching on the mode.

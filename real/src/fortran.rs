@@ -99,7 +99,7 @@ fn invalid(call: &'static str, path: &str, reason: String) -> RealError {
 
 /// `buf` as 8-byte reals, or why not (a length off 8 bytes, a misaligned buffer).
 fn reals(call: &'static str, path: &str, buf: &[u8]) -> RealResult<usize> {
-    if buf.len() % 8 != 0 || buf.as_ptr().align_offset(8) != 0 {
+    if !buf.len().is_multiple_of(8) || buf.as_ptr().align_offset(8) != 0 {
         return Err(invalid(
             call,
             path,

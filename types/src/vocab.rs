@@ -196,14 +196,17 @@ impl FortranAccess {
         match self {
             FortranAccess::Direct { recl } => {
                 let recl = u64::from(recl);
-                (recl == 0 || recl % 8 != 0 || offset % recl != 0 || len % recl != 0).then(|| {
+                (recl == 0
+                    || !recl.is_multiple_of(8)
+                    || !offset.is_multiple_of(recl)
+                    || !len.is_multiple_of(recl)).then(|| {
                     format!(
                         "a direct-access Fortran unit of RECL={recl} moves whole records of 8-byte reals: \
                          offset {offset} and length {len} must be multiples of {recl}, itself a multiple of 8"
                     )
                 })
             }
-            FortranAccess::Sequential => (len % 8 != 0).then(|| {
+            FortranAccess::Sequential => (!len.is_multiple_of(8)).then(|| {
                 format!("a Fortran sequential record here is 8-byte reals: {len} bytes is not a multiple of 8")
             }),
         }

@@ -131,7 +131,9 @@ pub fn patterns(n: usize, seed: u64) -> Vec<Pattern> {
 /// The logarithmic average `exp(Σ ln v / n)` (b_eff's `logavg`); `None` when a
 /// value is not positive or there is none.
 pub fn logavg(values: &[f64]) -> Option<f64> {
-    if values.is_empty() || values.iter().any(|&v| !(v > 0.0)) {
+    // Not positive, or not a number.
+    let positive = |v: &f64| v.partial_cmp(&0.0) == Some(std::cmp::Ordering::Greater);
+    if values.is_empty() || !values.iter().all(positive) {
         return None;
     }
     Some((values.iter().map(|v| v.ln()).sum::<f64>() / values.len() as f64).exp())
