@@ -118,27 +118,21 @@ subroutine piotwin_f_sequential(unit, write, n, buf, ios, msg) &
   call piotwin_f_message(m, msg)
 end subroutine piotwin_f_sequential
 
-! FLUSH: the runtime's buffer to the OS (not to storage: fsync the descriptor for that).
-subroutine piotwin_f_flush(unit, ios, msg) bind(C, name="piotwin_f_flush")
+! FLUSH (close = 0: the runtime's buffer to the OS, not to storage: fsync the
+! descriptor for that) or CLOSE (the buffer written out, the unit closed).
+subroutine piotwin_f_flush_or_close(unit, close_it, ios, msg) &
+    bind(C, name="piotwin_f_flush_or_close")
   use iso_c_binding, only: c_char, c_int
   implicit none
-  integer(c_int), value :: unit
+  integer(c_int), value :: unit, close_it
   integer(c_int), intent(out) :: ios
   character(kind=c_char), intent(out) :: msg(256)
   character(len=256) :: m
   m = ''
-  flush(unit, iostat=ios, iomsg=m)
+  if (close_it /= 0) then
+    close(unit, iostat=ios, iomsg=m)
+  else
+    flush(unit, iostat=ios, iomsg=m)
+  end if
   call piotwin_f_message(m, msg)
-end subroutine piotwin_f_flush
-
-subroutine piotwin_f_close(unit, ios, msg) bind(C, name="piotwin_f_close")
-  use iso_c_binding, only: c_char, c_int
-  implicit none
-  integer(c_int), value :: unit
-  integer(c_int), intent(out) :: ios
-  character(kind=c_char), intent(out) :: msg(256)
-  character(len=256) :: m
-  m = ''
-  close(unit, iostat=ios, iomsg=m)
-  call piotwin_f_message(m, msg)
-end subroutine piotwin_f_close
+end subroutine piotwin_f_flush_or_close

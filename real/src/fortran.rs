@@ -41,8 +41,7 @@ unsafe extern "C" {
         ios: *mut c_int,
         msg: *mut c_char,
     );
-    fn piotwin_f_flush(unit: c_int, ios: *mut c_int, msg: *mut c_char);
-    fn piotwin_f_close(unit: c_int, ios: *mut c_int, msg: *mut c_char);
+    fn piotwin_f_flush_or_close(unit: c_int, close_it: c_int, ios: *mut c_int, msg: *mut c_char);
 }
 
 /// The message buffer every routine of `units.f90` fills (NUL-terminated).
@@ -259,7 +258,7 @@ impl FortranUnit {
         let unit = self.unit;
         // SAFETY: plain values and live out-parameters.
         statement("FLUSH", &self.path, |ios, msg| unsafe {
-            piotwin_f_flush(unit, ios, msg)
+            piotwin_f_flush_or_close(unit, 0, ios, msg)
         })
     }
 
@@ -296,7 +295,7 @@ impl FortranUnit {
         let unit = self.unit;
         // SAFETY: plain values and live out-parameters.
         statement("CLOSE", &self.path, |ios, msg| unsafe {
-            piotwin_f_close(unit, ios, msg)
+            piotwin_f_flush_or_close(unit, 1, ios, msg)
         })
     }
 }
@@ -308,7 +307,7 @@ impl Drop for FortranUnit {
         if self.open {
             let (mut ios, mut msg) = (0, [0 as c_char; MSG]);
             // SAFETY: plain values and live out-parameters.
-            unsafe { piotwin_f_close(self.unit, &mut ios, msg.as_mut_ptr()) };
+            unsafe { piotwin_f_flush_or_close(self.unit, 1, &mut ios, msg.as_mut_ptr()) };
         }
     }
 }
