@@ -39,7 +39,9 @@ fn tiny_real_calibration_writes_a_scenario_the_twin_reads() {
     let raw = read_json(&d.join("cal.toml.probes.json"));
     let res = &raw["results"];
     assert!(!res["memcpy"].as_array().unwrap().is_empty());
-    assert!(!res["pingpong"].as_array().unwrap().is_empty());
+    let beff = res["beff"].as_array().unwrap();
+    assert_eq!(beff.len(), 21 * 12 * 3, "b_eff at 2 ranks, one repetition");
+    assert!(beff.iter().all(|r| r["ranks"] == 2));
     let ior = res["ior"].as_array().unwrap();
     assert!(
         ior.iter()
@@ -53,6 +55,10 @@ fn tiny_real_calibration_writes_a_scenario_the_twin_reads() {
         "{text}"
     );
     assert!(text.contains("calibration.ior_shapes"));
+    assert!(
+        text.contains("[calibration.\"nodes[0].nic_latency\"]") && text.contains("measured: b_eff"),
+        "{text}"
+    );
     assert!(
         !text.contains("b_eff_io\""),
         "calibration must not run b_eff_io"

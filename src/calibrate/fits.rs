@@ -10,7 +10,7 @@
 //! | `nodes.compute.flops` | MADbench2's busy-work loop over loop counts | time = latency + flops / rate (Huber) |
 //! | `nodes.fortran_statement` | Fortran `WRITE(REC=)` of 40-byte records over statement counts | time = latency + statements · cost (Huber) |
 //! | `nodes.nic_latency`, `nodes.nic_bw` | b_eff, 2 ranks, its `MPI_Sendrecv` loops | exchange time (loop time / 2 loops) = latency + bytes / bw (Huber) |
-//! | `nodes.oversubscribed_wakeup` | pingpong barriers | (mean barrier at N > cores ranks − mean barrier at `cores` ranks) / ⌈log2 N⌉ steps |
+//! | `nodes.oversubscribed_wakeup` | b_eff's `MPI_Sendrecv` exchanges of 1 byte | mean exchange at N > cores ranks − mean at 2 ranks |
 //! | `nodes.syscall`, `nodes.cache.write_bw` | IOzone write, cached files | time per record = latency + record / bw (Huber) |
 //! | `nodes.cache.read_bw` | IOzone re-read | as above |
 //! | `nodes.cache.capacity` | IOzone re-read over file sizes | cache knee (two plateaus of log bandwidth), else `MemTotal` |
@@ -362,38 +362,43 @@ fn fit_pingpong(r: &ProbeResults, f: &mut Fitted) {
         ),
         Err(e) => f.skip(&KEYS, why(&e)),
     }
+    fit_oversubscribed(r, f);
+}
+
+/// `nodes.oversubscribed_wakeup`: b_eff's `MPI_Sendrecv` exchanges of 1 byte, every
+/// pattern, at more ranks than cores less the same at 2 ranks. Each exchange is
+/// one message step to a rank that may be descheduled, which is what the twin
+/// charges the wake-up on; the mean over patterns is what it charges on average.
+fn fit_oversubscribed(r: &ProbeResults, f: &mut Fitted) {
     let key = "nodes.oversubscribed_wakeup";
     let cores = r.machine.cores as u64;
-    let barrier = |pred: &dyn Fn(u64) -> bool| -> (Vec<f64>, Option<u64>) {
+    let exchanges = |pred: &dyn Fn(u64) -> bool| -> (Vec<f64>, Option<u64>) {
         let rows: Vec<_> = r
-            .pingpong
+            .beff
             .iter()
-            .filter(|p| p.test == "barrier" && pred(p.ranks))
+            .filter(|p| p.method == "Sndrcv" && p.bytes == 1 && pred(p.ranks))
             .collect();
         let ranks = rows.iter().map(|p| p.ranks).max();
         let v = rows
             .iter()
             .filter(|p| Some(p.ranks) == ranks)
-            .map(|p| p.seconds)
+            .map(|p| p.seconds / (2 * p.loops.max(1)) as f64)
             .collect();
         (v, ranks)
     };
-    let (under, under_ranks) = barrier(&|k| k <= cores);
-    let (over, over_ranks) = barrier(&|k| k > cores);
+    let (under, under_ranks) = exchanges(&|k| k <= cores);
+    let (over, over_ranks) = exchanges(&|k| k > cores);
     let (Some(nu), Some(no)) = (under_ranks, over_ranks) else {
         f.skip(
             &[key],
-            format!("no barrier runs both at <= {cores} ranks and at more ranks than cores (give --ranks above {cores})"),
+            format!("no b_eff runs both at <= {cores} ranks and at more ranks than cores (give --ranks above {cores})"),
         );
         return;
     };
     match (mean_estimate(&under, LEVEL), mean_estimate(&over, LEVEL)) {
         (Ok(u), Ok(o)) => {
-            // The twin charges the wake-up on each of a barrier's ⌈log2 N⌉ steps.
-            let steps = (no as f64).log2().ceil().max(1.0);
-            let half =
-                ((u.ci_high - u.value).powi(2) + (o.ci_high - o.value).powi(2)).sqrt() / steps;
-            let d = (o.value - u.value) / steps;
+            let half = ((u.ci_high - u.value).powi(2) + (o.ci_high - o.value).powi(2)).sqrt();
+            let d = o.value - u.value;
             f.time(
                 key,
                 Estimate {
@@ -402,9 +407,11 @@ fn fit_pingpong(r: &ProbeResults, f: &mut Fitted) {
                     ci_high: d + half,
                     level: LEVEL,
                 },
-                &format!("pingpong: barriers at {no} ranks against {nu} ranks on {cores} cores"),
+                &format!(
+                    "b_eff: MPI_Sendrecv exchanges of 1 byte at {no} ranks against {nu} ranks on {cores} cores"
+                ),
                 format!(
-                    "method=difference-of-means n={}+{} barrier {:.3e} s at {no} ranks, {:.3e} s at {nu}, over {steps} message steps; half-widths added in quadrature",
+                    "method=difference-of-means n={}+{} exchange {:.3e} s at {no} ranks, {:.3e} s at {nu}; half-widths added in quadrature",
                     over.len(),
                     under.len(),
                     o.value,
@@ -863,7 +870,6 @@ pub(crate) mod tests {
             )));
         }
     }
-    use crate::bench::pingpong::PingRow;
     use crate::calibrate::Machine;
     use crate::calibrate::memcpy::CopySample;
     use crate::calibrate::plan::{Plan, Scale};
@@ -906,6 +912,7 @@ pub(crate) mod tests {
     const NIC_BW: f64 = 4e9;
     const INDEP: f64 = 5e-6;
     const COLL: f64 = 40e-6;
+    const WAKEUP: f64 = 4e-3;
 
     /// Probe results generated from known parameters with noise and a few outliers.
     pub(crate) fn synthetic() -> ProbeResults {
@@ -973,16 +980,18 @@ pub(crate) mod tests {
                 });
             }
         }
-        for (ranks, base) in [(2, 2e-6), (4, 15e-3)] {
-            for _ in 0..4 {
-                r.pingpong.push(PingRow {
-                    test: "barrier".into(),
-                    ranks,
-                    bytes: 0,
-                    iterations: 50,
-                    seconds: base * (1.0 + 0.05 * n.normal()),
-                });
-            }
+        // b_eff at 4 ranks on 2 cores: 1-byte exchanges that wait for a
+        // descheduled rank (the wake-up on top of the 2-rank exchange).
+        for _ in 0..8 {
+            let t = NIC_LAT + 1.0 / NIC_BW + WAKEUP * (1.0 + 0.05 * n.normal());
+            r.beff.push(crate::calibrate::probes::BeffRow {
+                ranks: 4,
+                pattern: "ring-1*4fix".into(),
+                bytes: 1,
+                method: "Sndrcv".into(),
+                loops: 8,
+                seconds: 16.0 * t,
+            });
         }
         let mut warm = IozoneRun {
             cold: false,
@@ -1156,7 +1165,7 @@ pub(crate) mod tests {
         within(&f, "server.device.write_bw", DEV_W);
         within(&f, "mpiio.independent_call", INDEP);
         within(&f, "mpiio.collective_call", COLL);
-        within(&f, "nodes.oversubscribed_wakeup", (15e-3 - 2e-6) / 2.0);
+        within(&f, "nodes.oversubscribed_wakeup", WAKEUP);
         within(&f, "mpiio.open", 1e-3 - 30e-6);
         within(&f, "mpiio.close", 2e-4 - 3e-6);
         // The exchange time's noise is one-sided (|N|): the latency is biased up
@@ -1173,7 +1182,7 @@ pub(crate) mod tests {
     fn a_missing_probe_is_skipped_with_its_reason() {
         let mut r = synthetic();
         r.iozone.clear();
-        r.pingpong.retain(|p| p.ranks == 2);
+        r.beff.retain(|p| p.ranks == 2);
         let f = fit_all(&r, &base());
         assert!(f.skipped["nodes.syscall"].contains("no IOzone"));
         assert!(f.skipped["nodes.oversubscribed_wakeup"].contains("more ranks than cores"));

@@ -32,7 +32,7 @@ pub enum Scale {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Probe {
-    /// `piotwin run pingpong`.
+    /// `piotwin run pingpong` (plans before b_eff; read back from their probe files).
     Pingpong,
     /// `piotwin run b_eff`.
     Beff,
@@ -64,7 +64,8 @@ pub struct Step {
     /// The probe's arguments (without `--json`).
     pub args: Vec<String>,
     /// For IOR steps, the shape's name (`shared-independent`, …); for IOzone,
-    /// `warm` or `cold`; for pingpong, `barrier`; for b_eff, `rings`.
+    /// `warm` or `cold`; for pingpong (older plans), `pairs` or `barrier`; for
+    /// b_eff, `rings` (2 ranks) or `oversubscribed` (more ranks than cores).
     pub shape: String,
 }
 
@@ -143,13 +144,13 @@ impl Plan {
             Scale::Quick | Scale::Full => vec![10_000, 100_000, 1_000_000],
         };
         let mut steps = Vec::new();
-        // Point to point: b_eff at 2 ranks (its 21 sizes, every method); barriers
-        // at cores and at max_ranks (oversubscribed when max_ranks > cores),
-        // repeated for an interval.
-        let (beff_mb, beff_reps, over_runs) = match scale {
-            Scale::Tiny => ("2", "1", 2),
-            Scale::Quick => ("512", "2", 3),
-            Scale::Full => ("2048", "3", 6),
+        // Point to point: b_eff at 2 ranks (its 21 sizes, every method), and at
+        // max_ranks when that oversubscribes the cores (short loops: each message
+        // there waits for a descheduled rank).
+        let (beff_mb, beff_reps, over_loops) = match scale {
+            Scale::Tiny => ("2", "1", "1"),
+            Scale::Quick => ("512", "2", "8"),
+            Scale::Full => ("2048", "3", "30"),
         };
         steps.push(Step {
             probe: Probe::Beff,
@@ -158,30 +159,20 @@ impl Plan {
             shape: "rings".into(),
         });
         let base_ranks = cores.clamp(2, max_ranks);
-        let over_barriers = match scale {
-            Scale::Tiny => "5",
-            Scale::Quick => "50",
-            Scale::Full => "200",
-        };
-        for ranks in [base_ranks, max_ranks] {
-            for _ in 0..over_runs {
-                steps.push(Step {
-                    probe: Probe::Pingpong,
-                    ranks,
-                    args: s(&[
-                        "--sizes",
-                        "1",
-                        "--iterations",
-                        "4",
-                        "--barriers",
-                        over_barriers,
-                    ]),
-                    shape: "barrier".into(),
-                });
-            }
-            if base_ranks == max_ranks {
-                break;
-            }
+        if max_ranks > cores {
+            steps.push(Step {
+                probe: Probe::Beff,
+                ranks: max_ranks,
+                args: s(&[
+                    "--mb",
+                    "2",
+                    "--repetitions",
+                    "1",
+                    "--first-loop",
+                    over_loops,
+                ]),
+                shape: "oversubscribed".into(),
+            });
         }
         // IOR: MPI-IO, shared file independent / collective over transfer sizes
         // at every rank count, and file per process.

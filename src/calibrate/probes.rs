@@ -372,6 +372,16 @@ mod tests {
             .clone()
     }
 
+    /// A barrier step of the pingpong probe, as plans before b_eff had them.
+    fn barrier_step() -> Step {
+        Step {
+            probe: Probe::Pingpong,
+            ranks: 4,
+            args: Vec::new(),
+            shape: "barrier".into(),
+        }
+    }
+
     #[test]
     fn reads_ior_pingpong_and_b_eff_reports() {
         let mut r = results();
@@ -388,7 +398,7 @@ mod tests {
         assert_eq!(r.ior[0].transfer, 4096);
         assert_eq!(r.ior[0].shape, "shared-independent");
         assert_eq!(r.ior[0].latency_s, 2e-5);
-        let pp = step(&r, Probe::Pingpong);
+        let pp = barrier_step();
         let json = r#"{"tables": {"pingpong": {"columns": ["test","ranks","bytes","iterations","seconds"],
             "rows": [["sendrecv", 2, 1, 1000, 1e-6], ["barrier", 2, 0, 20, 2e-6]]}}}"#;
         r.add_report(&pp, json).unwrap();
@@ -408,7 +418,7 @@ mod tests {
     #[test]
     fn malformed_reports_are_named() {
         let mut r = results();
-        let pp = step(&r, Probe::Pingpong);
+        let pp = barrier_step();
         assert!(r.add_report(&pp, "{").unwrap_err().contains("JSON"));
         assert!(
             r.add_report(&pp, r#"{"tables": {}}"#)

@@ -28,8 +28,8 @@ const DEFAULT_BASE: &str = include_str!("../../scenarios/default.toml");
 
 pub(super) const LONG_ABOUT: &str = "\
 Calibrate the twin from this machine: run the probes for real (memcpy in this
-process; point-to-point, IOR-style MPI-IO at 1..N ranks and IOzone-style under
-mpiexec), fit every model parameter with its 95 % interval, the probe it came
+process; b_eff at 2 and N ranks, IOR-style MPI-IO at 1..N ranks and IOzone-style
+under mpiexec), fit every model parameter with its 95 % interval, the probe it came
 from and the fit's quality, and write a scenario the twin runs, plus the raw
 probe results next to it (<out>.probes.json). b_eff_io is never run, and the IOR
 shapes run are listed in the scenario's [source] (calibration.ior_shapes), so
