@@ -337,6 +337,22 @@ mod tests {
         );
     }
 
+    /// A spread is a standard deviation of a log: a very noisy machine's is above
+    /// 1 (calibration measured 1.04 under load), and it must read back.
+    #[test]
+    fn a_spread_above_one_reads_and_a_negative_one_is_refused() {
+        let s = synthetic("[run_to_run]\nspread = 1.04\n");
+        assert_eq!(s.run_to_run.unwrap().spread, 1.04);
+        let base = std::fs::read_to_string(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/scenarios/default.toml"
+        ))
+        .unwrap();
+        let text = format!("{base}\n[model_error]\nspread = -0.1\n");
+        let e = Scenario::from_str(&text, "s.toml").unwrap_err().to_string();
+        assert!(e.contains("model_error.spread") && e.contains("≥ 0"), "{e}");
+    }
+
     #[test]
     fn the_model_error_moves_results_not_inputs() {
         let s = synthetic("[model_error]\nspread = 0.3\n");

@@ -472,7 +472,9 @@ impl Scenario {
             };
             t.req("spread", "the spread, e.g. 0.1")?;
             Ok(Some(Spread {
-                spread: t.fraction("spread")?.unwrap_or_default(),
+                // A standard deviation of a log: any number >= 0 (a noisy
+                // machine's exceeds 1).
+                spread: t.quantity("spread", KeyKind::Number)?.0,
                 probe: t.string_or("probe", "the probes it was measured over", "")?,
                 quality: t.string_or("quality", "how many, and how", "")?,
             }))

@@ -134,7 +134,7 @@ const KEYS: &[Key] = &[
     ),
     key(
         "run_to_run.spread",
-        Fraction,
+        Quantity(Number),
         Required,
         "the standard deviation of the log of a repeated probe's bandwidth (0.1: about ±10 % per run)",
     ),
@@ -158,7 +158,7 @@ const KEYS: &[Key] = &[
     ),
     key(
         "model_error.spread",
-        Fraction,
+        Quantity(Number),
         Required,
         "the standard deviation of ln(measured / predicted) beyond the run-to-run noise",
     ),
