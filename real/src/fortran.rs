@@ -9,7 +9,7 @@ use std::ffi::CStr;
 use std::os::raw::{c_char, c_int};
 
 use crate::error::{RealError, RealResult};
-use piotwin_types::{FortranAccess, OpenMode, SEQUENTIAL_MARKERS};
+use piotwin_types::{FortranAccess, OpenMode, SequentialPosition};
 
 unsafe extern "C" {
     fn piotwin_f_open(
@@ -81,10 +81,8 @@ pub struct FortranUnit {
     fd: c_int,
     path: String,
     access: FortranAccess,
-    /// Sequential units: the record contents before the next record, and the
-    /// records so far (the file position is their sum plus the markers).
-    next: u64,
-    records: u64,
+    /// Sequential units: the records so far.
+    position: SequentialPosition,
     open: bool,
 }
 
@@ -161,8 +159,7 @@ impl FortranUnit {
             fd,
             path: path.to_string(),
             access,
-            next: 0,
-            records: 0,
+            position: SequentialPosition::default(),
             open: true,
         })
     }
@@ -217,7 +214,7 @@ impl FortranUnit {
                 statement(call, path, |ios, msg| unsafe {
                     piotwin_f_sequential(unit, w, n as i64, reals, ios, msg)
                 })?;
-                self.advance(8 * n);
+                self.position.advance(8 * n as u64);
                 Ok(())
             }
         }
@@ -228,29 +225,18 @@ impl FortranUnit {
         if let Some(why) = self.access.refuses(offset, buf.len() as u64) {
             return Err(invalid(call, &self.path, why));
         }
-        if self.access == FortranAccess::Sequential && offset != self.next {
-            return Err(invalid(
-                call,
-                &self.path,
-                format!(
-                    "a sequential Fortran unit moves records in order: the next record's contents \
-                     begin at {}, not {offset}",
-                    self.next
-                ),
-            ));
+        if self.access == FortranAccess::Sequential
+            && let Some(why) = self.position.refuses(offset)
+        {
+            return Err(invalid(call, &self.path, why));
         }
         Ok(n)
-    }
-
-    fn advance(&mut self, len: usize) {
-        self.next += len as u64;
-        self.records += 1;
     }
 
     /// Sequential units: the file's byte position of the next record (contents
     /// and markers so far).
     pub fn file_position(&self) -> u64 {
-        self.next + self.records * SEQUENTIAL_MARKERS
+        self.position.file_bytes()
     }
 
     /// `FLUSH`: the runtime's buffer to the OS.

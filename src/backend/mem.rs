@@ -13,7 +13,7 @@ use std::cell::{Cell, RefCell};
 use std::collections::BTreeMap;
 use std::rc::Rc;
 
-use piotwin_types::SEQUENTIAL_MARKERS;
+use piotwin_types::{SEQUENTIAL_MARKERS, SequentialPosition};
 
 use crate::ctx::{
     Access, Api, FortranAccess, Hints, IoBuf, IoCtx, IoError, IoResult, Kernel, Op, OpenMode,
@@ -51,7 +51,7 @@ pub(crate) struct MemFile {
     shared: u64,
     /// A Fortran sequential unit: the records moved so far (each has its length
     /// markers in the file, as the Fortran runtime writes them).
-    sequential: Option<u64>,
+    sequential: Option<SequentialPosition>,
 }
 
 /// The context. Clones share files and clock (a sub-communicator of one rank).
@@ -88,9 +88,8 @@ impl MemCtx {
         let data = files.get_mut(&file.path).expect("an open file exists");
         let offset = match file.sequential.as_mut() {
             None => offset,
-            Some(records) => {
-                let start = (offset + *records * SEQUENTIAL_MARKERS) as usize;
-                *records += 1;
+            Some(at) => {
+                let start = at.advance(len) as usize;
                 if op.access == Access::Write {
                     let end = start + 4 + len as usize;
                     data.resize(data.len().max(end + 4), 0);
@@ -183,7 +182,8 @@ impl IoCtx for MemCtx {
             path: path.to_string(),
             view: View::bytes(),
             shared: 0,
-            sequential: (opts.api == Api::Fortran(FortranAccess::Sequential)).then_some(0),
+            sequential: (opts.api == Api::Fortran(FortranAccess::Sequential))
+                .then(SequentialPosition::default),
         })
     }
     async fn set_view(&self, file: &mut MemFile, view: &View) -> IoResult<()> {

@@ -20,5 +20,5 @@ pub use datatype::{DARG_DEFAULT, Datatype, Distrib, Extents, Order, TypeError, V
 pub use hints::{Hints, HintsError};
 pub use vocab::{
     Access, Api, Coordination, FortranAccess, IoError, IoResult, KernelKind, Op, OpenMode,
-    Position, ReduceOp, Repeat, SEQUENTIAL_MARKERS, Scope, within_budget,
+    Position, ReduceOp, Repeat, SEQUENTIAL_MARKERS, Scope, SequentialPosition, within_budget,
 };

@@ -181,6 +181,42 @@ pub enum FortranAccess {
 /// unformatted file (gfortran's default: a 4-byte length before and after).
 pub const SEQUENTIAL_MARKERS: u64 = 8;
 
+/// Where a sequential Fortran unit stands: the record contents and the records
+/// moved since it was opened (each record has its markers in the file).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SequentialPosition {
+    contents: u64,
+    records: u64,
+}
+
+impl SequentialPosition {
+    /// Why the next record cannot have its contents begin at `offset`: records
+    /// go in order, each where the previous one's contents ended.
+    pub fn refuses(&self, offset: u64) -> Option<String> {
+        (offset != self.contents).then(|| {
+            format!(
+                "a sequential Fortran unit moves records in order: the next record's contents \
+                 begin at {}, not {offset}",
+                self.contents
+            )
+        })
+    }
+
+    /// Moves past a record of `len` bytes of contents; returns where the record
+    /// (its leading marker) starts in the file.
+    pub fn advance(&mut self, len: u64) -> u64 {
+        let start = self.file_bytes();
+        self.contents += len;
+        self.records += 1;
+        start
+    }
+
+    /// Bytes of the file so far: contents and markers.
+    pub fn file_bytes(&self) -> u64 {
+        self.contents + self.records * SEQUENTIAL_MARKERS
+    }
+}
+
 impl FortranAccess {
     /// The data-transfer statements an access of `len` bytes takes.
     pub fn statements(self, len: u64) -> u64 {

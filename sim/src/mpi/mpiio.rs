@@ -6,7 +6,7 @@ use std::rc::Rc;
 
 use piotwin_types::{
     Access, Api, Coordination, Datatype, FortranAccess, Hints, IoError, Op, OpenMode, Position,
-    SEQUENTIAL_MARKERS, View,
+    SEQUENTIAL_MARKERS, SequentialPosition, View,
 };
 
 use crate::Rank;
@@ -46,9 +46,8 @@ pub struct File {
     pub(crate) given: Hints,
     /// Collective data accesses made so far (numbers the calls).
     pub(crate) cseq: Cell<u64>,
-    /// A sequential Fortran unit: the record contents so far and the records
-    /// (the next record starts at their sum plus the markers).
-    pub(crate) records: Cell<(u64, u64)>,
+    /// A sequential Fortran unit: the records so far.
+    pub(crate) records: Cell<SequentialPosition>,
 }
 
 /// A started nonblocking access, completed by [`Rank::wait_all`].
@@ -149,7 +148,7 @@ impl Rank {
             hints,
             given: hints_given.clone(),
             cseq: Cell::new(0),
-            records: Cell::new((0, 0)),
+            records: Cell::new(SequentialPosition::default()),
         })
     }
 
@@ -379,20 +378,13 @@ impl Rank {
         let placed = match unit {
             FortranAccess::Direct { .. } => (off, len, 0),
             FortranAccess::Sequential => {
-                let (next, records) = file.records.get();
-                if off != next {
-                    return Err(IoError::Invalid(format!(
-                        "`{}`: a sequential Fortran unit moves records in order: the next \
-                         record's contents begin at {next}, not {off}",
-                        file.path
-                    )));
+                let mut at = file.records.get();
+                if let Some(why) = at.refuses(off) {
+                    return Err(IoError::Invalid(format!("`{}`: {why}", file.path)));
                 }
-                file.records.set((next + len, records + 1));
-                (
-                    next + records * SEQUENTIAL_MARKERS,
-                    len + SEQUENTIAL_MARKERS,
-                    SEQUENTIAL_MARKERS,
-                )
+                let start = at.advance(len);
+                file.records.set(at);
+                (start, len + SEQUENTIAL_MARKERS, SEQUENTIAL_MARKERS)
             }
         };
         let cost = {
