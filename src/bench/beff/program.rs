@@ -69,8 +69,6 @@ pub struct BeffOutput {
     pub samples: Vec<Sample>,
     /// The ping-pong of ranks 0 and 1, per size.
     pub pingpong: Vec<PingPongRow>,
-    /// Loop length per size (decided in the first repetition).
-    pub loops: Vec<(u64, u64)>,
     /// Data checks that failed on this rank (real mode).
     pub mismatches: Vec<String>,
     /// A stop request ended the run early.
@@ -193,11 +191,11 @@ impl Beff {
                         });
                     }
                 }
-                if rep == 0 {
-                    out.loops.push((bytes, loops[i]));
-                    if let Some(&following) = sizes.get(i + 1) {
-                        loops[i + 1] = next_loop_length(loops[i], longest, bytes, following);
-                    }
+                // Loop lengths are decided in the first repetition.
+                if rep == 0
+                    && let Some(&following) = sizes.get(i + 1)
+                {
+                    loops[i + 1] = next_loop_length(loops[i], longest, bytes, following);
                 }
                 if ctx.stop_requested().await.is_some() {
                     out.interrupted = true;
