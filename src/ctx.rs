@@ -160,15 +160,19 @@ pub trait IoCtx: Sized {
     /// each `(dest, buffer)` of `sends`, then a wait for all of them (`MPI_Irecv`s,
     /// `MPI_Isend`s, `MPI_Waitall`). Messages between two ranks match in order.
     async fn exchange(&self, sends: &[(usize, &Self::Buf)], recvs: &mut [(usize, &mut Self::Buf)]);
-    /// All-to-all with counts (`MPI_Alltoallv`, collective): `send_counts[r]` bytes
-    /// of `send` go to rank `r` and `recv_counts[r]` bytes from rank `r` land in
-    /// `recv`, both packed in rank order; a count of 0 moves nothing.
+    /// All-to-all with counts (`MPI_Alltoallv`, collective): each `(r, bytes)` of
+    /// `sends` sends that many bytes of `send` to rank `r`, each `(r, bytes)` of
+    /// `recvs` receives that many from rank `r` into `recv`; both ascending by
+    /// rank and packed in that order, and a rank not listed exchanges nothing.
+    /// The counts are sparse so that a neighbour exchange over thousands of
+    /// ranks costs the twin its messages, not ranks²; the real call hands MPI
+    /// the dense arrays it takes.
     async fn alltoallv(
         &self,
         send: &Self::Buf,
-        send_counts: &[usize],
+        sends: &[(usize, usize)],
         recv: &mut Self::Buf,
-        recv_counts: &[usize],
+        recvs: &[(usize, usize)],
     );
     /// Sub-communicator of the ranks with the same `Some(color)`, ordered by `key`
     /// then old rank; `None` for a rank that passes no color (`MPI_UNDEFINED`).

@@ -42,7 +42,7 @@ use std::collections::BTreeMap;
 use crate::flow::{FlowNet, ResourceId};
 use piotwin_types::{Access, KernelKind};
 
-use crate::scenario::{ComputeRates, Scenario};
+use crate::scenario::{ComputeRates, Scenario, Torus};
 
 pub(crate) struct Node {
     tx: ResourceId,
@@ -95,21 +95,71 @@ pub(crate) struct Platform {
 /// Switch indices by name, and `routes[a][b]` between switches.
 type Topology = (BTreeMap<String, usize>, Vec<Vec<Route>>);
 
+/// A full-duplex link of the switch graph: its ends (switch indices), its two
+/// directions' resources and its latency.
+struct GraphLink {
+    ends: [usize; 2],
+    res: [ResourceId; 2],
+    bandwidth: f64,
+    latency: f64,
+}
+
+/// Whether `switch` (a node group's or the servers') means "spread over the torus".
+fn on_torus(scn: &Scenario, switch: &str) -> bool {
+    scn.network.torus.is_some() && switch == Torus::ATTACH
+}
+
+/// The routers of `scn`'s torus the nodes of its groups attached to it sit on,
+/// in node order (empty without a torus).
+fn torus_node_routers(scn: &Scenario) -> Vec<usize> {
+    let Some(t) = &scn.network.torus else {
+        return Vec::new();
+    };
+    let count: usize = scn
+        .nodes
+        .iter()
+        .filter(|g| on_torus(scn, &g.switch))
+        .map(|g| g.count)
+        .sum();
+    (0..count).map(|k| t.spread(k, count)).collect()
+}
+
 /// Builds the switch graph of `scn` (petgraph), its resources, and all-pairs
-/// shortest routes by latency (ties: fewer hops, then graph order). Errors name
-/// a switch that nothing connects.
+/// routes: between two routers of a torus in dimension order (x, then y, then
+/// z, each the shorter way round, half-way ties forward), as torus machines
+/// route; otherwise shortest by latency (Dijkstra from each switch; ties:
+/// fewer hops, then the lower-numbered switch). A torus's routers are the
+/// first switches, numbered x fastest. Errors name a switch that nothing
+/// connects, or a torus with more nodes than routers.
 fn topology<T>(scn: &Scenario, flows: &mut FlowNet<T>) -> Result<Topology, String> {
     use petgraph::graph::{NodeIndex, UnGraph};
+    use petgraph::visit::EdgeRef;
+    let torus = scn.network.torus.as_ref();
+    let routers = torus.map_or(0, Torus::routers);
+    let node_routers = torus_node_routers(scn);
+    if node_routers.len() > routers && routers > 0 {
+        return Err(format!(
+            "{} nodes attach to the torus (switch = \"torus\"), but it has {routers} routers",
+            node_routers.len()
+        ));
+    }
     let mut names: BTreeMap<String, usize> = BTreeMap::new();
     let mut order: Vec<String> = Vec::new();
+    if let Some(t) = torus {
+        order.extend((0..routers).map(|i| Torus::router_name(t.coords(i))));
+    }
     for l in &scn.network.links {
         order.push(l.from.clone());
         order.push(l.to.clone());
     }
     for g in &scn.nodes {
-        order.push(g.switch.clone());
+        if !on_torus(scn, &g.switch) {
+            order.push(g.switch.clone());
+        }
     }
-    order.push(scn.server.switch.clone());
+    if !on_torus(scn, &scn.server.switch) {
+        order.push(scn.server.switch.clone());
+    }
     let mut g: UnGraph<usize, usize> = UnGraph::new_undirected();
     let mut backplane = Vec::new();
     for n in order {
@@ -120,17 +170,39 @@ fn topology<T>(scn: &Scenario, flows: &mut FlowNet<T>) -> Result<Topology, Strin
             names.insert(n, i);
         }
     }
-    // Each link: (a→b resource, b→a resource, latency).
-    let mut link_res = Vec::new();
-    for (i, l) in scn.network.links.iter().enumerate() {
+    let mut links: Vec<GraphLink> = Vec::new();
+    let mut add_link =
+        |flows: &mut FlowNet<T>, a: usize, b: usize, from: &str, to: &str, bw, latency| {
+            links.push(GraphLink {
+                ends: [a, b],
+                res: [
+                    flows.add_resource(format!("link {from}→{to}"), bw),
+                    flows.add_resource(format!("link {to}→{from}"), bw),
+                ],
+                bandwidth: bw,
+                latency,
+            });
+            g.add_edge(NodeIndex::new(a), NodeIndex::new(b), links.len() - 1);
+        };
+    if let Some(t) = torus {
+        for i in 0..routers {
+            let c = t.coords(i);
+            for d in 0..3 {
+                // A dimension of 2 has one link between its two routers.
+                if t.dims[d] < 2 || (t.dims[d] == 2 && c[d] == 1) {
+                    continue;
+                }
+                let mut n = c;
+                n[d] = (c[d] + 1) % t.dims[d];
+                let j = names[&Torus::router_name(n)];
+                let (from, to) = (Torus::router_name(c), Torus::router_name(n));
+                add_link(flows, i, j, &from, &to, t.bandwidth, t.latency);
+            }
+        }
+    }
+    for l in &scn.network.links {
         let (a, b) = (names[&l.from], names[&l.to]);
-        link_res.push((
-            flows.add_resource(format!("link {}→{}", l.from, l.to), l.bandwidth),
-            flows.add_resource(format!("link {}→{}", l.to, l.from), l.bandwidth),
-            l.latency,
-            a,
-        ));
-        g.add_edge(NodeIndex::new(a), NodeIndex::new(b), i);
+        add_link(flows, a, b, &l.from, &l.to, l.bandwidth, l.latency);
     }
     // What can enter each switch per second: its nodes' and servers' NICs
     // and the links into it. A backplane that carries at least that much
@@ -139,58 +211,124 @@ fn topology<T>(scn: &Scenario, flows: &mut FlowNet<T>) -> Result<Topology, Strin
     // same, and flows that share nothing else are no longer one component
     // of the progressive filling ([`FlowNet::recompute`]).
     let mut inflow = vec![0.0; names.len()];
+    let mut torus_nodes = node_routers.iter();
     for g in &scn.nodes {
-        inflow[names[&g.switch]] += g.count as f64 * g.nic_bw;
+        if on_torus(scn, &g.switch) {
+            for &r in torus_nodes.by_ref().take(g.count) {
+                inflow[r] += g.nic_bw;
+            }
+        } else {
+            inflow[names[&g.switch]] += g.count as f64 * g.nic_bw;
+        }
     }
-    inflow[names[&scn.server.switch]] += scn.server.count as f64 * scn.server.nic_bw;
-    for l in &scn.network.links {
-        inflow[names[&l.from]] += l.bandwidth;
-        inflow[names[&l.to]] += l.bandwidth;
+    match torus {
+        Some(t) if on_torus(scn, &scn.server.switch) => {
+            for i in 0..scn.server.count {
+                inflow[t.spread(i, scn.server.count)] += scn.server.nic_bw;
+            }
+        }
+        _ => inflow[names[&scn.server.switch]] += scn.server.count as f64 * scn.server.nic_bw,
+    }
+    for l in &links {
+        inflow[l.ends[0]] += l.bandwidth;
+        inflow[l.ends[1]] += l.bandwidth;
     }
     let crossing: Vec<Option<ResourceId>> = backplane
         .iter()
         .zip(&inflow)
         .map(|(&b, &into)| (scn.network.bandwidth < into).then_some(b))
         .collect();
-    let n = names.len();
-    let mut routes = vec![vec![Route::default(); n]; n];
-    for (a, row) in routes.iter_mut().enumerate() {
-        for (b, slot) in row.iter_mut().enumerate() {
-            let found = petgraph::algo::astar(
-                &g,
-                NodeIndex::new(a),
-                |x| x.index() == b,
-                |e| link_res[*e.weight()].2 + scn.network.latency + 1e-15,
-                |_| 0.0,
-            );
-            let Some((_, path)) = found else {
-                let name = |i: usize| {
-                    names
-                        .iter()
-                        .find(|(_, v)| **v == i)
-                        .map(|(k, _)| k.clone())
-                        .unwrap_or_default()
-                };
-                return Err(format!(
-                    "no route from switch `{}` to switch `{}`: add a [[network.links]] entry joining them",
-                    name(a),
-                    name(b)
-                ));
-            };
-            let mut r = Route {
-                latency: scn.network.latency,
-                resources: crossing[a].into_iter().collect(),
-            };
-            for w in path.windows(2) {
-                let (x, y) = (w[0], w[1]);
-                let e = g.find_edge(x, y).expect("route edge");
-                let (fwd, back, lat, from) = link_res[*g.edge_weight(e).expect("edge")];
-                r.resources.push(if from == x.index() { fwd } else { back });
-                r.resources.extend(crossing[y.index()]);
-                r.latency += lat + scn.network.latency;
-            }
-            *slot = r;
+    let hop_cost = |l: &GraphLink| l.latency + scn.network.latency + 1e-15;
+    // A route along `path` (switch indices from source to destination, each
+    // step over the link numbered beside it).
+    let route = |a: usize, hops: &[(usize, usize)]| {
+        let mut r = Route {
+            latency: scn.network.latency,
+            resources: crossing[a].into_iter().collect(),
+        };
+        let mut at = a;
+        for &(link, next) in hops {
+            let l = &links[link];
+            r.resources.push(l.res[usize::from(l.ends[0] != at)]);
+            r.resources.extend(crossing[next]);
+            r.latency += l.latency + scn.network.latency;
+            at = next;
         }
+        r
+    };
+    let link_between = |x: usize, y: usize| {
+        let e = g
+            .find_edge(NodeIndex::new(x), NodeIndex::new(y))
+            .expect("a torus link");
+        *g.edge_weight(e).expect("edge")
+    };
+    let n = names.len();
+    let mut routes = Vec::with_capacity(n);
+    for a in 0..n {
+        let score = petgraph::algo::dijkstra(&g, NodeIndex::new(a), None, |e| {
+            hop_cost(&links[*e.weight()])
+        });
+        let mut row = Vec::with_capacity(n);
+        for b in 0..n {
+            let mut hops = Vec::new();
+            if let Some(t) = torus.filter(|_| a < routers && b < routers) {
+                let (mut at, to) = (t.coords(a), t.coords(b));
+                let mut here = a;
+                for d in 0..3 {
+                    let size = t.dims[d];
+                    let forward = (to[d] + size - at[d]) % size;
+                    while at[d] != to[d] {
+                        at[d] = if forward <= size - forward {
+                            (at[d] + 1) % size
+                        } else {
+                            (at[d] + size - 1) % size
+                        };
+                        let next = names[&Torus::router_name(at)];
+                        hops.push((link_between(here, next), next));
+                        here = next;
+                    }
+                }
+            } else {
+                let Some(&total) = score.get(&NodeIndex::new(b)) else {
+                    let name = |i: usize| {
+                        names
+                            .iter()
+                            .find(|(_, v)| **v == i)
+                            .map(|(k, _)| k.clone())
+                            .unwrap_or_default()
+                    };
+                    return Err(format!(
+                        "no route from switch `{}` to switch `{}`: add a [[network.links]] entry joining them",
+                        name(a),
+                        name(b)
+                    ));
+                };
+                // Back from b: the lowest-numbered neighbour on a shortest path.
+                let (mut here, mut cost) = (b, total);
+                while here != a {
+                    let (link, prev) = g
+                        .edges(NodeIndex::new(here))
+                        .filter_map(|e| {
+                            let prev = if e.source().index() == here {
+                                e.target().index()
+                            } else {
+                                e.source().index()
+                            };
+                            let s = *score.get(&NodeIndex::new(prev))?;
+                            (s + hop_cost(&links[*e.weight()]) == cost)
+                                .then_some((*e.weight(), prev))
+                        })
+                        .min_by_key(|&(link, prev)| (prev, link))
+                        .expect("a shortest path's predecessor");
+                    hops.push((link, here));
+                    cost = score[&NodeIndex::new(prev)];
+                    here = prev;
+                }
+                hops.reverse();
+            }
+            row.push(route(a, &hops));
+        }
+        routes.push(row);
     }
     Ok((names, routes))
 }
@@ -205,6 +343,7 @@ impl Platform {
         flows: &mut FlowNet<T>,
     ) -> Result<Platform, String> {
         let (switches, routes) = topology(scn, flows)?;
+        let mut torus_routers = torus_node_routers(scn).into_iter();
         let mut nodes = Vec::new();
         let mut cores = Vec::new();
         for g in &scn.nodes {
@@ -226,7 +365,10 @@ impl Platform {
                         .cache
                         .as_ref()
                         .map_or([g.compute.memcpy; 2], |c| [c.write_bw, c.read_bw]),
-                    switch: switches[&g.switch],
+                    switch: match on_torus(scn, &g.switch) {
+                        true => torus_routers.next().expect("a router per torus node"),
+                        false => switches[&g.switch],
+                    },
                 });
                 cores.push(g.cores);
             }
@@ -253,7 +395,10 @@ impl Platform {
             .map(|i| ServerNet {
                 tx: flows.add_resource(format!("server{i}.nic.tx"), scn.server.nic_bw),
                 rx: flows.add_resource(format!("server{i}.nic.rx"), scn.server.nic_bw),
-                switch: switches[&scn.server.switch],
+                switch: match &scn.network.torus {
+                    Some(t) if on_torus(scn, &scn.server.switch) => t.spread(i, scn.server.count),
+                    _ => switches[&scn.server.switch],
+                },
             })
             .collect();
         Ok(Platform {

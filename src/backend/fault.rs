@@ -127,13 +127,11 @@ impl<C: IoCtx> IoCtx for Faulty<'_, C> {
     async fn alltoallv(
         &self,
         send: &C::Buf,
-        send_counts: &[usize],
+        sends: &[(usize, usize)],
         recv: &mut C::Buf,
-        recv_counts: &[usize],
+        recvs: &[(usize, usize)],
     ) {
-        self.inner
-            .alltoallv(send, send_counts, recv, recv_counts)
-            .await
+        self.inner.alltoallv(send, sends, recv, recvs).await
     }
     async fn sendrecv_replace(&self, buf: &mut C::Buf, dest: usize, source: usize) {
         self.inner.sendrecv_replace(buf, dest, source).await

@@ -159,7 +159,14 @@ impl IoCtx for MemCtx {
     async fn send(&self, _buf: &MemBuf, _dest: usize) {}
     async fn sendrecv(&self, _send: &MemBuf, _dest: usize, _recv: &mut MemBuf, _source: usize) {}
     async fn exchange(&self, _sends: &[(usize, &MemBuf)], _recvs: &mut [(usize, &mut MemBuf)]) {}
-    async fn alltoallv(&self, _send: &MemBuf, _sc: &[usize], _recv: &mut MemBuf, _rc: &[usize]) {}
+    async fn alltoallv(
+        &self,
+        _send: &MemBuf,
+        _sends: &[(usize, usize)],
+        _recv: &mut MemBuf,
+        _recvs: &[(usize, usize)],
+    ) {
+    }
     async fn recv(&self, _buf: &mut MemBuf, _source: usize) {}
     async fn split(&self, color: Option<usize>, _key: usize) -> Option<MemCtx> {
         color.map(|_| self.clone())

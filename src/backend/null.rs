@@ -275,13 +275,16 @@ impl IoCtx for NullCtx {
     async fn alltoallv(
         &self,
         _send: &NullBuf,
-        send_counts: &[usize],
+        sends: &[(usize, usize)],
         _recv: &mut NullBuf,
-        recv_counts: &[usize],
+        recvs: &[(usize, usize)],
     ) {
+        let valid = |c: &[(usize, usize)]| {
+            c.windows(2).all(|w| w[0].0 < w[1].0) && c.iter().all(|&(r, _)| r < self.size())
+        };
         assert!(
-            send_counts.len() == self.size() && recv_counts.len() == self.size(),
-            "alltoallv: one count per rank"
+            valid(sends) && valid(recvs),
+            "alltoallv: counts ascending by rank, ranks in the communicator"
         );
         self.rendezvous(Val::Unit, |_| ()).await;
     }

@@ -102,13 +102,11 @@ impl IoCtx for SimCtx {
     async fn alltoallv(
         &self,
         _send: &SimBuf,
-        send_counts: &[usize],
+        sends: &[(usize, usize)],
         _recv: &mut SimBuf,
-        recv_counts: &[usize],
+        recvs: &[(usize, usize)],
     ) {
-        let send: Vec<u64> = send_counts.iter().map(|&c| c as u64).collect();
-        let recv: Vec<u64> = recv_counts.iter().map(|&c| c as u64).collect();
-        self.rank.alltoallv(&send, &recv).await
+        self.rank.alltoallv(sends, recvs).await
     }
     async fn recv(&self, _buf: &mut SimBuf, source: usize) {
         self.rank.recv(source).await

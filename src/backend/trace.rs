@@ -449,15 +449,13 @@ impl<C: IoCtx> IoCtx for TraceCtx<'_, C> {
     async fn alltoallv(
         &self,
         send: &C::Buf,
-        send_counts: &[usize],
+        sends: &[(usize, usize)],
         recv: &mut C::Buf,
-        recv_counts: &[usize],
+        recvs: &[(usize, usize)],
     ) {
-        let detail = format!("send={send_counts:?} recv={recv_counts:?}");
+        let detail = format!("send={sends:?} recv={recvs:?}");
         self.record("alltoallv", detail, async || {
-            self.inner
-                .alltoallv(send, send_counts, recv, recv_counts)
-                .await
+            self.inner.alltoallv(send, sends, recv, recvs).await
         })
         .await
     }

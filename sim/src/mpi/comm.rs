@@ -298,24 +298,23 @@ impl Rank {
         }
     }
 
-    /// `MPI_Alltoallv`: `send[r]` bytes to rank `r` and `recv[r]` bytes from it,
-    /// as one [`Rank::exchange`] of the pairs with a count (MPICH's alltoallv posts
-    /// them all and waits); this rank's part to itself is a memory copy.
-    pub async fn alltoallv(&self, send: &[u64], recv: &[u64]) {
+    /// `MPI_Alltoallv`: each `(r, bytes)` of `send` to rank `r`, and from each
+    /// `(r, bytes)` of `recv`, as one [`Rank::exchange`] of the pairs with a
+    /// count (MPICH's alltoallv posts them all and waits); this rank's part to
+    /// itself is a memory copy.
+    pub async fn alltoallv(&self, send: &[(usize, usize)], recv: &[(usize, usize)]) {
         let me = self.rank;
         let sends: Vec<(usize, u64)> = send
             .iter()
-            .enumerate()
-            .filter(|&(r, &b)| r != me && b > 0)
-            .map(|(r, &b)| (r, b))
+            .filter(|&&(r, b)| r != me && b > 0)
+            .map(|&(r, b)| (r, b as u64))
             .collect();
         let recvs: Vec<usize> = recv
             .iter()
-            .enumerate()
-            .filter(|&(r, &b)| r != me && b > 0)
-            .map(|(r, _)| r)
+            .filter(|&&(r, b)| r != me && b > 0)
+            .map(|&(r, _)| r)
             .collect();
-        if let Some(&own) = send.get(me)
+        if let Some(&(_, own)) = send.iter().find(|&&(r, _)| r == me)
             && own > 0
         {
             self.compute(piotwin_types::KernelKind::Memcpy, own as f64)

@@ -119,6 +119,17 @@ impl fmt::Display for Scenario {
                 )?;
             }
         }
+        if let Some(t) = &self.network.torus {
+            writeln!(
+                f,
+                "  torus {}×{}×{}: {} / {} per link, dimension-order routes",
+                t.dims[0],
+                t.dims[1],
+                t.dims[2],
+                fmt_rate(t.bandwidth),
+                fmt_time(t.latency)
+            )?;
+        }
         for l in &self.network.links {
             writeln!(
                 f,

@@ -195,6 +195,47 @@ pub struct Network {
     pub latency: f64,
     /// Links between switches (none: one switch, `core`).
     pub links: Vec<Link>,
+    /// A torus of routers, if the machine has one.
+    pub torus: Option<Torus>,
+}
+
+/// A 3-D torus of routers named `torus(x,y,z)`, each joined to its neighbours
+/// along x, y and z (wrapping around), routed in dimension order.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Torus {
+    /// Routers along x, y and z (1: that dimension is absent).
+    pub dims: [usize; 3],
+    /// Bandwidth of each link per direction in bytes/s.
+    pub bandwidth: f64,
+    /// One-way latency of each link in seconds.
+    pub latency: f64,
+}
+
+impl Torus {
+    /// The switch name that spreads a node group or the servers over the routers.
+    pub const ATTACH: &'static str = "torus";
+
+    /// Number of routers.
+    pub fn routers(&self) -> usize {
+        self.dims.iter().product()
+    }
+
+    /// The name of the router at `(x, y, z)`.
+    pub fn router_name(c: [usize; 3]) -> String {
+        format!("torus({},{},{})", c[0], c[1], c[2])
+    }
+
+    /// Router `i`'s coordinates (x fastest).
+    pub fn coords(&self, i: usize) -> [usize; 3] {
+        let [x, y, _] = self.dims;
+        [i % x, i / x % y, i / (x * y)]
+    }
+
+    /// The router of the `k`th of `count` members spread over the torus
+    /// (evenly, in router order: member `k` at router `k · routers / count`).
+    pub fn spread(&self, k: usize, count: usize) -> usize {
+        k * self.routers() / count
+    }
 }
 
 /// A full-duplex link between two switches.

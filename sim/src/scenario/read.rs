@@ -380,6 +380,15 @@ impl Scenario {
                 latency: l.time("latency")?,
             });
         }
+        let torus = match net.sub_opt("torus", &schema::children("network.torus", None))? {
+            Some(t) => Some(Torus {
+                dims: [t.int("x", 1)?, t.int_or("y", 1, 1)?, t.int_or("z", 1, 1)?]
+                    .map(|d| d as usize),
+                bandwidth: t.rate("bandwidth")?,
+                latency: t.time("latency")?,
+            }),
+            None => None,
+        };
         let srv = top.sub("server", &schema::children("server", None))?;
         let server_cache = match srv.sub_opt("cache", &schema::children("server.cache", None))? {
             Some(t) => Some(ServerCache {
@@ -495,6 +504,7 @@ impl Scenario {
                 bandwidth: net.rate("bandwidth")?,
                 latency: net.time("latency")?,
                 links,
+                torus,
             },
             server,
             filesystem,

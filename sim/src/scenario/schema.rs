@@ -200,7 +200,7 @@ const KEYS: &[Key] = &[
         "nodes.switch",
         Text,
         Value("\"core\""),
-        "the switch the group's NICs attach to",
+        "the switch the group's NICs attach to (`\"torus\"`: one node per router of `network.torus`, spread evenly)",
     ),
     key(
         "nodes.compute",
@@ -338,6 +338,32 @@ const KEYS: &[Key] = &[
         "bandwidth per direction",
     ),
     key("network.links.latency", Quantity(Time), Required, "latency"),
+    key(
+        "network.torus",
+        Table,
+        Otherwise("none"),
+        "a 3-D torus of routers `torus(x,y,z)`, dimension-order routed; `switch = \"torus\"` spreads a node group (or the servers) over it",
+    ),
+    key(
+        "network.torus.x",
+        Integer,
+        Required,
+        "routers along x (1 or more; 2 joins them by one link, 3 or more close a ring)",
+    ),
+    key("network.torus.y", Integer, Value("1"), "routers along y"),
+    key("network.torus.z", Integer, Value("1"), "routers along z"),
+    key(
+        "network.torus.bandwidth",
+        Quantity(Rate),
+        Required,
+        "bandwidth of each torus link per direction",
+    ),
+    key(
+        "network.torus.latency",
+        Quantity(Time),
+        Required,
+        "latency of each torus link (a hop also crosses a router: `network.latency`)",
+    ),
     // [server]
     key(
         "server.count",
@@ -355,7 +381,7 @@ const KEYS: &[Key] = &[
         "server.switch",
         Text,
         Value("\"core\""),
-        "the switch the servers attach to",
+        "the switch the servers attach to (`\"torus\"`: spread evenly over the routers of `network.torus`)",
     ),
     key(
         "server.request_cpu",

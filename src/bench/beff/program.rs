@@ -148,11 +148,12 @@ impl Beff {
                 let mut longest: f64 = 0.0;
                 for (p, pat) in pats.iter().enumerate() {
                     for method in METHODS {
+                        let counts = alltoallv_counts(pat, me, len);
                         ctx.barrier().await;
                         let t0 = ctx.wtime();
                         for _ in 0..loops[i] {
-                            move_messages(ctx, pat, method, len, &mut send, &mut recv, &mut recv2)
-                                .await;
+                            let bufs = (&mut send, &mut recv, &mut recv2);
+                            move_messages(ctx, pat, method, len, &counts, bufs).await;
                         }
                         let mine = ctx.wtime() - t0;
                         let seconds = ctx.allreduce_f64(mine, ReduceOp::Max).await;
@@ -245,16 +246,27 @@ impl Beff {
     }
 }
 
+/// The counts of `me`'s alltoallv in `pat`: `len` bytes each way with each
+/// neighbour (twice `len` with the one neighbour of a ring of two).
+fn alltoallv_counts(pat: &Pattern, me: usize, len: usize) -> Vec<(usize, usize)> {
+    let (next, prev) = pat.neighbours[me];
+    match next.cmp(&prev) {
+        std::cmp::Ordering::Equal => vec![(next, 2 * len)],
+        std::cmp::Ordering::Less => vec![(next, len), (prev, len)],
+        std::cmp::Ordering::Greater => vec![(prev, len), (next, len)],
+    }
+}
+
 /// One iteration of `pat` by `method`: every rank sends `len` bytes to each
-/// neighbour and receives as much from each.
+/// neighbour and receives as much from each (`counts`: the alltoallv's, from
+/// [`alltoallv_counts`]).
 async fn move_messages<C: IoCtx>(
     ctx: &C,
     pat: &Pattern,
     method: Method,
     len: usize,
-    send: &mut C::Buf,
-    recv: &mut C::Buf,
-    recv2: &mut C::Buf,
+    counts: &[(usize, usize)],
+    (send, recv, recv2): (&mut C::Buf, &mut C::Buf, &mut C::Buf),
 ) {
     let (next, prev) = pat.neighbours[ctx.rank()];
     match method {
@@ -265,12 +277,9 @@ async fn move_messages<C: IoCtx>(
             ctx.sendrecv(send, prev, recv, next).await;
         }
         Method::Alltoallv => {
-            let mut counts = vec![0; ctx.size()];
-            counts[next] += len;
-            counts[prev] += len;
             send.set_len(2 * len);
             recv.set_len(2 * len);
-            ctx.alltoallv(send, &counts, recv, &counts).await;
+            ctx.alltoallv(send, counts, recv, counts).await;
         }
         Method::Nonblocking => {
             send.set_len(len);
