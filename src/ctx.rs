@@ -303,7 +303,7 @@ pub trait IoCtx: Sized {
 /// of the barrier and the broadcast, of the same virtual times.
 pub async fn go_on<C: IoCtx + ?Sized>(ctx: &C, policy: Repeat, start: f64, done: u64) -> bool {
     match policy {
-        Repeat::Count(n) => done < n,
+        Repeat::Count(n) | Repeat::InStep(n) => done < n,
         Repeat::TimeBudget { budget } => {
             ctx.barrier().await;
             let mine = within_budget(ctx.wtime() - start, done, budget);

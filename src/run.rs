@@ -369,6 +369,24 @@ pub struct RunInfo {
     pub interrupted: Option<i32>,
 }
 
+impl RunInfo {
+    /// The run's environment, plus (twin runs) whether repetitions were
+    /// fast-forwarded and how many iterations (summed over ranks) were skipped.
+    pub fn environment_with_fast_forward(&self, mode: Mode) -> BTreeMap<String, String> {
+        let mut env = self.environment.clone();
+        if mode == Mode::Sim {
+            let ff = match self.fast_forward {
+                Some((true, skipped)) => {
+                    format!("on, {skipped} iterations skipped (summed over ranks)")
+                }
+                _ => "off (--exact)".to_string(),
+            };
+            env.insert("fast_forward".to_string(), ff);
+        }
+        env
+    }
+}
+
 /// What the runner needs from a benchmark's program besides running it.
 pub trait Benchmark: RankProgram {
     /// The human output (the original benchmark's style) from rank 0's output.

@@ -262,3 +262,45 @@ fn twin_fast_forward_is_deterministic() {
     assert_eq!(a["metrics"], b["metrics"]);
     assert_eq!(skipped(&a), skipped(&b));
 }
+
+/// b_eff in the twin of `scn` on `ranks` ranks, short loops and one
+/// repetition (`extra` options added): the run report.
+fn run_beff(scn: &str, ranks: usize, extra: &[&str]) -> Value {
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("beff.json");
+    let o = output_within_limit(
+        Command::new(BIN)
+            .current_dir(dir.path())
+            .args(["run", "b_eff", "--sim"])
+            .arg(scenario(scn))
+            .args(["--ranks", &ranks.to_string(), "--first-loop", "60"])
+            .args(["--repetitions", "1", "--json"])
+            .arg(&json)
+            .args(extra),
+    );
+    assert!(
+        o.status.success(),
+        "b_eff on {scn} {extra:?} failed: {}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    serde_json::from_str(&std::fs::read_to_string(json).unwrap()).unwrap()
+}
+
+/// b_eff's message loops (`Repeat::InStep`) skip only once every iteration
+/// repeats the last one's time, so a skip is exact: on lustre-nvme (every
+/// route through one switch, each rank's messages limited by its own NIC)
+/// iterations skipped, and every sample's time the exact run's to 1e-9.
+#[test]
+fn twin_fast_forward_of_message_loops_is_exact_where_periodic() {
+    let exact = run_beff("lustre-nvme", 8, &["--exact"]);
+    assert_eq!(exact["environment"]["fast_forward"], "off (--exact)");
+    let fast = run_beff("lustre-nvme", 8, &[]);
+    assert!(skipped(&fast) > 0, "{}", fast["environment"]);
+    let rows = |r: &Value| r["tables"]["samples"]["rows"].as_array().unwrap().clone();
+    let (a, b) = (rows(&exact), rows(&fast));
+    assert_eq!(a.len(), b.len());
+    for (x, y) in a.iter().zip(&b) {
+        let (tx, ty) = (x[6].as_f64().unwrap(), y[6].as_f64().unwrap());
+        assert!((tx - ty).abs() <= 1e-9 * tx, "{x} against {y}");
+    }
+}

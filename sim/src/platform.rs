@@ -1,7 +1,8 @@
 //! The platform built from a scenario: where ranks run, the network (a petgraph
-//! topology of switches and links, shortest routes by latency) and what compute
-//! and messages cost. The storage side (servers' caches and devices, the file
-//! system) is in [`crate::storage`].
+//! topology of switches and links, shortest routes by latency; or a 3-D torus
+//! of routers, routed in dimension order) and what compute and messages cost.
+//! The storage side (servers' caches and devices, the file system) is in
+//! [`crate::storage`].
 //!
 //! ```text
 //!  rank ─ node ─ NIC tx/rx ──┐                 ┌── server NIC rx/tx ── device
@@ -83,7 +84,7 @@ pub(crate) struct Platform {
     pub(crate) nodes: Vec<Node>,
     rank_node: Vec<u32>,
     net_bw: f64,
-    /// Routes between switches, `routes[a][b]`: shortest by latency (petgraph A*).
+    /// Routes between switches, `routes[a][b]` (see [`topology`]).
     routes: Vec<Vec<Route>>,
     pub(crate) servers: Vec<ServerNet>,
     /// Per world rank: the core it is bound to (capacity one core-second per

@@ -31,7 +31,7 @@ use std::fmt::Write as _;
 use serde::{Deserialize, Serialize};
 
 use crate::bench::common::options::{OptionError, opt_err};
-use crate::ctx::{IoBuf, IoCtx, RankProgram, ReduceOp};
+use crate::ctx::{IoBuf, IoCtx, RankProgram, ReduceOp, Repeat};
 use crate::report::{Mode, RunReport, Table};
 
 mod output;

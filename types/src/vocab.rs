@@ -305,6 +305,11 @@ pub enum KernelKind {
 pub enum Repeat {
     /// Exactly this many times.
     Count(u64),
+    /// Exactly this many times, the ranks in step: each iteration exchanges
+    /// messages among them (a ring, a halo), the same ones every time, so
+    /// that none runs far ahead of its partners; the twin's fast-forward then
+    /// agrees one skip for all of them.
+    InStep(u64),
     /// b_eff_io's time-driven rule: at least once, a barrier after each run, and go on while
     /// `elapsed·(r+1)/r ≤ budget` (seconds since the call began, `r` repetitions
     /// done), decided on rank 0 and broadcast so every rank stops together.

@@ -1,5 +1,7 @@
 //! Agreeing on a skip: ranks in step take the least of their skips; ranks of
-//! an independent loop offer a stretch of virtual time without waiting.
+//! an independent loop offer a stretch of virtual time without waiting; ranks
+//! of an in-step message loop propose a skip without waiting and take it a
+//! few iterations later.
 
 use crate::Rank;
 use crate::mpi::comm::CollOut;
@@ -17,6 +19,19 @@ pub(crate) struct Offers {
     pub(crate) outcome: Option<FfOffer>,
     /// How many ranks have read the outcome.
     pub(crate) read: usize,
+}
+
+/// One round of [`Rank::ff_propose`]: an in-step message loop's skip,
+/// proposed at one iteration and taken [`crate::ff::FF_LAG`] iterations later.
+pub(crate) struct Proposals {
+    /// The least skip and the most fewest proposed so far, and by how many ranks.
+    least: u64,
+    fewest: u64,
+    proposed: usize,
+    /// The outcome, decided by the first rank to ask for it.
+    outcome: Option<u64>,
+    /// How many ranks have read the outcome.
+    read: usize,
 }
 
 /// A rank's offer in an independent loop's skip round ([`Rank::ff_offer`]),
@@ -41,6 +56,45 @@ impl Rank {
             Some(CollOut::U64(v)) => *v,
             _ => unreachable!("an agreement yields a u64"),
         }
+    }
+
+    /// Proposes, without waiting, to skip `skip` iterations (at least `fewest`)
+    /// in round `key` of an in-step message loop on its communicator.
+    pub(crate) fn ff_propose(&self, key: u64, skip: u64, fewest: u64) {
+        let mut m = self.sim.model.borrow_mut();
+        let p =
+            m.ff.proposals
+                .entry((self.comm.id, key))
+                .or_insert(Proposals {
+                    least: u64::MAX,
+                    fewest: 0,
+                    proposed: 0,
+                    outcome: None,
+                    read: 0,
+                });
+        p.least = p.least.min(skip);
+        p.fewest = p.fewest.max(fewest);
+        p.proposed += 1;
+    }
+
+    /// The outcome of round `key`, asked `lag` iterations after proposing: the
+    /// least skip proposed less `lag`, where every rank had proposed when the
+    /// first of them asked and that leaves at least every rank's fewest; else
+    /// 0. The first rank to ask decides, so that no rank waits for another
+    /// (a wait would put the ranks in step where the exact run does not) and
+    /// every rank gets the same answer.
+    pub(crate) fn ff_proposed(&self, key: u64, lag: u64) -> u64 {
+        let n = self.size();
+        let mut m = self.sim.model.borrow_mut();
+        let id = (self.comm.id, key);
+        let p = m.ff.proposals.get_mut(&id).expect("this rank proposed");
+        let all = p.proposed == n && p.least != u64::MAX && p.least >= p.fewest + lag;
+        let out = *p.outcome.get_or_insert(if all { p.least - lag } else { 0 });
+        p.read += 1;
+        if p.read == n {
+            m.ff.proposals.remove(&id);
+        }
+        out
     }
 
     /// Offers, without waiting, a skip in the round `key` of its communicator.

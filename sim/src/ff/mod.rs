@@ -38,6 +38,9 @@ pub(crate) struct FfState {
     /// Offers of ranks that skip on their own ([`Rank::ff_offer`]), by
     /// (communicator, key): every rank's offer, and how many have read the result.
     pub(crate) offers: FxHashMap<(u32, u64), Offers>,
+    /// Proposals of ranks of an in-step message loop ([`Rank::ff_propose`]),
+    /// by (communicator, key).
+    pub(crate) proposals: FxHashMap<(u32, u64), Proposals>,
     /// Skips of ranks in step ([`Rank::ff_skip_in_step`]), by (communicator,
     /// key): each rank's node and plan, applied together once all have come.
     pub(crate) skips: FxHashMap<(u32, u64), SkipRound>,
@@ -54,6 +57,7 @@ impl FfState {
             log: vec![None; ranks],
             last: vec![(Vec::new(), None); ranks],
             offers: FxHashMap::default(),
+            proposals: FxHashMap::default(),
             skips: FxHashMap::default(),
             skipped: 0,
             server_levels: std::rc::Rc::from([]),

@@ -17,6 +17,11 @@ pub(crate) const FF_HALF: usize = 2;
 pub(crate) const FF_MAX_HALF: usize = 256;
 /// Fewest iterations worth a skip.
 pub(crate) const FF_MIN_SKIP: u64 = 4;
+/// Iterations between an in-step message loop's proposal of a skip and the
+/// skip ([`Rank::ff_proposed`]): ranks coupled by messages run within a few
+/// iterations of each other, so all have proposed by then unless they drift
+/// apart (then no skip).
+pub(crate) const FF_LAG: u64 = 4;
 /// A skip is at most this many times the iterations done before it.
 pub(crate) const FF_GROWTH: u64 = 8;
 /// Fewest iterations of the slowest rank in the common stretch an independent
@@ -52,6 +57,11 @@ struct Calls {
     odd: bool,
     /// A collective access: every rank is in step, so skips are agreed.
     collective: bool,
+    /// The point-to-point messages posted: how many, and a hash of their
+    /// peers, directions and sizes in order (an [`Repeat::InStep`] loop
+    /// repeats only iterations that post the same ones).
+    messages: u32,
+    signature: u64,
 }
 
 impl Rank {
@@ -68,6 +78,18 @@ impl Rank {
                 c.pointer = Some(self.ff_pointer(file));
             }
             (Coordination::Independent, Position::SharedPointer) => c.odd = true,
+        }
+        self.reps.calls.set(c);
+    }
+
+    /// Counts a point-to-point message this rank posts: a send of `bytes`
+    /// to world rank `peer`, or (`None`) a receive from it.
+    pub(crate) fn count_message(&self, peer: usize, bytes: Option<u64>) {
+        let mut c = self.reps.calls.get();
+        c.messages += 1;
+        // FNV-1a over the message's fields, chained in posting order.
+        for word in [peer as u64, bytes.map_or(u64::MAX, |b| b)] {
+            c.signature = (c.signature ^ word).wrapping_mul(0x100_0000_01b3);
         }
         self.reps.calls.set(c);
     }
@@ -94,7 +116,7 @@ impl Rank {
         // odd one (two halves and the start), so the oldest may be dropped.
         let window = &window[(window.len().max(1) - 1) % 2..];
         let mut most = FF_GROWTH.saturating_mul(r);
-        if let Repeat::Count(n) = policy {
+        if let Repeat::Count(n) | Repeat::InStep(n) = policy {
             most = most.min(n.saturating_sub(r + 1));
         }
         let Some(plan) = self.ff_plan(window, most) else {
@@ -129,7 +151,7 @@ impl Rank {
     /// virtual times, each rank woken once per iteration instead of twice.
     async fn go_on(&self, policy: Repeat, start: f64, done: u64) -> bool {
         match policy {
-            Repeat::Count(n) => done < n,
+            Repeat::Count(n) | Repeat::InStep(n) => done < n,
             Repeat::TimeBudget { budget } => {
                 let decide = move |now: f64| within_budget(now - start, done, budget) as u64;
                 self.barrier_bcast_u64(0, decide).await == 1
@@ -188,6 +210,10 @@ impl Rank {
         let mut alone_next = 0u64;
         // skipped alone while awaiting an offer round: its plan is stale
         let mut alone_since_offer = false;
+        // an in-step loop's iterations in a row that posted the same messages,
+        // and its proposal awaited: round, the iteration it is taken at, plan
+        let (mut signature, mut same_messages) = (None, 0usize);
+        let mut proposed: Option<(u64, u64, Option<FfPlan>)> = None;
         loop {
             self.reps.calls.set(Calls::default());
             body(r).await?;
@@ -202,6 +228,57 @@ impl Rank {
             window.push_back(self.ff_observe(calls.pointer, true));
             if window.len() > 2 * FF_MAX_HALF + 1 {
                 window.pop_front();
+            }
+            if let Repeat::InStep(n) = policy {
+                // Messages only, the same in every iteration of the window, each
+                // iteration as long as the last: proposed without waiting, and
+                // taken FF_LAG iterations on where every rank proposed by then.
+                let sent = (calls.messages, calls.signature);
+                same_messages = if signature.replace(sent) == Some(sent) {
+                    same_messages + 1
+                } else {
+                    1
+                };
+                if let Some((key, at, plan)) = proposed.take() {
+                    if r < at {
+                        proposed = Some((key, at, plan));
+                        continue;
+                    }
+                    let k = self.ff_proposed(key, FF_LAG);
+                    match plan.filter(|_| k > 0) {
+                        Some(p) => {
+                            self.ff_skip(&p.advanced(FF_LAG, self.now()), k).await;
+                            r += k;
+                            self.sim.model.borrow_mut().ff.skipped += k;
+                            restart(&mut window, self.ff_observe(None, false));
+                        }
+                        None => {
+                            half = (half * 2).min(FF_MAX_HALF);
+                            let keep = window.len().min(half + 1);
+                            window.drain(..window.len() - keep);
+                        }
+                    }
+                    continue;
+                }
+                // (decision points depend on r and earlier outcomes only: the
+                // same on every rank)
+                if window.len() < 2 * half + 1 || r + FF_LAG + FF_MIN_SKIP >= n {
+                    continue;
+                }
+                let repeatable = calls.count == 0
+                    && !calls.odd
+                    && calls.messages > 0
+                    && same_messages + 1 >= window.len()
+                    && periodic(window.make_contiguous());
+                let (mine, p) = if repeatable {
+                    self.ff_bound(policy, r, start, window.make_contiguous())
+                } else {
+                    (0, None)
+                };
+                self.ff_propose(round, mine, p.as_ref().map_or(0, fewest));
+                proposed = Some((round, r + FF_LAG, p.filter(|_| mine > 0)));
+                round += 1;
+                continue;
             }
             let repeatable = calls.count == 1 && !calls.odd;
             // Ranks in step (a barrier per iteration, or a collective access) agree
@@ -256,7 +333,7 @@ impl Rank {
                     Some(p) => {
                         let fit = ((out.until - now) / p.delta).floor().max(0.0) as u64;
                         let mut k = p.max_skip.min(fit);
-                        if let Repeat::Count(n) = policy {
+                        if let Repeat::Count(n) | Repeat::InStep(n) = policy {
                             k = k.min(n.saturating_sub(r + 1));
                         }
                         if k >= fewest(p) { k } else { 0 }
@@ -337,6 +414,27 @@ impl Rank {
 fn restart(window: &mut VecDeque<FfObservation>, start: FfObservation) {
     window.clear();
     window.push_back(start);
+}
+
+/// Relative spread of iteration times within which an exchange of messages
+/// counts as periodic ([`periodic`]).
+const FF_PERIODIC: f64 = 1e-9;
+
+/// Whether every iteration of `window` took the same time, within
+/// [`FF_PERIODIC`] of their mean. An iteration that only exchanges messages
+/// takes as long as the ranks' messages overlap on the links they share, a
+/// state the window does not observe: where it drifts (contended routes,
+/// ranks falling out of phase), halves of a window can agree while the loop
+/// is still changing, so such a loop is skipped only once each iteration
+/// repeats the last one's time, and the skip is then exact.
+fn periodic(window: &[FfObservation]) -> bool {
+    let Some((first, last)) = window.first().zip(window.last()) else {
+        return false;
+    };
+    let mean = (last.end - first.end) / (window.len() - 1).max(1) as f64;
+    window
+        .windows(2)
+        .all(|w| ((w[1].end - w[0].end) - mean).abs() <= FF_PERIODIC * mean)
 }
 
 /// The fewest iterations a skip of `plan` may take.

@@ -262,6 +262,8 @@ impl Rank {
             let r = post_message(&mut m, &mut e, self.comm.id, from, me, None);
             (s, r)
         };
+        self.count_message(to, Some(bytes));
+        self.count_message(from, None);
         let why = Wait::Message {
             send_to: to,
             recv_from: from,
@@ -285,11 +287,13 @@ impl Rank {
                 let from = self.comm.members[source];
                 let s = post_message(&mut m, &mut e, id, from, me, None);
                 posted.push((s, Wait::Recv { from }));
+                self.count_message(from, None);
             }
             for &(dest, bytes) in sends {
                 let to = self.comm.members[dest];
                 let s = post_message(&mut m, &mut e, id, me, to, Some(bytes));
                 posted.push((s, Wait::Send { to }));
+                self.count_message(to, Some(bytes));
             }
             posted
         };
@@ -332,6 +336,7 @@ impl Rank {
             let mut e = self.sim.engine.borrow_mut();
             post_message(&mut m, &mut e, self.comm.id, me, to, Some(bytes))
         };
+        self.count_message(to, Some(bytes));
         self.wait(&s, Wait::Send { to }).await;
     }
 
@@ -343,6 +348,7 @@ impl Rank {
             let mut e = self.sim.engine.borrow_mut();
             post_message(&mut m, &mut e, self.comm.id, from, me, None)
         };
+        self.count_message(from, None);
         self.wait(&r, Wait::Recv { from }).await;
     }
 }

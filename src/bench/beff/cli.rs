@@ -95,11 +95,23 @@ impl crate::ctx::RankProgram for BeffRun {
 
 impl Benchmark for BeffRun {
     fn render(&self, out: &BeffOutput, run: &RunInfo) -> String {
-        self.beff.render(out, &run.label, run.ranks)
+        let mut text = self.beff.render(out, &run.label, run.ranks);
+        if let Some(ff) = run
+            .environment_with_fast_forward(Mode::Sim)
+            .get("fast_forward")
+            && run.mode == Some(Mode::Sim)
+        {
+            text.push_str(&format!("twin fast-forward of the message loops: {ff}\n"));
+        }
+        text
     }
     fn report(&self, out: &BeffOutput, mode: Mode, run: &RunInfo) -> RunReport {
-        self.beff
-            .report(out, mode, run.ranks, run.environment.clone())
+        self.beff.report(
+            out,
+            mode,
+            run.ranks,
+            run.environment_with_fast_forward(mode),
+        )
     }
     fn failure(&self, out: &BeffOutput) -> Option<String> {
         out.mismatches

@@ -65,22 +65,6 @@ pub struct BeffIoCliArgs {
     pub common: CommonArgs,
 }
 
-/// The run's environment, plus (twin runs) whether repetitions were fast-forwarded
-/// and how many iterations (summed over ranks) were skipped.
-fn environment(mode: Mode, run: &RunInfo) -> std::collections::BTreeMap<String, String> {
-    let mut env = run.environment.clone();
-    if mode == Mode::Sim {
-        let ff = match run.fast_forward {
-            Some((true, skipped)) => {
-                format!("on, {skipped} iterations skipped (summed over ranks)")
-            }
-            _ => "off (--exact)".to_string(),
-        };
-        env.insert("fast_forward".to_string(), ff);
-    }
-    env
-}
-
 /// Default memory per process in the twin: the memory of rank 0's node (the first
 /// node of the first group) over the ranks the twin places there (it fills the
 /// cores in order, and spreads evenly over all nodes when oversubscribed).
@@ -185,7 +169,7 @@ impl Benchmark for BeffIo {
             m,
             &a,
             run.mode.unwrap_or(Mode::Real),
-            &environment(run.mode.unwrap_or(Mode::Real), run),
+            &run.environment_with_fast_forward(run.mode.unwrap_or(Mode::Real)),
         ));
         s
     }
@@ -204,7 +188,7 @@ impl Benchmark for BeffIo {
                 &output::Analysis::new(cfg, m),
                 mode,
                 run.ranks as usize,
-                environment(mode, run),
+                run.environment_with_fast_forward(mode),
             ),
             Err(e) => RunReport {
                 interrupted: None,
@@ -213,7 +197,7 @@ impl Benchmark for BeffIo {
                 mode,
                 ranks: run.ranks as usize,
                 params: serde_json::to_value(cfg).unwrap_or_default(),
-                environment: environment(mode, run),
+                environment: run.environment_with_fast_forward(mode),
                 hints: cfg.common_hints.clone(),
                 metrics: Default::default(),
                 headline: Vec::new(),
@@ -235,7 +219,7 @@ impl Benchmark for BeffIo {
                 m,
                 mode,
                 run.ranks as usize,
-                environment(mode, run),
+                run.environment_with_fast_forward(mode),
             )
             .map_err(|e| e.to_string()),
             Err(_) => Ok(Vec::new()),
