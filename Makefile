@@ -93,7 +93,8 @@ test: deps
 # Engine speed: events/s on micro-benchmarks (engine_bench at $(BENCH_RANKS) ranks), then the
 # twin IOR at 64, 1024 and 4096 ranks: wall and CPU (user + sys) seconds, growth of the CPU
 # time from the previous size against N log N; then a 128-rank twin b_eff_io with the
-# fast-forward and with `--exact`, and the ratio of their wall times; then a 100-point sweep
+# fast-forward and with `--exact`, and the ratio of their wall times; the same for b_eff's
+# message loops (lustre-nvme 64 ranks, the mpp-torus 16 ranks); then a 100-point sweep
 # on 1 and on 2 worker threads (same results, throughput ratio). Built into its own
 # target dir (twin-only, no MPI) so it never replaces the MPI-enabled release binary in
 # target/release.
@@ -123,6 +124,14 @@ bench:
 	ex=$$( { time $(BENCH_DIR)/release/piotwin run b_eff_io $(BENCH_BEFF) --sim $(BENCH_SCN) --exact -f $$d/ex >/dev/null 2>&1; } 2>&1 | tail -1 ) || exit 1; \
 	rm -rf $$d; \
 	awk -v f=$$ff -v e=$$ex 'BEGIN { printf "fast-forward %7.1f s   --exact %7.1f s   %5.1fx\n", f, e, e / f }'
+	@set -o pipefail; echo; echo "twin b_eff: fast-forward of the message loops against --exact"; \
+	TIMEFORMAT="%R"; \
+	for case in "scenarios/lustre-nvme.toml 64" "scenarios/mpp-torus.toml 16"; do \
+	  set -- $$case; \
+	  ff=$$( { time $(BENCH_DIR)/release/piotwin run b_eff --sim $$1 --ranks $$2 >/dev/null; } 2>&1 | tail -1 ) || exit 1; \
+	  ex=$$( { time $(BENCH_DIR)/release/piotwin run b_eff --sim $$1 --ranks $$2 --exact >/dev/null; } 2>&1 | tail -1 ) || exit 1; \
+	  awk -v s=$$1 -v n=$$2 -v f=$$ff -v e=$$ex 'BEGIN { printf "%-28s %4d ranks  fast-forward %6.1f s   --exact %6.1f s   %5.1fx\n", s, n, f, e, e / f }'; \
+	done
 	@set -o pipefail; echo; echo "sweep of 100 twin IOR points at 1024 ranks (examples/sweep-lustre.toml): 1 worker thread against 2"; \
 	d=$$(mktemp -d); TIMEFORMAT="%R"; \
 	one=$$( { time $(BENCH_DIR)/release/piotwin sweep examples/sweep-lustre.toml --jobs 1 --out $$d/j1 >/dev/null 2>&1; } 2>&1 | tail -1 ) || exit 1; \
