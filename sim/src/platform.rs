@@ -144,6 +144,17 @@ fn topology<T>(scn: &Scenario, flows: &mut FlowNet<T>) -> Result<Topology, Strin
             node_routers.len()
         ));
     }
+    if let Some(l) = scn
+        .network
+        .links
+        .iter()
+        .find(|l| on_torus(scn, &l.from) || on_torus(scn, &l.to))
+    {
+        return Err(format!(
+            "the link {} ↔ {} names `torus`: a link joins one router, named torus(x,y,z)",
+            l.from, l.to
+        ));
+    }
     let mut names: BTreeMap<String, usize> = BTreeMap::new();
     let mut order: Vec<String> = Vec::new();
     if let Some(t) = torus {

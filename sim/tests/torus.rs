@@ -201,3 +201,26 @@ fn a_dimension_of_zero_is_an_error() {
         "{err}"
     );
 }
+
+/// A link may join one router of the torus, named `torus(x,y,z)` (a storage
+/// switch on router (1,0,0): the twin builds and runs), but not the torus as
+/// a whole (an error naming the link and what to write).
+#[test]
+fn a_link_joins_one_router() {
+    let link = |end: &str| {
+        torus_text([4, 1, 1], 4, "1GB/s").replace(
+            "[server]\nnic_bw = \"1TB/s\"\nswitch = \"torus\"",
+            &format!(
+                "[[network.links]]\nfrom = \"{end}\"\nto = \"storage\"\nbandwidth = \"1GB/s\"\nlatency = \"1us\"\n[server]\nnic_bw = \"1TB/s\"\nswitch = \"storage\""
+            ),
+        )
+    };
+    let whole = Scenario::from_str_with(&link("torus"), "torus.toml", &[]).unwrap();
+    let err = try_run(&whole, 4, 1, async |_| ()).unwrap_err().to_string();
+    assert!(
+        err.contains("names `torus`") && err.contains("torus(x,y,z)"),
+        "{err}"
+    );
+    let one = Scenario::from_str_with(&link("torus(1,0,0)"), "torus.toml", &[]).unwrap();
+    run(&one, 4, async |_| ());
+}
