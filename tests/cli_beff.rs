@@ -18,7 +18,7 @@ fn bad_inputs_exit_2_naming_the_input() {
     );
     bad_input(
         &["run", "b_eff", "--sim", s, "--ranks", "2", "--mb", "1"],
-        &["-MB", "Lmax"],
+        &["--mb", "Lmax"],
     );
     bad_input(
         &[

@@ -78,7 +78,7 @@ impl Beff {
         let mut s = format!("b_eff, the effective communication bandwidth (piotwin, {label})\n");
         let _ = writeln!(
             s,
-            "{ranks} processes, Lmax = {} bytes (-MB {}), {} repetitions, random patterns seeded {}",
+            "{ranks} processes, Lmax = {} bytes (--mb {}), {} repetitions, random patterns seeded {}",
             self.params.lmax(),
             self.params.mb,
             self.params.repetitions,

@@ -55,9 +55,9 @@ impl BeffParams {
         }
         if self.lmax() <= 4096 * 2 {
             return Err(opt_err(
-                "-MB",
+                "--mb",
                 self.mb,
-                "too little memory per process: Lmax = MB/128 must exceed 8 KiB (at least -MB 2)",
+                "too little memory per process: Lmax = MB/128 must exceed 8 KiB (at least --mb 2)",
             ));
         }
         if self.repetitions == 0 {

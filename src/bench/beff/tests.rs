@@ -16,7 +16,7 @@ fn params(mb: u64) -> BeffParams {
 
 #[test]
 fn the_21_sizes_double_to_4k_then_step_geometrically_to_lmax() {
-    // -MB 512: Lmax = 4 MiB = 4096 · (2^1.25)^8; the fourth step is 4096 · 2^5.
+    // --mb 512: Lmax = 4 MiB = 4096 · (2^1.25)^8; the fourth step is 4096 · 2^5.
     let s = params(512).sizes();
     assert_eq!(s.len(), MSGLENGTHS);
     assert_eq!(
@@ -27,7 +27,7 @@ fn the_21_sizes_double_to_4k_then_step_geometrically_to_lmax() {
         &s[13..],
         &[9742, 23170, 55109, 131072, 311744, 741455, 1763488, 4 << 20]
     );
-    // -MB 1024: Lmax = 8 MiB.
+    // --mb 1024: Lmax = 8 MiB.
     assert_eq!(params(1024).lmax(), 8 << 20);
     assert_eq!(
         &params(1024).sizes()[13..],
