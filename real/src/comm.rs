@@ -246,29 +246,35 @@ impl Comm {
         Ok(())
     }
 
-    /// `MPI_Alltoallv` of bytes: `send_counts[r]` bytes of `send` to rank `r` and
-    /// `recv_counts[r]` bytes from rank `r` into `recv`, both packed in rank order.
+    /// `MPI_Alltoallv` of bytes: for each `(r, bytes)` of `sends`, that many bytes
+    /// of `send` to rank `r`, and for each of `recvs` from rank `r` into `recv`;
+    /// both ascending by rank and packed in that order, ranks not listed move
+    /// nothing. MPI takes a count and a displacement for every rank: built here.
     pub fn alltoallv(
         &self,
         send: &[u8],
-        send_counts: &[usize],
+        sends: &[(usize, usize)],
         recv: &mut [u8],
-        recv_counts: &[usize],
+        recvs: &[(usize, usize)],
     ) -> RealResult<()> {
         use mpi::datatype::{Partition, PartitionMut};
-        let ints = |counts: &[usize], what: &str| -> RealResult<(Vec<i32>, Vec<i32>)> {
-            let mut c = Vec::with_capacity(counts.len());
-            let mut d = Vec::with_capacity(counts.len());
+        let size = self.size();
+        let ints = |counts: &[(usize, usize)], what: &str| -> RealResult<(Vec<i32>, Vec<i32>)> {
+            assert!(
+                counts.windows(2).all(|w| w[0].0 < w[1].0) && counts.iter().all(|&(r, _)| r < size),
+                "alltoallv: counts ascending by rank, ranks below {size}"
+            );
+            let (mut c, mut d) = (vec![0; size], vec![0; size]);
             let mut at = 0u64;
-            for &n in counts {
-                c.push(to_int(n as u64, what, "MPI_Alltoallv", None)?);
-                d.push(to_int(at, "displacement", "MPI_Alltoallv", None)?);
+            for &(r, n) in counts {
+                c[r] = to_int(n as u64, what, "MPI_Alltoallv", None)?;
+                d[r] = to_int(at, "displacement", "MPI_Alltoallv", None)?;
                 at += n as u64;
             }
             Ok((c, d))
         };
-        let (sc, sd) = ints(send_counts, "send count")?;
-        let (rc, rd) = ints(recv_counts, "receive count")?;
+        let (sc, sd) = ints(sends, "send count")?;
+        let (rc, rd) = ints(recvs, "receive count")?;
         let parts = Partition::new(send, &sc[..], &sd[..]);
         let mut into = PartitionMut::new(recv, &rc[..], &rd[..]);
         self.inner.all_to_all_varcount_into(&parts, &mut into);

@@ -96,11 +96,9 @@ impl crate::ctx::RankProgram for BeffRun {
 impl Benchmark for BeffRun {
     fn render(&self, out: &BeffOutput, run: &RunInfo) -> String {
         let mut text = self.beff.render(out, &run.label, run.ranks);
-        if let Some(ff) = run
-            .environment_with_fast_forward(Mode::Sim)
-            .get("fast_forward")
-            && run.mode == Some(Mode::Sim)
-        {
+        if run.mode == Some(Mode::Sim) {
+            let env = run.environment_with_fast_forward(Mode::Sim);
+            let ff = &env["fast_forward"];
             text.push_str(&format!("twin fast-forward of the message loops: {ff}\n"));
         }
         text
