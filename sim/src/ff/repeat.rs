@@ -252,11 +252,7 @@ impl Rank {
                             self.sim.model.borrow_mut().ff.skipped += k;
                             restart(&mut window, self.ff_observe(None, false));
                         }
-                        None => {
-                            half = (half * 2).min(FF_MAX_HALF);
-                            let keep = window.len().min(half + 1);
-                            window.drain(..window.len() - keep);
-                        }
+                        None => widen(&mut half, &mut window),
                     }
                     continue;
                 }
@@ -392,11 +388,7 @@ impl Rank {
                         window.drain(..i);
                     }
                     // refused: observe a window twice as long, keeping its newest half
-                    None => {
-                        half = (half * 2).min(FF_MAX_HALF);
-                        let keep = window.len().min(half + 1);
-                        window.drain(..window.len() - keep);
-                    }
+                    None => widen(&mut half, &mut window),
                 },
             }
         }
@@ -414,6 +406,14 @@ impl Rank {
 fn restart(window: &mut VecDeque<FfObservation>, start: FfObservation) {
     window.clear();
     window.push_back(start);
+}
+
+/// After a refusal: observe a window twice as long (halves of at most
+/// [`FF_MAX_HALF`]), keeping the newest `half + 1` observations.
+fn widen(half: &mut usize, window: &mut VecDeque<FfObservation>) {
+    *half = (*half * 2).min(FF_MAX_HALF);
+    let keep = window.len().min(*half + 1);
+    window.drain(..window.len() - keep);
 }
 
 /// Relative spread of iteration times within which an exchange of messages
