@@ -91,7 +91,7 @@ pub mod units;
 pub use ff::{FF_EPSILON, FfObservation, FfOffer, FfPlan, FfPointer};
 pub use mpi::{File, Pending, Rank, RunStats, SimOptions, Twin};
 pub use romio::FsRequest;
-pub use scenario::{Scenario, ScenarioError};
+pub use scenario::{Placement, Scenario, ScenarioError};
 
 /// An error that stops a simulation.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]

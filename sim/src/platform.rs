@@ -8,7 +8,7 @@
 //!  rank ─ node ─ NIC tx/rx ──┐                 ┌── server NIC rx/tx ── device
 //!  rank ─ node ─ NIC tx/rx ──┼──── switch ─────┤   (one busy-second per second;
 //!  rank ─ node ─ NIC tx/rx ──┘  (aggregate bw)  │    weight 1/read_bw or 1/write_bw)
-//!        └ memory bus (intra-node messages, memcpy bandwidth)
+//!        └ memory bus (intra-node messages, page-cache copies: memory_bw)
 //! ```
 //!
 //! # CPU time on the client
@@ -43,12 +43,14 @@ use std::collections::BTreeMap;
 use crate::flow::{FlowNet, ResourceId};
 use piotwin_types::{Access, KernelKind};
 
-use crate::scenario::{ComputeRates, Scenario, Torus};
+use crate::scenario::{ComputeRates, Placement, Scenario, Torus};
 
 pub(crate) struct Node {
     tx: ResourceId,
     rx: ResourceId,
     pub(crate) mem: ResourceId,
+    /// Capacity of `mem`, bytes/s.
+    memory_bw: f64,
     nic_latency: f64,
     nic_bw: f64,
     rates: ComputeRates,
@@ -347,8 +349,9 @@ fn topology<T>(scn: &Scenario, flows: &mut FlowNet<T>) -> Result<Topology, Strin
 
 impl Platform {
     /// Builds resources for `ranks` ranks of `scn` in `flows`. Ranks are placed by
-    /// block: node after node, `cores` ranks each while cores last; beyond that,
-    /// evenly in blocks over all nodes (oversubscribed).
+    /// block (node after node, `cores` ranks each) or round robin (one per node
+    /// in turn) while cores last; beyond that, evenly in blocks over all nodes
+    /// (oversubscribed).
     pub(crate) fn build<T>(
         scn: &Scenario,
         ranks: usize,
@@ -364,7 +367,8 @@ impl Platform {
                 nodes.push(Node {
                     tx: flows.add_resource(format!("{name}.nic.tx"), g.nic_bw),
                     rx: flows.add_resource(format!("{name}.nic.rx"), g.nic_bw),
-                    mem: flows.add_resource(format!("{name}.mem"), g.compute.memcpy),
+                    mem: flows.add_resource(format!("{name}.mem"), g.memory_bw),
+                    memory_bw: g.memory_bw,
                     nic_latency: g.nic_latency,
                     nic_bw: g.nic_bw,
                     rates: g.compute.clone(),
@@ -387,7 +391,18 @@ impl Platform {
         }
         let total_cores: usize = cores.iter().sum();
         let mut rank_node = Vec::with_capacity(ranks);
-        if ranks <= total_cores {
+        if ranks <= total_cores && scn.placement == Placement::RoundRobin {
+            // one rank per node in turn, skipping nodes whose cores are taken
+            let mut left = cores.clone();
+            let mut n = 0;
+            while rank_node.len() < ranks {
+                if left[n] > 0 {
+                    left[n] -= 1;
+                    rank_node.push(n as u32);
+                }
+                n = (n + 1) % cores.len();
+            }
+        } else if ranks <= total_cores {
             for (n, &c) in cores.iter().enumerate() {
                 rank_node.extend(std::iter::repeat_n(n as u32, c));
             }
@@ -429,7 +444,11 @@ impl Platform {
     /// page-cache copy rates are below its memory bus, with its ranks bound to
     /// them round robin.
     pub(crate) fn add_cpus<T>(&mut self, flows: &mut FlowNet<T>) {
-        let needs = |n: &Node| n.oversubscribed || n.cache_bw.iter().any(|&b| b < n.rates.memcpy);
+        let needs = |n: &Node| {
+            n.oversubscribed
+                || n.rates.memcpy < n.memory_bw
+                || n.cache_bw.iter().any(|&b| b < n.memory_bw)
+        };
         if !self.nodes.iter().any(needs) {
             return;
         }
@@ -468,7 +487,8 @@ impl Platform {
 
     /// Path of a copy by world rank `rank` into (write) or out of (read) its
     /// node's page cache: the memory bus, plus the rank's core at weight 1/rate
-    /// (the per-core page-cache rate) where that rate is below the bus's.
+    /// (the per-core page-cache rate) where that rate is below the bus's
+    /// (`memory_bw`).
     pub(crate) fn cache_copy_path(&self, rank: usize, access: Access) -> Vec<(ResourceId, f64)> {
         let n = &self.nodes[self.node_of(rank)];
         let bw = n.cache_bw[match access {
@@ -476,9 +496,9 @@ impl Platform {
             Access::Read => 1,
         }];
         let mut path = vec![(n.mem, 1.0)];
-        if bw < n.rates.memcpy {
+        if bw < n.memory_bw {
             let core =
-                self.rank_cpu[rank].expect("cores where the page cache is slower than memcpy");
+                self.rank_cpu[rank].expect("cores where the page cache is slower than the bus");
             path.push((core, 1.0 / bw));
         }
         path
@@ -545,13 +565,20 @@ impl Platform {
     }
 
     /// A point-to-point message from world rank `src` to `dst`: (latency, path).
-    /// Within a node it crosses the memory bus; otherwise both NICs and the switch.
+    /// Within a node it crosses the memory bus (and the sender's core, which copies
+    /// it at `memcpy`, where the bus is faster); otherwise both NICs and the switch.
     /// A receiver on an oversubscribed node adds its wake-up to the latency.
     pub(crate) fn p2p(&self, src: usize, dst: usize) -> (f64, Vec<(ResourceId, f64)>) {
         let (a, b) = (self.node_of(src), self.node_of(dst));
         let na = &self.nodes[a];
         let (lat, path) = if a == b {
-            (na.nic_latency, vec![(na.mem, 1.0)])
+            let mut path = vec![(na.mem, 1.0)];
+            if na.rates.memcpy < na.memory_bw {
+                // one core copies it, at most at its memcpy rate
+                let core = self.rank_cpu[src].expect("cores where memcpy is below the bus");
+                path.push((core, 1.0 / na.rates.memcpy));
+            }
+            (na.nic_latency, path)
         } else {
             let nb = &self.nodes[b];
             let r = &self.routes[na.switch][nb.switch];

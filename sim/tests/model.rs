@@ -466,3 +466,143 @@ fn a_write_beyond_the_dirty_limit_with_the_flusher_asleep_goes_through() {
     });
     assert!(close(t[0][0], 0.3), "{:?}", t[0]);
 }
+
+/// RAID 3 over 5 SSDs (1 ms per request, 100 MB/s), interleave 512 B (a row
+/// of the 4 data disks: 2 KB). A 4 KB write is two whole rows, written with
+/// their parity on the last disk, no read-modify-write: each disk moves 1 KB,
+/// 1 ms + 10.24 µs. A 1 kB write is a partial row (2 of 4 units): read old
+/// data and parity, write both, 2 ms + 2 × 5.12 µs. 409.6 kB moves 102.4 kB
+/// on every disk (1 ms + 1.024 ms); reading it back, the 4 data disks the same.
+#[test]
+fn raid3_spreads_every_request_over_all_disks_with_parity_on_the_last() {
+    let raid = |level: &str, unit: &str| {
+        let dev = format!(
+            "kind = \"raid\"\nlevel = {level}\ndisks = 5\nstripe_unit = \"{unit}\"\n[server.device.member]\n\
+             read_bw = \"100MB/s\"\nwrite_bw = \"100MB/s\"\nread_latency = \"1ms\"\nwrite_latency = \"1ms\""
+        );
+        with_device(1, 1, &dev, &[])
+    };
+    let write = |len: u64| async move |r: &Rank| xfer(r, "/r", Access::Write, 0, len).await;
+    let row = run(&raid("3", "512B"), 1, write(4096));
+    assert!(close(row[0], 1e-3 + 1024.0 / 100e6), "{row:?}");
+    let part = run(&raid("3", "512B"), 1, write(1024));
+    assert!(close(part[0], 2e-3 + 2.0 * 512.0 / 100e6), "{part:?}");
+    let big = run(&raid("3", "512B"), 1, write(409_600));
+    assert!(close(big[0], 1e-3 + 102_400.0 / 100e6), "{big:?}");
+    // A RAID 3 read leaves the parity disk idle: 4 data disks each 102.4 kB.
+    let read = run(&raid("3", "512B"), 1, async |r: &Rank| {
+        xfer(r, "/r", Access::Write, 0, 409_600).await;
+        xfer(r, "/r", Access::Read, 0, 409_600).await
+    });
+    assert!(close(read[0], 1e-3 + 102_400.0 / 100e6), "{read:?}");
+    let bad = Scenario::from_str_with(
+        &std::fs::read_to_string(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../scenarios/nfs-raid5.toml"
+        ))
+        .unwrap(),
+        "nfs-raid5.toml",
+        &["server.device.level=4".to_string()],
+    )
+    .unwrap_err()
+    .to_string();
+    assert!(
+        bad.contains("level") && bad.contains("0, 3, 5 or 6"),
+        "{bad}"
+    );
+}
+
+/// A page cache that only takes requests below 1 MB (`direct_from`), as NEC's
+/// SFS: a 100 kB write lands in the cache at memcpy speed (1 GB/s: 0.1 ms), a
+/// 1 MB write goes to the 100 MB/s device (10 ms) and leaves no cached copy,
+/// so re-reading it costs the device again (10 ms) while the small one is a
+/// cache hit (0.1 ms).
+#[test]
+fn a_cache_used_only_below_a_request_size_sends_larger_requests_direct() {
+    let scn = scenario(1, 1, &["nodes[0].cache.direct_from=1MB"]);
+    let t = run(&scn, 1, async |r| {
+        let small = xfer(r, "/s", Access::Write, 0, 100_000).await;
+        let large = xfer(r, "/l", Access::Write, 0, 1_000_000).await;
+        let small_again = xfer(r, "/s", Access::Read, 0, 100_000).await;
+        let large_again = xfer(r, "/l", Access::Read, 0, 1_000_000).await;
+        [small, large, small_again, large_again]
+    });
+    let [small, large, small_again, large_again] = t[0];
+    assert!(close(small, 1e-4), "{:?}", t[0]);
+    assert!(close(large, 1e-2), "{:?}", t[0]);
+    assert!(close(small_again, 1e-4), "{:?}", t[0]);
+    assert!(close(large_again, 1e-2), "{:?}", t[0]);
+}
+
+/// A direct write of a range another request left dirty in the cache writes
+/// the dirty bytes back first: 500 kB cached dirty (0.5 ms), then a 1 MB
+/// direct write over it: 500 kB written back (5 ms), then 1 MB (10 ms).
+#[test]
+fn a_direct_request_writes_back_the_dirty_cached_bytes_it_covers_first() {
+    let scn = scenario(1, 1, &["nodes[0].cache.direct_from=1MB"]);
+    let t = run(&scn, 1, async |r| {
+        let cached = xfer(r, "/d", Access::Write, 0, 500_000).await;
+        let direct = xfer(r, "/d", Access::Write, 0, 1_000_000).await;
+        [cached, direct]
+    });
+    assert!(close(t[0][0], 5e-4), "{:?}", t[0]);
+    assert!(close(t[0][1], 5e-3 + 1e-2), "{:?}", t[0]);
+}
+
+/// A node's memory bus shared by its intra-node messages: 4 ranks on one
+/// 4-core node, memcpy 1 GB/s per core. Ranks 0→1 and 2→3 each send 100 MB.
+/// With the bus at memcpy (the default) the two copies share 1 GB/s: 0.2 s;
+/// with `memory_bw = 4GB/s` each copy runs at its core's 1 GB/s: 0.1 s; with
+/// 1.5 GB/s they share the bus: 100 MB at 0.75 GB/s, 0.1333 s.
+#[test]
+fn intra_node_messages_share_the_memory_bus_each_at_most_one_core_s_memcpy() {
+    for (bus, want) in [
+        (None, 0.2),
+        (Some("4GB/s"), 0.1),
+        (Some("1.5GB/s"), 0.2 / 1.5),
+    ] {
+        let mut set = vec!["nodes[0].cores=4".to_string()];
+        if let Some(b) = bus {
+            set.push(format!("nodes[0].memory_bw={b}"));
+        }
+        let set: Vec<&str> = set.iter().map(String::as_str).collect();
+        let scn = scenario(1, 1, &set);
+        let t = run(&scn, 4, async |r| {
+            let t0 = r.now();
+            match r.rank() % 2 {
+                0 => r.send(100_000_000, r.rank() + 1).await,
+                _ => r.recv(r.rank() - 1).await,
+            }
+            r.now() - t0
+        });
+        assert!(close(t[1], want) && close(t[3], want), "{bus:?}: {t:?}");
+    }
+}
+
+/// Round-robin placement: 4 ranks on 2 two-core nodes, NIC 100 MB/s, memcpy
+/// 1 GB/s. Ranks 0 and 1 exchange 100 MB: by block they share node 0 (memory
+/// bus, 0.1 s); round robin puts them on nodes 0 and 1 (NIC, 1 s).
+#[test]
+fn round_robin_placement_puts_neighbouring_ranks_on_different_nodes() {
+    for (placement, want) in [("block", 0.1), ("round-robin", 1.0)] {
+        let scn = scenario(
+            2,
+            1,
+            &[
+                "nodes[0].cores=2",
+                "nodes[0].nic_bw=100MB/s",
+                &format!("placement={placement}"),
+            ],
+        );
+        let t = run(&scn, 4, async |r| {
+            let t0 = r.now();
+            match r.rank() {
+                0 => r.send(100_000_000, 1).await,
+                1 => r.recv(0).await,
+                _ => {}
+            }
+            r.now() - t0
+        });
+        assert!(close(t[1], want), "{placement}: {t:?}");
+    }
+}

@@ -122,7 +122,7 @@ pub(crate) fn apply_skip(
             let (node, plan) = plans[i];
             let r = plan.reqs[q];
             let a = r.off + j * plan.shift;
-            storage.apply(node, Access::Write, r.file, a, a + r.len);
+            storage.apply(node, Access::Write, r.file, (a, a + r.len), r.len);
         }
     }
     for (f, nodes) in idle {

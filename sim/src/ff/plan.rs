@@ -217,7 +217,7 @@ impl Rank {
                 let alike = |j: u64| -> bool {
                     let a = r.off + shift;
                     let b = r.off + j * shift + r.len;
-                    b <= size && m.read_class(node, r.file, a, b) == r.class
+                    b <= size && m.read_class(node, r.file, a, b, r.len) == r.class
                 };
                 let mut hi = k.min(size / shift.max(1) + 1);
                 if !alike(1) {
@@ -238,7 +238,8 @@ impl Rank {
                 if shift > r.len {
                     let piece = |j: u64| -> bool {
                         let a = r.off + j * shift;
-                        a + r.len <= size && m.read_class(node, r.file, a, a + r.len) == r.class
+                        a + r.len <= size
+                            && m.read_class(node, r.file, a, a + r.len, r.len) == r.class
                     };
                     while lo < k.min(most) && piece(lo + 1) {
                         lo += 1;

@@ -59,7 +59,7 @@ impl Storage {
     /// limit (at the limit, writes go through to the devices as the flushers
     /// free room), else the devices.
     pub(crate) fn write_class(&self, node: usize, len: u64) -> u8 {
-        if self.nodes[node].is_some() {
+        if self.caches(node, len) {
             return CLASS_NODE_HIT;
         }
         let room = |s: &Srv| {
@@ -74,11 +74,12 @@ impl Storage {
         }
     }
 
-    /// Where a read of `[a, b)` of `file` from `node` would be served, looked up
-    /// without changing any state: one of the `CLASS_*` values.
-    pub(crate) fn read_class(&self, node: usize, file: usize, a: u64, b: u64) -> u8 {
+    /// Where a read of `[a, b)` of `file` from `node` in requests of `req`
+    /// bytes would be served, looked up without changing any state: one of the
+    /// `CLASS_*` values.
+    pub(crate) fn read_class(&self, node: usize, file: usize, a: u64, b: u64, req: u64) -> u8 {
         let len = b - a;
-        if let Some(nc) = &self.nodes[node] {
+        if let Some(nc) = self.nodes[node].as_ref().filter(|_| self.caches(node, req)) {
             match nc.cache.held(file, a, b) {
                 h if h == len => return CLASS_NODE_HIT,
                 0 => {}
@@ -197,7 +198,16 @@ impl Storage {
     /// puts them; reads insert the missing bytes clean. The flusher daemons are
     /// kicked where a threshold is passed, and do their write-back in virtual
     /// time while the ranks sleep through the skipped iterations.
-    pub(crate) fn apply(&mut self, node: usize, access: Access, file: usize, a: u64, b: u64) {
+    /// `req` is the size of the requests `[a, b)` stands for (direct I/O past
+    /// the page cache from `direct_from` up).
+    pub(crate) fn apply(
+        &mut self,
+        node: usize,
+        access: Access,
+        file: usize,
+        (a, b): (u64, u64),
+        req: u64,
+    ) {
         if a >= b {
             return;
         }
@@ -223,7 +233,10 @@ impl Storage {
                     .insert(u, LockUnit { holder: node, busy });
             }
         }
-        if self.nodes[node].is_none() {
+        if !self.caches(node, req) {
+            if access == Access::Write {
+                self.invalidate_everywhere(file, a, b);
+            }
             self.apply_server(access, file, a, b);
             return;
         }
@@ -258,7 +271,7 @@ impl Storage {
     ) {
         if shift == len {
             // one contiguous stream: the skipped part is one range
-            self.apply(node, access, file, off + len, off + (k + 1) * len);
+            self.apply(node, access, file, (off + len, off + (k + 1) * len), len);
             return;
         }
         // Other nodes holding none of the whole span lose nothing to these
@@ -270,7 +283,7 @@ impl Storage {
         };
         for j in 1..=k {
             let a = off + j * shift;
-            self.apply(node, access, file, a, a + len);
+            self.apply(node, access, file, (a, a + len), len);
         }
         self.restore_idle(file, idle);
     }

@@ -109,7 +109,7 @@ pub(crate) async fn fs_io(
                 class: match access {
                     Access::Write => storage.write_class(node, len),
                     Access::Read if off + len > size => FF_CLASS_EOF,
-                    Access::Read => storage.read_class(node, inode, off, off + len),
+                    Access::Read => storage.read_class(node, inode, off, off + len, len),
                 },
             }));
         }

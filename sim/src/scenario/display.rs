@@ -40,6 +40,12 @@ impl fmt::Display for Scenario {
             if g.compute.pattern.is_finite() {
                 writeln!(f, "      data pattern {}", fmt_rate(g.compute.pattern))?;
             }
+            if g.memory_bw != g.compute.memcpy {
+                writeln!(f, "      memory bus {} per node", fmt_rate(g.memory_bw))?;
+            }
+        }
+        if self.placement == Placement::RoundRobin {
+            writeln!(f, "  ranks placed round robin over the nodes")?;
         }
         writeln!(
             f,
@@ -84,6 +90,13 @@ impl fmt::Display for Scenario {
                         r => format!("read-ahead up to {}", fmt_size(r)),
                     }
                 )?;
+                if c.direct_from != u64::MAX {
+                    writeln!(
+                        f,
+                        "    requests of {} or more bypass it (direct I/O)",
+                        fmt_size(c.direct_from)
+                    )?;
+                }
                 if c.fresh_bw.is_finite() {
                     writeln!(
                         f,

@@ -112,6 +112,10 @@ pub struct NodeGroup {
     pub memory: u64,
     /// NIC bandwidth per direction in bytes/s.
     pub nic_bw: f64,
+    /// The node's memory bus in bytes/s: intra-node messages and page-cache
+    /// copies of all its ranks share it, each copy at most one core's
+    /// `compute.memcpy` (default: `compute.memcpy`, one copy fills the bus).
+    pub memory_bw: f64,
     /// NIC latency per message in seconds.
     pub nic_latency: f64,
     /// The switch the nodes' NICs attach to (a name from `[network]`).
@@ -183,6 +187,10 @@ pub struct ClientCache {
     /// that misses the cache fetches a window beyond its request, growing as
     /// Linux's on-demand read-ahead grows it (`mm/readahead.c`).
     pub readahead: u64,
+    /// Requests of this many bytes or more bypass the cache (`direct_from`;
+    /// `u64::MAX` = none): direct I/O to the servers, as NEC's SFS sends
+    /// requests of 1 MB and more past its file-system cache.
+    pub direct_from: u64,
 }
 
 /// The interconnect: switches (each with a backplane bandwidth) joined by links;
@@ -491,6 +499,8 @@ pub struct Scenario {
     pub source: BTreeMap<String, String>,
     /// Compute node groups; ranks are placed over them in order.
     pub nodes: Vec<NodeGroup>,
+    /// How ranks are placed on the nodes.
+    pub placement: Placement,
     /// The interconnect.
     pub network: Network,
     /// The I/O servers.
@@ -510,6 +520,17 @@ pub struct Scenario {
     /// How far the calibrated twin's predictions of calibration's own probes
     /// were beyond that noise (`[model_error]`); `None` for datasheet scenarios.
     pub model_error: Option<Spread>,
+}
+
+/// How ranks are placed on the nodes, as the launcher places them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Placement {
+    /// Node after node, `cores` ranks each (`mpiexec` filling slots; Open MPI
+    /// `--map-by slot`, the "sequential" placement of b_eff's papers).
+    Block,
+    /// Rank `r` on the `r mod nodes`-th node with a core left (Hydra's `-rr`,
+    /// Open MPI `--map-by node`).
+    RoundRobin,
 }
 
 /// A spread calibration measured, with where it came from: `[run_to_run]`

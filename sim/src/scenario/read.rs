@@ -77,12 +77,15 @@ fn device(parent: &Tbl<'_, '_>, k: &str, nested: bool) -> Result<Device, Scenari
         }
         _ => {
             let d = parent.sub(k, &schema::children(&table, Some("raid")))?;
-            let lv = d.req("level", "0, 5 or 6")?;
+            let lv = d.req("level", "0, 3, 5 or 6")?;
             let level = d.int("level", 0)?;
-            if ![0, 5, 6].contains(&level) {
-                return Err(d.bad("level", lv, "expected RAID level 0, 5 or 6"));
+            if ![0, 3, 5, 6].contains(&level) {
+                return Err(d.bad("level", lv, "expected RAID level 0, 3, 5 or 6"));
             }
-            let min = [1, 3, 4][[0, 5, 6].iter().position(|&l| l == level).expect("checked")];
+            let min = [1, 3, 3, 4][[0, 3, 5, 6]
+                .iter()
+                .position(|&l| l == level)
+                .expect("checked")];
             let disks = d.int("disks", min)? as usize;
             Device::Raid(Raid {
                 level: level as u8,
@@ -341,6 +344,10 @@ impl Scenario {
                         dirty_background_ratio: bg,
                         write_bw: t.rate_or("write_bw", memcpy)?,
                         read_bw: t.rate_or("read_bw", memcpy)?,
+                        direct_from: match t.opt("direct_from") {
+                            Some(_) => t.size("direct_from")?,
+                            None => u64::MAX,
+                        },
                     })
                 }
                 None => None,
@@ -351,6 +358,7 @@ impl Scenario {
                 cores: n.int("cores", 1)? as usize,
                 memory,
                 nic_bw: n.rate("nic_bw")?,
+                memory_bw: n.rate_or("memory_bw", memcpy)?,
                 nic_latency: n.time("nic_latency")?,
                 switch: n.string_or("switch", "a switch name", "core")?,
                 compute: ComputeRates {
@@ -500,6 +508,8 @@ impl Scenario {
             seed: top.int("seed", 0)?,
             source,
             nodes,
+            placement: [Placement::Block, Placement::RoundRobin]
+                [top.choice("placement", &["block", "round-robin"], 0)?],
             network: Network {
                 bandwidth: net.rate("bandwidth")?,
                 latency: net.time("latency")?,

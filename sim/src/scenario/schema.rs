@@ -105,6 +105,12 @@ const KEYS: &[Key] = &[
         Required,
         "groups of identical compute nodes; ranks are placed by block, group after group",
     ),
+    key(
+        "placement",
+        Choice(&["block", "round-robin"]),
+        Value("\"block\""),
+        "how ranks are placed on the nodes: block (node after node, `cores` each) or round-robin (rank r on the (r mod nodes)-th node; `mpiexec -rr`, Open MPI `--map-by node`)",
+    ),
     key("network", Table, Required, "the interconnect"),
     key("server", Table, Required, "the I/O servers"),
     key(
@@ -215,6 +221,12 @@ const KEYS: &[Key] = &[
         "the client page cache (Linux write-back)",
     ),
     key(
+        "nodes.memory_bw",
+        Quantity(Rate),
+        Otherwise("`compute.memcpy`"),
+        "the node's memory bus, shared by its intra-node messages and page-cache copies (each copy at most one core's `memcpy`)",
+    ),
+    key(
         "nodes.syscall",
         Quantity(Time),
         Value("\"0s\""),
@@ -309,6 +321,12 @@ const KEYS: &[Key] = &[
         Quantity(Size),
         Value("\"128KiB\""),
         "largest read-ahead window (Linux's on-demand read-ahead; `\"0B\"`: none)",
+    ),
+    key(
+        "nodes.cache.direct_from",
+        Quantity(Size),
+        Otherwise("none"),
+        "requests of this size or larger bypass the cache: direct I/O to the servers (NEC SFS caches only requests below 1 MB)",
     ),
     // [network]
     key(
@@ -592,23 +610,23 @@ const DEVICE: &[Key] = &[
     dev(
         "level",
         RAID,
-        Choice(&["0", "5", "6"]),
+        Choice(&["0", "3", "5", "6"]),
         Required,
-        "RAID level (5 and 6: small writes read-modify-write)",
+        "RAID level (3: a dedicated parity disk, spindles in step; 3, 5 and 6: partial-stripe writes read-modify-write)",
     ),
     dev(
         "disks",
         RAID,
         Integer,
         Required,
-        "member disks (at least 1, 3 or 4 for levels 0, 5, 6)",
+        "member disks (at least 1, 3, 3 or 4 for levels 0, 3, 5, 6)",
     ),
     dev(
         "stripe_unit",
         RAID,
         Quantity(Size),
         Required,
-        "stripe unit per disk",
+        "stripe unit per disk (level 3: the interleave, a sector or a few)",
     ),
     dev(
         "member",

@@ -16,13 +16,15 @@
 //!   its nearest queued neighbour (or the head).
 //! * **SSD**: per-request latency as a delay on one of `channels` internal
 //!   channels (more concurrent requests queue), bytes at the read or write bandwidth.
-//! * **RAID 0/5/6** (Chen, Lee, Gibson, Katz & Patterson, *RAID: High-Performance,
+//! * **RAID 0/3/5/6** (Chen, Lee, Gibson, Katz & Patterson, *RAID: High-Performance,
 //!   Reliable Secondary Storage*, ACM Computing Surveys 26(2), 1994): stripe
 //!   units round-robin over the members, parity rotated left-symmetric. A write
 //!   covering a whole stripe writes data and parity; a partial-stripe (small)
 //!   write is a read-modify-write: read old data and parity, write new data and
 //!   parity — four I/Os for RAID 5, six for RAID 6 — the write after the read
-//!   of the same sectors waiting a full revolution on a disk.
+//!   of the same sectors waiting a full revolution on a disk. RAID 3 keeps its
+//!   parity on the last disk and interleaves in small units (a sector), so
+//!   every request of more than a row moves all spindles together.
 
 use std::collections::BTreeMap;
 
@@ -118,7 +120,7 @@ pub(crate) fn build<T>(
                 cap = cap.min(c);
             }
             let parity = match r.level {
-                5 => 1,
+                3 | 5 => 1,
                 6 => 2,
                 _ => 0,
             };
@@ -307,17 +309,24 @@ pub(crate) fn plan(
         } => {
             let n = members.len() as u64;
             let parity = match level {
-                5 => 1,
+                3 | 5 => 1,
                 6 => 2,
                 _ => 0,
             };
             let data = n - parity;
+            // RAID 3 keeps parity on the last disk; 5 and 6 rotate it left-symmetric.
+            let parity_disk = |row: u64, k: u64| -> u64 {
+                match level {
+                    3 => n - 1,
+                    _ => (n - 1 - row % n + k) % n,
+                }
+            };
             let row_bytes = unit * data;
             // Per member: ops of the read phase, ops of the write phase.
             let mut reads: Vec<Vec<Op>> = vec![Vec::new(); members.len()];
             let mut writes: Vec<Vec<Op>> = vec![Vec::new(); members.len()];
             let disk_of = |row: u64, j: u64| -> u64 {
-                if parity == 0 {
+                if parity == 0 || *level == 3 {
                     j
                 } else {
                     let p = n - 1 - row % n;
@@ -389,7 +398,7 @@ pub(crate) fn plan(
                         .expect("row touched");
                     let full = touched == row_bytes;
                     for k in 0..parity {
-                        let d = ((n - 1 - row % n + k) % n) as usize;
+                        let d = parity_disk(row, k) as usize;
                         let op = Op {
                             off: base + lo,
                             len: hi - lo,

@@ -153,6 +153,8 @@ pub(crate) struct NodeCache {
     pub(crate) fresh: Option<ResourceId>,
     /// Largest read-ahead window, bytes (0: none).
     pub(crate) readahead: u64,
+    /// Requests of this many bytes or more bypass the cache (`u64::MAX`: none).
+    pub(crate) direct_from: u64,
 }
 
 /// A rank's sequential reading of one file, for read-ahead (Linux's
@@ -224,6 +226,26 @@ impl Storage {
     /// of the range are dropped (coherence), the range becomes dirty, clean data
     /// is evicted past capacity, and the flusher is woken past the background
     /// threshold.
+    /// Whether a request of `len` bytes from `node` goes through its page cache:
+    /// the node has one and the request is below its `direct_from`.
+    pub(crate) fn caches(&self, node: usize, len: u64) -> bool {
+        self.nodes[node]
+            .as_ref()
+            .is_some_and(|nc| len < nc.direct_from)
+    }
+
+    /// A direct write of `[a, b)` of `file` (past the page caches): every
+    /// node's cached copy of it is stale.
+    pub(crate) fn invalidate_everywhere(&mut self, file: usize, a: u64, b: u64) {
+        if let Some(on) = self.cached_on.get(&file) {
+            for &n in on {
+                if let Some(nc) = self.nodes[n].as_mut() {
+                    nc.cache.invalidate(file, a, b);
+                }
+            }
+        }
+    }
+
     /// Caches a write of `[a, b)` dirty on `node`; returns the bytes the cache
     /// took from fresh memory (its growth beyond what it has backed).
     pub(crate) fn write_cached(&mut self, node: usize, file: usize, a: u64, b: u64) -> u64 {
@@ -298,6 +320,7 @@ impl Storage {
                             .is_finite()
                             .then(|| flows.add_resource(format!("node{n}.fresh"), c.fresh_bw)),
                         readahead: c.readahead,
+                        direct_from: c.direct_from,
                     }
                 }));
             }

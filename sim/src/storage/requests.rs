@@ -253,7 +253,22 @@ pub(crate) async fn io(
         }
         let (a, b) = (off, off + len);
         let held = lock(machine, node, file, a, b, access).await;
-        let cached = machine.storage.borrow().nodes[node].is_some();
+        let (cached, direct) = {
+            let m = machine.storage.borrow();
+            let cached = m.caches(node, len);
+            (cached, !cached && m.nodes[node].is_some())
+        };
+        if direct {
+            // Direct I/O past the page cache: its dirty bytes of the range go
+            // first, and a write leaves every node's copy stale.
+            flush(machine, node, file, a, b).await;
+            if access == Access::Write {
+                machine
+                    .storage
+                    .borrow_mut()
+                    .invalidate_everywhere(file, a, b);
+            }
+        }
         match (access, cached) {
             (Access::Write, true) => loop {
                 let wait = {

@@ -11,7 +11,7 @@ use crate::bench::beff_io::{
 };
 use crate::report::{Mode, RunReport};
 use clap::Args;
-use piotwin_sim::Scenario;
+use piotwin_sim::{Placement, Scenario};
 
 use crate::run::{Backend, Benchmark, CliError, Common, CommonArgs, RunInfo, check_output};
 
@@ -67,7 +67,8 @@ pub struct BeffIoCliArgs {
 
 /// Default memory per process in the twin: the memory of rank 0's node (the first
 /// node of the first group) over the ranks the twin places there (it fills the
-/// cores in order, and spreads evenly over all nodes when oversubscribed).
+/// cores in order, or one rank per node in turn under round-robin placement,
+/// and spreads evenly over all nodes when oversubscribed).
 fn twin_default_mb(scenario: &Scenario, ranks: u64) -> u64 {
     let Some(g) = scenario.nodes.first() else {
         return 1;
@@ -78,7 +79,9 @@ fn twin_default_mb(scenario: &Scenario, ranks: u64) -> u64 {
         .iter()
         .map(|g| (g.count * g.cores) as u64)
         .sum();
-    let on_node = if ranks <= cores {
+    let on_node = if ranks <= cores && scenario.placement == Placement::RoundRobin {
+        ranks.div_ceil(nodes.max(1)).min(g.cores as u64)
+    } else if ranks <= cores {
         ranks.min(g.cores as u64)
     } else {
         ranks.div_ceil(nodes.max(1))
