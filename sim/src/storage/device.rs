@@ -335,11 +335,20 @@ pub(crate) fn plan(
             };
             // Bytes touched per row, per data unit: row → (j → (lo, hi) within the unit).
             let mut rows: BTreeMap<u64, BTreeMap<u64, (u64, u64)>> = BTreeMap::new();
+            // Runs of whole rows: first row → rows (a RAID 3's rows are a few
+            // KiB: a large request spans thousands, each written the same way).
+            let mut whole: BTreeMap<u64, u64> = BTreeMap::new();
             for &(off, len) in exts {
                 let mut x = off;
                 let end = off + len;
                 while x < end {
                     let row = x / row_bytes;
+                    if x % row_bytes == 0 && end - x >= row_bytes {
+                        let k = (end - x) / row_bytes;
+                        whole.insert(row, k);
+                        x += k * row_bytes;
+                        continue;
+                    }
                     let j = (x % row_bytes) / unit;
                     let within = x % unit;
                     let take = (unit - within).min(end - x);
@@ -353,7 +362,51 @@ pub(crate) fn plan(
                     x += take;
                 }
             }
-            for (row, units_in_row) in rows {
+            // Rows in order: whole runs row by row, each unit of each row at
+            // once, as a touched row would be (device extents do not overlap).
+            let mut partial = rows.into_iter().peekable();
+            let mut runs = whole.into_iter().peekable();
+            loop {
+                let next_whole = runs.peek().map(|&(r, _)| r);
+                let next_partial = partial.peek().map(|(r, _)| *r);
+                let (row, units_in_row) = match (next_whole, next_partial) {
+                    (None, None) => break,
+                    (Some(w), p) if p.is_none_or(|p| w < p) => {
+                        let (first, k) = runs.next().expect("peeked");
+                        for row in first..first + k {
+                            let base = row * unit;
+                            for j in 0..data {
+                                let op = Op {
+                                    off: base,
+                                    len: *unit,
+                                    access,
+                                    rewrite: false,
+                                };
+                                let d = disk_of(row, j) as usize;
+                                match access {
+                                    Access::Write => push(&mut writes[d], op),
+                                    Access::Read => push(&mut reads[d], op),
+                                }
+                            }
+                            if access == Access::Write {
+                                for k in 0..parity {
+                                    let d = parity_disk(row, k) as usize;
+                                    push(
+                                        &mut writes[d],
+                                        Op {
+                                            off: base,
+                                            len: *unit,
+                                            access: Access::Write,
+                                            rewrite: false,
+                                        },
+                                    );
+                                }
+                            }
+                        }
+                        continue;
+                    }
+                    _ => partial.next().expect("peeked"),
+                };
                 let base = row * unit;
                 let touched: u64 = units_in_row.values().map(|(lo, hi)| hi - lo).sum();
                 for (&j, &(lo, hi)) in &units_in_row {
