@@ -5,7 +5,7 @@ RANKS ?= 4
 BIN := target/release/piotwin
 DEMO_IOR := -a MPIIO -b 4m -t 256k -s 4 -i 3
 
-.PHONY: demo validate test bench deps build reference-check
+.PHONY: demo validate test bench deps build reference-check reproduce
 
 # Install the system packages real mode needs (MPICH and libclang for rsmpi, gfortran for
 # the Fortran units of BTIO's fortran and epio subtypes), if missing.
@@ -81,6 +81,18 @@ REF_DIR ?= target/reference-check
 reference-check: build
 	@test ! -e $(REF_DIR) || { echo "$(REF_DIR) exists: move it away or give another REF_DIR"; exit 2; }
 	scripts/reference-check.sh $(REF_DIR)
+
+# The published systems (scenarios/published/README.md) predicted from their hardware
+# descriptions: every experiment their papers ran, in the twin, with the papers' parameters
+# (b_eff_io, b_eff, FTIO, MADbench2, BTIO class D). One sweep per experiment under
+# $(REPRODUCE_OUT)/<name>/ (sweep.csv, sweep.json, plots/, index.html), every table in
+# $(REPRODUCE_OUT)/tables.md. Twin only (no MPI run); resumes where a stop left it.
+# REPRODUCE="b_eff-t3e ftio-origin2000" runs only those.
+REPRODUCE_OUT ?= target/reproduce
+REPRODUCE ?=
+reproduce:
+	CARGO_TARGET_DIR=target/twin $(CARGO) build --release --no-default-features --bin piotwin
+	scripts/reproduce.sh target/twin/release/piotwin $(REPRODUCE_OUT) $(REPRODUCE)
 
 # Everything CI checks: the whole workspace's tests (real-mode tests launch mpiexec;
 # PIOTWIN_REQUIRE_MPI makes a missing launcher a failure, never a skip), and the

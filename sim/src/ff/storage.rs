@@ -211,6 +211,9 @@ impl Storage {
         if a >= b {
             return;
         }
+        if access == Access::Write {
+            self.note_write(node, file);
+        }
         if access == Access::Write
             && let Some(g) = self.fs.lock_granularity
         {

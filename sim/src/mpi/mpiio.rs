@@ -128,6 +128,10 @@ impl Rank {
             (0, opened)
         };
         let (inode, ptr, comm) = opened?;
+        {
+            let node = self.sim.platform.node_of(self.world_rank);
+            self.sim.storage.borrow_mut().revalidate(node, inode);
+        }
         let hints = self
             .resolve_hints(&comm, hints)
             .map_err(|e| IoError::Call {

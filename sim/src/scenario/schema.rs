@@ -443,7 +443,7 @@ const KEYS: &[Key] = &[
         "filesystem.kind",
         Choice(&["local", "nfs", "parallel"]),
         Value("\"local\""),
-        "local, NFS-like (one server, flush at close) or parallel (striped over the servers, Lustre-style)",
+        "local, NFS-like (one server; close-to-open: flush at close, stale pages dropped at open) or parallel (striped over the servers, Lustre-style)",
     ),
     key(
         "filesystem.stripe_size",

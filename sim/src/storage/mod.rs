@@ -209,6 +209,10 @@ pub(crate) struct Storage {
     pub(crate) next_obj: Vec<u64>,
     pub(crate) locks: FxHashMap<usize, FxHashMap<u64, LockUnit>>,
     pub(crate) cached_on: FxHashMap<usize, BTreeSet<usize>>,
+    /// Close-to-open consistency: per file, write requests in all and per
+    /// node, and per (node, file) the others' writes it had seen at its last open.
+    writes: FxHashMap<usize, (u64, FxHashMap<usize, u64>)>,
+    seen: FxHashMap<(usize, usize), u64>,
     /// Read-ahead state by (world rank, file).
     streams: FxHashMap<(usize, usize), Stream>,
     pub(crate) rng: Pcg64,
@@ -232,6 +236,33 @@ impl Storage {
         self.nodes[node]
             .as_ref()
             .is_some_and(|nc| len < nc.direct_from)
+    }
+
+    /// Counts a write request of `node` to `file`, for close-to-open consistency.
+    pub(crate) fn note_write(&mut self, node: usize, file: usize) {
+        let (all, by) = self.writes.entry(file).or_default();
+        *all += 1;
+        *by.entry(node).or_default() += 1;
+    }
+
+    /// `node` opens `file`: on a file system with close-to-open consistency
+    /// (NFS: the client checks the file's attributes at open), its cached
+    /// clean pages of the file go when another node wrote the file since its
+    /// last open (dirty pages stay, as in Linux).
+    pub(crate) fn revalidate(&mut self, node: usize, file: usize) {
+        if !self.kind.flush_on_close() {
+            return;
+        }
+        let others = self
+            .writes
+            .get(&file)
+            .map_or(0, |(all, by)| all - by.get(&node).copied().unwrap_or(0));
+        let seen = self.seen.insert((node, file), others).unwrap_or(0);
+        if others > seen
+            && let Some(nc) = self.nodes[node].as_mut()
+        {
+            nc.cache.invalidate(file, 0, u64::MAX);
+        }
     }
 
     /// A direct write of `[a, b)` of `file` (past the page caches): every
@@ -338,6 +369,8 @@ impl Storage {
             next_obj: vec![0; scn.server.count],
             locks: FxHashMap::default(),
             cached_on: FxHashMap::default(),
+            writes: FxHashMap::default(),
+            seen: FxHashMap::default(),
             streams: FxHashMap::default(),
             rng: Pcg64::seed_from_u64(seed ^ 0x5EED_0F_D15C),
         }

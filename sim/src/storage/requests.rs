@@ -253,6 +253,9 @@ pub(crate) async fn io(
         }
         let (a, b) = (off, off + len);
         let held = lock(machine, node, file, a, b, access).await;
+        if access == Access::Write {
+            machine.storage.borrow_mut().note_write(node, file);
+        }
         let (cached, direct) = {
             let m = machine.storage.borrow();
             let cached = m.caches(node, len);

@@ -38,8 +38,9 @@ pub(crate) trait FileSystemKind {
     /// `[a, b)` of `file` split into per-server pieces, servers ascending, on
     /// a system of `servers` servers.
     fn map(&self, file: usize, a: u64, b: u64, servers: usize) -> BTreeMap<usize, Pieces>;
-    /// Whether `close` writes back the client's dirty data of the file
-    /// (NFS's close-to-open consistency).
+    /// Whether `close` writes back the client's dirty data of the file, and
+    /// `open` drops cached pages other clients made stale (NFS's close-to-open
+    /// consistency).
     fn flush_on_close(&self) -> bool;
     /// Whether a sequential stream moves from server to server (striping over
     /// more than one), paying a positioning at each move.

@@ -1,5 +1,8 @@
 //! NFS-like: one server; a client writes back its dirty data of a file when it
-//! closes it (close-to-open consistency, RFC 1813 and the Linux client).
+//! closes it, and when it opens a file another client wrote since its last
+//! open it drops its cached clean pages of it (close-to-open consistency:
+//! RFC 1813 and the Linux client, which checks the attributes at open;
+//! [`crate::storage::Storage::revalidate`]).
 
 use std::collections::BTreeMap;
 
