@@ -96,6 +96,19 @@ fn skipped(report: &Value) -> u64 {
 /// `set`: `--set` options); patterns whose exact time is below `few_seeks`
 /// seconds are held to the count of patterns off, not to the 10 % bound.
 fn against_exact(scn: &str, ranks: usize, t: &str, set: &[&str], few_seeks: f64) {
+    against_exact_within(scn, ranks, t, set, few_seeks, 0.1);
+}
+
+/// [`against_exact`] with patterns of at least `few_seeks` seconds held to
+/// `within` (relative) instead of 10 %.
+fn against_exact_within(
+    scn: &str,
+    ranks: usize,
+    t: &str,
+    set: &[&str],
+    few_seeks: f64,
+    within: f64,
+) {
     let exact = run(scn, ranks, t, &[set, &["--exact"]].concat());
     let fast = run(scn, ranks, t, set);
     assert_eq!(
@@ -124,7 +137,7 @@ fn against_exact(scn: &str, ranks: usize, t: &str, set: &[&str], few_seeks: f64)
     assert!(off.len() * 20 <= pe.len(), "{scn}: {off:?}");
     for ((k, (_, be, te)), (_, (_, bf, _))) in pe.iter().zip(&pf) {
         if *te >= few_seeks {
-            assert!((bf - be).abs() <= 0.1 * be, "{scn} {k:?}: {be} vs {bf}");
+            assert!((bf - be).abs() <= within * be, "{scn} {k:?}: {be} vs {bf}");
         }
     }
     let m = |r: &Value| r["metrics"]["b_eff_io_mb_s"].as_f64().unwrap();
@@ -210,15 +223,19 @@ fn twin_fast_forward_matches_exact_while_the_write_back_keeps_pace() {
 /// ranks that skipped their cache hits alone reach differently, so a pattern
 /// under ten positionings (0.25 s) may be more than 10 % off (up to 68 %
 /// over 11-18 ms) and only counts among those off by more than 1 %.
+/// A node opening the shared file another node wrote drops its cached pages
+/// (NFS close-to-open), so the read pass of the shared types is served by the
+/// server's 4 GiB write-through cache and its disks, and which extents that
+/// cache still holds follows its LRU order, which skipped writes do not
+/// reproduce: the unaligned 32776-byte segmented reads at n = 4 (0.49 s) come
+/// out 16 % off. With a server cache that holds every file, every pattern of
+/// 0.25 s or more is within 10 % (and none is off by more than 1 %).
 #[test]
 fn twin_fast_forward_matches_exact_on_nfs_raid5() {
-    against_exact(
-        "nfs-raid5",
-        4,
-        "30",
-        &["--set", "nodes[0].cache.readahead=128KiB"],
-        0.25,
-    );
+    let ra = ["--set", "nodes[0].cache.readahead=128KiB"];
+    against_exact_within("nfs-raid5", 4, "30", &ra, 0.25, 0.2);
+    let all_cached = [&ra[..], &["--set", "server.cache.capacity=64GiB"]].concat();
+    against_exact("nfs-raid5", 4, "30", &all_cached, 0.25);
 }
 
 #[test]
