@@ -37,7 +37,7 @@ tables=$out/tables.md.tmp
     echo "Scenario: \`$(sed -n 's/^scenario *= *"\(.*\)"/\1/p' "$dir/$n.toml")\`; every metric in \`$n/sweep.json\`, plots in \`$n/plots/\`."
     echo
     awk -F, 'NR == 1 { printf "|"; for (i = 1; i <= NF; i++) printf " %s |", $i; printf "\n|"; for (i = 1; i <= NF; i++) printf "---|"; printf "\n"; next }
-             { printf "|"; for (i = 1; i <= NF; i++) { v = $i; if (v ~ /^-?[0-9.]+(e[-+]?[0-9]+)?$/ && v ~ /\./) v = sprintf("%.4g", v); printf " %s |", v }; printf "\n" }' "$out/$n/sweep.csv"
+             { printf "|"; for (i = 1; i <= NF; i++) { v = $i; if (v ~ /^-?[0-9.]+(e[-+]?[0-9]+)?$/ && v ~ /[.e]/) v = (v + 0 >= 1000 || v + 0 <= -1000) ? sprintf("%.0f", v) : sprintf("%.4g", v); printf " %s |", v }; printf "\n" }' "$out/$n/sweep.csv"
   done
 } > "$tables"
 mv "$tables" "$out/tables.md"
