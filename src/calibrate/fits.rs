@@ -8,6 +8,8 @@
 //! | `metadata.delete`, `metadata.delete_bw` | unlink of synced cached files over sizes | time = delete + bytes / delete_bw (Huber) |
 //! | `nodes.compute.pattern` | IOR's data pattern, filled and checked | time = latency + bytes / bw (Huber) |
 //! | `nodes.compute.flops` | MADbench2's busy-work loop over loop counts | time = latency + flops / rate (Huber) |
+//! | `nodes.compute.bt` | BTIO's line solver over NPB operation counts | time = latency + flops / rate (Huber) |
+//! | `nodes.compute.fft` | FTIO's FFT kernel over Mini-Square sides | time = latency + flops / rate (Huber) |
 //! | `nodes.fortran_statement` | Fortran `WRITE(REC=)` of 40-byte records over statement counts | time = latency + statements · cost (Huber) |
 //! | `nodes.nic_latency`, `nodes.nic_bw` | b_eff, 2 ranks, its `MPI_Sendrecv` loops | exchange time (loop time / 2 loops) = latency + bytes / bw (Huber) |
 //! | `nodes.oversubscribed_wakeup` | b_eff's `MPI_Sendrecv` exchanges of 1 byte | mean exchange at N > cores ranks − mean at 2 ranks |
@@ -245,6 +247,28 @@ pub fn fit_all(r: &ProbeResults, base: &Scenario) -> Fitted {
     f
 }
 
+/// A compute rate from timed kernel runs: time = latency + flops / rate (Huber).
+/// No samples (probes of an older calibration) leave the key to the base.
+fn fit_rate(f: &mut Fitted, samples: &[super::memcpy::FlopSample], key: &str, probe: &str) {
+    if samples.is_empty() {
+        f.skip(&[key], "not probed (no samples)".to_string());
+        return;
+    }
+    let points: Vec<(f64, f64)> = samples.iter().map(|s| (s.flops, s.seconds)).collect();
+    match fit_latency_bandwidth_robust(&points, LEVEL) {
+        Ok(fit) => f.params.push(Param {
+            key: key.into(),
+            unit: Unit::FlopRate,
+            value: fit.bandwidth_bytes_per_s.value,
+            low: fit.bandwidth_bytes_per_s.ci_low,
+            high: fit.bandwidth_bytes_per_s.ci_high,
+            probe: probe.into(),
+            quality: quality(&fit),
+        }),
+        Err(e) => f.skip(&[key], why(&e)),
+    }
+}
+
 fn fit_memcpy(r: &ProbeResults, f: &mut Fitted) {
     fit_in_process(
         r,
@@ -274,23 +298,27 @@ fn fit_memcpy(r: &ProbeResults, f: &mut Fitted) {
         "nodes.compute.pattern",
         "pattern: IOR's data pattern filled and checked in process over sizes",
     );
-    let busy: Vec<(f64, f64)> = r.busy_work.iter().map(|s| (s.flops, s.seconds)).collect();
-    const FLOPS: &str = "nodes.compute.flops";
-    match fit_latency_bandwidth_robust(&busy, LEVEL) {
-        Ok(fit) => f.params.push(Param {
-            key: FLOPS.into(),
-            unit: Unit::FlopRate,
-            value: fit.bandwidth_bytes_per_s.value,
-            low: fit.bandwidth_bytes_per_s.ci_low,
-            high: fit.bandwidth_bytes_per_s.ci_high,
-            probe: format!(
-                "busy-work: MADbench2's multiply-add loop (SBLOCKSIZE {}) in process over loop counts",
-                super::memcpy::BUSY_WORK_BLOCK
-            ),
-            quality: quality(&fit),
-        }),
-        Err(e) => f.skip(&[FLOPS], why(&e)),
-    }
+    fit_rate(
+        f,
+        &r.busy_work,
+        "nodes.compute.flops",
+        &format!(
+            "busy-work: MADbench2's multiply-add loop (SBLOCKSIZE {}) in process over loop counts",
+            super::memcpy::BUSY_WORK_BLOCK
+        ),
+    );
+    fit_rate(
+        f,
+        &r.bt,
+        "nodes.compute.bt",
+        "bt: BTIO's line solver (rank 0 of class A on 4 ranks) in process over NPB operation counts",
+    );
+    fit_rate(
+        f,
+        &r.fft,
+        "nodes.compute.fft",
+        "fft: FTIO's FFT kernel (gather, rustfft, scatter; 4 bands) in process over Mini-Square sides",
+    );
     let statements: Vec<(f64, f64)> = r
         .fortran
         .iter()
@@ -902,6 +930,8 @@ pub(crate) mod tests {
     const MEMCPY: f64 = 8e9;
     const PATTERN: f64 = 3e9;
     const FLOPS: f64 = 6e9;
+    const BT: f64 = 1.7e9;
+    const FFT: f64 = 4.5e9;
     const STATEMENT: f64 = 250e-9;
     const WARM: u64 = 1200 << 20;
     const SHARED_PTR: f64 = 3e-6;
@@ -934,6 +964,20 @@ pub(crate) mod tests {
                 r.busy_work.push(crate::calibrate::memcpy::FlopSample {
                     flops,
                     seconds: 2e-6 + flops / FLOPS + 20e-6 * nb.normal(),
+                });
+            }
+        }
+        // The BT and FFT kernels with their own noise.
+        let mut nk = Lcg(0x1405_7b7e_f767_814f);
+        for flops in [2.5e7, 1e8, 4e8] {
+            for _ in 0..5 {
+                r.bt.push(crate::calibrate::memcpy::FlopSample {
+                    flops,
+                    seconds: 1e-5 + flops / BT + 200e-6 * nk.normal(),
+                });
+                r.fft.push(crate::calibrate::memcpy::FlopSample {
+                    flops,
+                    seconds: 3e-5 + flops / FFT + 200e-6 * nk.normal(),
                 });
             }
         }
@@ -1146,6 +1190,8 @@ pub(crate) mod tests {
         within(&f, "nodes.compute.memcpy", MEMCPY);
         within(&f, "nodes.compute.pattern", PATTERN);
         within(&f, "nodes.compute.flops", FLOPS);
+        within(&f, "nodes.compute.bt", BT);
+        within(&f, "nodes.compute.fft", FFT);
         within(&f, "nodes.fortran_statement", STATEMENT);
         within(&f, "nodes.cache.fresh_bw", FRESH_BW);
         within(&f, "mpiio.shared_pointer", SHARED_PTR);

@@ -111,6 +111,22 @@ pub fn measure_pattern(sizes: &[u64], reps: usize) -> Vec<CopySample> {
 #[cfg(test)]
 mod tests {
     #[test]
+    fn kernel_probes_time_each_amount_and_side_with_the_twin_s_flop_counts() {
+        let bt = super::measure_bt(&[1e5, 4e5], 2);
+        assert_eq!(bt.len(), 4);
+        assert_eq!(bt[0].flops, 1e5);
+        assert_eq!(bt[3].flops, 4e5);
+        assert!(bt.iter().all(|s| s.seconds > 0.0), "{bt:?}");
+        // I = 4 on 4 bands: N = 16 · 4 = 64, 4 transforms of 5 · 64 · 6 flops.
+        let fft = super::measure_fft(&[4], 3);
+        assert_eq!(fft.len(), 3);
+        assert!(
+            fft.iter().all(|s| s.flops == 7680.0 && s.seconds > 0.0),
+            "{fft:?}"
+        );
+    }
+
+    #[test]
     fn pattern_samples_a_fill_and_a_check_per_repetition() {
         let v = super::measure_pattern(&[4096, 65536], 2);
         assert_eq!(v.len(), 8);
@@ -224,6 +240,74 @@ pub fn measure_busy_work(loop_counts: &[u64], reps: usize) -> Vec<FlopSample> {
                 seconds: t0.elapsed().as_secs_f64(),
             });
         }
+    }
+    out
+}
+
+/// BT's compute kernel as real BTIO runs it ([`crate::bench::btio::solver::BtSolver`],
+/// the cells of rank 0 of a class A grid on 4 ranks): `reps` timings of each
+/// flop amount (NPB's operation count, as the twin charges it at `bt`).
+pub fn measure_bt(flop_amounts: &[f64], reps: usize) -> Vec<FlopSample> {
+    use crate::bench::btio::decomp::Decomposition;
+    use crate::bench::btio::layout::RankLayout;
+    use crate::bench::btio::solver::BtSolver;
+    const GRID: [u64; 3] = [64, 64, 64];
+    let d = Decomposition::new(GRID, 4).expect("class A on 4 ranks decomposes");
+    let mut solver: BtSolver = BtSolver::new(&RankLayout::new(GRID, d.cells(0)));
+    let mut out = Vec::with_capacity(flop_amounts.len() * reps);
+    for &flops in flop_amounts {
+        std::hint::black_box(solver.run(flops));
+        for _ in 0..reps {
+            let t0 = Instant::now();
+            std::hint::black_box(solver.run(flops));
+            out.push(FlopSample {
+                flops,
+                seconds: t0.elapsed().as_secs_f64(),
+            });
+        }
+    }
+    out
+}
+
+/// FTIO's FFT kernel as real FTIO runs it (gather `I` columns of length
+/// `N = I²·c` from the `c` bands, rustfft forward transforms, scatter back;
+/// [`crate::bench::ftio::fft_band`]), on 4 bands at each Mini-Square side
+/// `I`: `reps` timings each, flops counted as FTIO counts them (5·N·log2 N per
+/// transform, as the twin charges them at `fft`).
+pub fn measure_fft(sides: &[u64], reps: usize) -> Vec<FlopSample> {
+    use crate::bench::ftio::layout::{ELEM_BYTES, Geometry, LineFft, fft_band, put};
+    use rustfft::num_complex::Complex64;
+    let mut out = Vec::with_capacity(sides.len() * reps);
+    for &i in sides {
+        let geo = Geometry { i, c: 4 };
+        let n = geo.n() as usize;
+        let band_bytes = (geo.band_elems() * ELEM_BYTES) as usize;
+        let mut bands: Vec<Vec<u8>> = (0..geo.c)
+            .map(|q| {
+                let mut b = vec![0u8; band_bytes];
+                for k in 0..geo.band_elems() as usize {
+                    let v = (k as f64 * 0.37 + q as f64).sin();
+                    put(&mut b, k, Complex64::new(v, 1.0 - v));
+                }
+                b
+            })
+            .collect();
+        let flops = 5.0 * n as f64 * (n as f64).log2() * i as f64;
+        let mut fft = LineFft::new(n);
+        let mut once = |bands: &mut Vec<Vec<u8>>| {
+            let mut slices: Vec<&mut [u8]> = bands.iter_mut().map(|b| b.as_mut_slice()).collect();
+            fft_band(&mut slices, geo, &mut fft);
+        };
+        once(&mut bands);
+        for _ in 0..reps {
+            let t0 = Instant::now();
+            once(&mut bands);
+            out.push(FlopSample {
+                flops,
+                seconds: t0.elapsed().as_secs_f64(),
+            });
+        }
+        std::hint::black_box(&bands);
     }
     out
 }

@@ -96,6 +96,15 @@ pub struct Plan {
     /// Loop counts of the busy-work probe (MADbench2's loop of 32 multiply-adds).
     #[serde(default)]
     pub busy_loops: Vec<u64>,
+    /// Flop amounts of the BT kernel probe (BTIO's line solver, NPB's count).
+    #[serde(default)]
+    pub bt_flops: Vec<f64>,
+    /// Mini-Square sides `I` of the FFT kernel probe (FTIO's, on 4 bands).
+    #[serde(default)]
+    pub fft_sides: Vec<u64>,
+    /// Timings per BT amount and FFT side.
+    #[serde(default)]
+    pub kernel_reps: usize,
     /// The launched steps, in order.
     pub steps: Vec<Step>,
 }
@@ -273,6 +282,13 @@ impl Plan {
                 shape: shape.into(),
             });
         }
+        // Kernel probes of 10-100 ms and more (Quick, Full): a rank's BT step
+        // of class A on 4 ranks is 2.3e8 flops, FTIO's transforms at I = 16-32.
+        let (bt_flops, fft_sides, kernel_reps) = match scale {
+            Scale::Tiny => (vec![1e6, 4e6], vec![4, 8], 2),
+            Scale::Quick => (vec![2.5e7, 1e8, 4e8], vec![8, 16, 32], 5),
+            Scale::Full => (vec![2.5e7, 1e8, 4e8], vec![8, 16, 32, 48], 9),
+        };
         let delete_sizes = match scale {
             Scale::Tiny => vec![M, 2 * M, 4 * M],
             Scale::Quick => vec![64 * M, 256 * M, 1 << 30],
@@ -284,6 +300,9 @@ impl Plan {
             delete_sizes,
             memcpy_reps,
             busy_loops,
+            bt_flops,
+            fft_sides,
+            kernel_reps,
             steps,
         }
     }

@@ -103,6 +103,12 @@ pub struct ProbeResults {
     /// Fortran direct-access `WRITE` statements over statement counts.
     #[serde(default)]
     pub fortran: Vec<super::memcpy::StatementSample>,
+    /// BTIO's BT kernel over flop amounts.
+    #[serde(default)]
+    pub bt: Vec<super::memcpy::FlopSample>,
+    /// FTIO's FFT kernel over Mini-Square sides.
+    #[serde(default)]
+    pub fft: Vec<super::memcpy::FlopSample>,
     /// Point-to-point rows (barriers), every run.
     pub pingpong: Vec<PingRow>,
     /// b_eff's measurements, every run.
@@ -127,6 +133,8 @@ impl ProbeResults {
             delete: Vec::new(),
             busy_work: Vec::new(),
             fortran: Vec::new(),
+            bt: Vec::new(),
+            fft: Vec::new(),
             pingpong: Vec::new(),
             beff: Vec::new(),
             ior: Vec::new(),

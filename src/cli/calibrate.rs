@@ -347,6 +347,8 @@ fn probe(inp: &Inputs, plan: Plan, scratch: &Path) -> ProbeResults {
     results.memcpy = memcpy::measure(&plan.memcpy_sizes, plan.memcpy_reps);
     results.pattern = memcpy::measure_pattern(&plan.memcpy_sizes, plan.memcpy_reps);
     results.busy_work = memcpy::measure_busy_work(&plan.busy_loops, plan.memcpy_reps);
+    results.bt = memcpy::measure_bt(&plan.bt_flops, plan.kernel_reps);
+    results.fft = memcpy::measure_fft(&plan.fft_sides, plan.kernel_reps);
     #[cfg(feature = "mpi")]
     let fortran = memcpy::measure_fortran(scratch, &memcpy::FORTRAN_PROBE_COUNTS, plan.memcpy_reps);
     #[cfg(not(feature = "mpi"))]
@@ -368,10 +370,12 @@ fn probe(inp: &Inputs, plan: Plan, scratch: &Path) -> ProbeResults {
     progress.step(
         "memcpy",
         &format!(
-            "{} copies, {} data-pattern fills and checks, {} busy-work loops, {} Fortran runs",
+            "{} copies, {} data-pattern fills and checks, {} busy-work loops, {} BT and {} FFT kernel runs, {} Fortran runs",
             results.memcpy.len(),
             results.pattern.len(),
             results.busy_work.len(),
+            results.bt.len(),
+            results.fft.len(),
             results.fortran.len()
         ),
     );
