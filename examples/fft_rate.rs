@@ -10,7 +10,7 @@
 
 use std::time::Instant;
 
-use piotwin::bench::ftio::layout::{ELEM_BYTES, Geometry, LineFft, fft_band, put};
+use piotwin::bench::ftio::layout::{Geometry, LineFft, fft_band, timing_bands};
 use rustfft::num_complex::Complex64;
 
 /// Seconds per call of `f` over `reps` timings of enough calls to last ≥ `min_s`:
@@ -57,17 +57,7 @@ fn main() {
     for (i, c) in [(8u64, 4u64), (16, 4), (32, 4), (64, 4), (16, 256)] {
         let geo = Geometry { i, c };
         let n = geo.n() as usize;
-        let band_bytes = (geo.band_elems() * ELEM_BYTES) as usize;
-        let mut bands: Vec<Vec<u8>> = (0..c)
-            .map(|q| {
-                let mut b = vec![0u8; band_bytes];
-                for k in 0..geo.band_elems() as usize {
-                    let v = (k as f64 * 0.37 + q as f64).sin();
-                    put(&mut b, k, Complex64::new(v, 1.0 - v));
-                }
-                b
-            })
-            .collect();
+        let mut bands = timing_bands(geo);
         let flops = 5.0 * n as f64 * (n as f64).log2() * i as f64;
         let mut fft = LineFft::new(n);
         let kernel_s = time_per_call(

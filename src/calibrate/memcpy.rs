@@ -275,23 +275,12 @@ pub fn measure_bt(flop_amounts: &[f64], reps: usize) -> Vec<FlopSample> {
 /// `I`: `reps` timings each, flops counted as FTIO counts them (5·N·log2 N per
 /// transform, as the twin charges them at `fft`).
 pub fn measure_fft(sides: &[u64], reps: usize) -> Vec<FlopSample> {
-    use crate::bench::ftio::layout::{ELEM_BYTES, Geometry, LineFft, fft_band, put};
-    use rustfft::num_complex::Complex64;
+    use crate::bench::ftio::layout::{Geometry, LineFft, fft_band, timing_bands};
     let mut out = Vec::with_capacity(sides.len() * reps);
     for &i in sides {
         let geo = Geometry { i, c: 4 };
         let n = geo.n() as usize;
-        let band_bytes = (geo.band_elems() * ELEM_BYTES) as usize;
-        let mut bands: Vec<Vec<u8>> = (0..geo.c)
-            .map(|q| {
-                let mut b = vec![0u8; band_bytes];
-                for k in 0..geo.band_elems() as usize {
-                    let v = (k as f64 * 0.37 + q as f64).sin();
-                    put(&mut b, k, Complex64::new(v, 1.0 - v));
-                }
-                b
-            })
-            .collect();
+        let mut bands = timing_bands(geo);
         let flops = 5.0 * n as f64 * (n as f64).log2() * i as f64;
         let mut fft = LineFft::new(n);
         let mut once = |bands: &mut Vec<Vec<u8>>| {

@@ -129,6 +129,22 @@ pub fn put(bytes: &mut [u8], k: usize, z: Complex64) {
     encode(&mut bytes[o..o + ELEM_BYTES as usize], z);
 }
 
+/// The `c` encoded bands of `geo` filled with a smooth signal: input for
+/// timing [`fft_band`] (calibration's FFT probe, `examples/fft_rate.rs`).
+pub fn timing_bands(geo: Geometry) -> Vec<Vec<u8>> {
+    let band_bytes = (geo.band_elems() * ELEM_BYTES) as usize;
+    (0..geo.c)
+        .map(|q| {
+            let mut b = vec![0u8; band_bytes];
+            for k in 0..geo.band_elems() as usize {
+                let v = (k as f64 * 0.37 + q as f64).sin();
+                put(&mut b, k, Complex64::new(v, 1.0 - v));
+            }
+            b
+        })
+        .collect()
+}
+
 /// A forward 1-D complex FFT of length N (rustfft) with its scratch space.
 pub struct LineFft {
     fft: Arc<dyn Fft<f64>>,
