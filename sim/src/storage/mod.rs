@@ -226,10 +226,6 @@ pub(crate) struct Started {
 }
 
 impl Storage {
-    /// `[a, b)` of `file` written into `node`'s page cache: other nodes' copies
-    /// of the range are dropped (coherence), the range becomes dirty, clean data
-    /// is evicted past capacity, and the flusher is woken past the background
-    /// threshold.
     /// Whether a request of `len` bytes from `node` goes through its page cache:
     /// the node has one and the request is below its `direct_from`.
     pub(crate) fn caches(&self, node: usize, len: u64) -> bool {
@@ -277,6 +273,10 @@ impl Storage {
         }
     }
 
+    /// `[a, b)` of `file` written into `node`'s page cache: other nodes' copies
+    /// of the range are dropped (coherence), the range becomes dirty, clean data
+    /// is evicted past capacity, and the flusher is woken past the background
+    /// threshold.
     /// Caches a write of `[a, b)` dirty on `node`; returns the bytes the cache
     /// took from fresh memory (its growth beyond what it has backed).
     pub(crate) fn write_cached(&mut self, node: usize, file: usize, a: u64, b: u64) -> u64 {
