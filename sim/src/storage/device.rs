@@ -78,6 +78,15 @@ pub(crate) struct Plan {
     pub(crate) queued: Vec<(usize, u64)>,
 }
 
+/// Parity disks per row of a RAID of `level`: 1 for RAID 3 and 5, 2 for 6.
+fn parity_disks(level: u8) -> u64 {
+    match level {
+        3 | 5 => 1,
+        6 => 2,
+        _ => 0,
+    }
+}
+
 /// Builds the units of `dev` into `units`, their resources into `flows`; its layout and capacity in bytes.
 pub(crate) fn build<T>(
     dev: &Device,
@@ -119,12 +128,8 @@ pub(crate) fn build<T>(
                 members.push(u);
                 cap = cap.min(c);
             }
-            let parity = match r.level {
-                3 | 5 => 1,
-                6 => 2,
-                _ => 0,
-            };
-            let data = (r.disks - parity) as u64;
+            let parity = parity_disks(r.level);
+            let data = r.disks as u64 - parity;
             (
                 Layout::Raid {
                     level: r.level,
@@ -308,11 +313,7 @@ pub(crate) fn plan(
             members,
         } => {
             let n = members.len() as u64;
-            let parity = match level {
-                3 | 5 => 1,
-                6 => 2,
-                _ => 0,
-            };
+            let parity = parity_disks(*level);
             let data = n - parity;
             // RAID 3 keeps parity on the last disk; 5 and 6 rotate it left-symmetric.
             let parity_disk = |row: u64, k: u64| -> u64 {
