@@ -15,10 +15,12 @@ names=("$@")
 if [ ${#names[@]} -eq 0 ]; then
   for f in "$dir"/*.toml; do names+=("$(basename "$f" .toml)"); done
 fi
+for n in "${names[@]}"; do
+  [ -f "$dir/$n.toml" ] || { echo "reproduce: no experiment \`$n\` (no $dir/$n.toml)" >&2; exit 2; }
+done
 mkdir -p "$out"
 for n in "${names[@]}"; do
   f=$dir/$n.toml
-  [ -f "$f" ] || { echo "reproduce: no experiment \`$n\` (no $f)" >&2; exit 2; }
   t0=$(date +%s)
   echo "== $n: piotwin sweep $f --out $out/$n" >&2
   "$bin" sweep "$f" --out "$out/$n" >&2
