@@ -4,7 +4,8 @@
 #
 #   BEFF_IO=/path/to/b_eff_io            b_eff_io release 2.1 (b_eff_io.c, `mpicc -o b_eff_io b_eff_io.c -lm`)
 #   NPB_BIN=/path/to/NPB3.3-MPI/bin      NPB 3.3 BT-IO: bt.<CLASS>.<NP>.{mpi_io_full,mpi_io_simple,fortran_io,ep_io}
-#                                        (`make bt CLASS=A NPROCS=4 SUBTYPE=full`, … in NPB3.3-MPI)
+#                                        (`make bt CLASS=A NPROCS=4 SUBTYPE=full`, … in NPB3.3-MPI),
+#                                        and plain BT, bt.<CLASS>.<NP> (no SUBTYPE), for subtype none
 #   scripts/reference-check.sh DIR       or: make reference-check REF_DIR=DIR BEFF_IO=… NPB_BIN=…
 #
 # Each pair runs alternately, ours first, RUNS times (default 3), in DIR (new or empty;
@@ -14,7 +15,7 @@
 #
 # Knobs: PIOTWIN (default target/release/piotwin), MPIEXEC (default mpiexec), RUNS,
 # BEFF_NP (2), BEFF_ARGS ("-MB 1024 -MT 2048 -T 60 -N 1,2"), BT_CLASS (A), BT_NP (4),
-# BT_SUBTYPES ("full simple fortran epio").
+# BT_SUBTYPES ("full simple fortran epio"; add "none" for the solver alone: Mop/s).
 set -euo pipefail
 dir=${1:?usage: scripts/reference-check.sh DIR (new or empty)}
 repo=$(cd "$(dirname "$0")/.." && pwd)
@@ -48,10 +49,10 @@ if [ -n "${BEFF_IO:-}" ]; then
 fi
 
 if [ -n "${NPB_BIN:-}" ]; then
-  declare -A npb=([full]=mpi_io_full [simple]=mpi_io_simple [fortran]=fortran_io [epio]=ep_io)
+  declare -A npb=([full]=.mpi_io_full [simple]=.mpi_io_simple [fortran]=.fortran_io [epio]=.ep_io [none]=)
   lower_class=$(echo "$bt_class" | tr 'A-Z' 'a-z')
   for st in $bt_subtypes; do
-    ref=$(realpath "$NPB_BIN/bt.$bt_class.$bt_np.${npb[$st]}")
+    ref=$(realpath "$NPB_BIN/bt.$bt_class.$bt_np${npb[$st]}")
     for i in $(seq 1 "$runs"); do
       for who in ours ref; do
         d=$dir/btio-$st/$who-$i; mkdir -p "$d"
@@ -129,6 +130,6 @@ def report(name, parse):
     print(f"-- {name}: {'every row' if overlap_all else 'NOT every row'}'s bands overlap")
 
 report("b_eff_io", beff_rows)
-for st in ("full", "simple", "fortran", "epio"):
+for st in ("full", "simple", "fortran", "epio", "none"):
     report(f"btio-{st}", bt_rows)
 EOF

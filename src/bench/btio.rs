@@ -8,12 +8,15 @@
 //! through NPB's struct-of-subarrays view), `simple` (one independent write per
 //! cell row), `fortran` (a Fortran direct-access `WRITE` per point at the same
 //! offsets), `epio` (a file per process, a Fortran sequential record per cell),
-//! `none` (compute only). Between dumps every rank computes NPB's operation
-//! count through `IoCtx::compute` ([`solver`] is what real mode runs).
-//! After the timed region the whole field is read back the same way and checked
-//! ([`layout`] gives every double a value derived from its position). Result:
-//! NPB's statistics and the effective output bandwidth (bytes written / wall time
-//! from the first step to the end of verification).
+//! `none` (compute only). Between dumps every rank runs NPB's BT time step on
+//! its cells ([`bt`], through `IoCtx` in [`step`]: the twin charges each part
+//! by its counted flops) and the dumps hold BT's solution. After the timed
+//! region the whole field is read back the same way and verified as NPB
+//! verifies BT-IO (the mean error norm over the dumps and the final residual
+//! norm against the class's reference values), and the last dump bit for bit
+//! against the final solution. Result: NPB's statistics, Mop/s and the
+//! effective output bandwidth (bytes written / wall time from the first step
+//! to the end of verification).
 //!
 //! **PnetCDF BTIO kernel** (`piotwin run btio-kernel`): no time stepping; writes
 //! or reads `records` global arrays with method 0 (MPI collective), 1 (MPI
@@ -23,14 +26,15 @@
 //! `btio.mpi` for every method: the same canonical array PnetCDF writes as the
 //! record variable `var(NUM_DUMPS, Z, Y, X, FIVE_DBL)`, without the netCDF header.
 //!
-//! References: Wong & der Wijngaart, "NAS Parallel Benchmarks I/O Version 2.4",
+//! References: Bailey et al., "The NAS Parallel Benchmarks", RNR-94-007, and
+//! NPB 3.3's BT (the solver, its verification values); Wong & der Wijngaart, "NAS Parallel Benchmarks I/O Version 2.4",
 //! NAS-03-002 (2003); Liao, "Design and Evaluation of MPI File Domain Partitioning
 //! Methods under Extent-Based File Locking Protocol", IEEE TPDS 22(2), 2011 (the
 //! PnetCDF kernel). Spec: `spec/btio.md`.
 //!
-//! Not for: the BT solver's own verification values (δu norms); the compute is a
-//! cost model with a real kernel behind it, not BT.
+//! Not for: the solver's arithmetic ([`bt`]) or the twin's models.
 
+pub mod bt;
 pub mod cli;
 pub mod decomp;
 pub mod input;
@@ -38,7 +42,7 @@ pub mod layout;
 pub mod output;
 pub mod params;
 pub mod program;
-pub mod solver;
+pub mod step;
 #[cfg(test)]
 mod tests;
 

@@ -8,7 +8,7 @@
 //! | `metadata.delete`, `metadata.delete_bw` | unlink of synced cached files over sizes | time = delete + bytes / delete_bw (Huber) |
 //! | `nodes.compute.pattern` | IOR's data pattern, filled and checked | time = latency + bytes / bw (Huber) |
 //! | `nodes.compute.flops` | MADbench2's busy-work loop over loop counts | time = latency + flops / rate (Huber) |
-//! | `nodes.compute.bt` | BTIO's line solver over NPB operation counts | time = latency + flops / rate (Huber) |
+//! | `nodes.compute.bt` | NPB BT's step (rank 0's cells, several grids and rank counts) over its counted flops | time = latency + flops / rate (Huber) |
 //! | `nodes.compute.fft` | FTIO's FFT kernel over Mini-Square sides | time = latency + flops / rate (Huber) |
 //! | `nodes.fortran_statement` | Fortran `WRITE(REC=)` of 40-byte records over statement counts | time = latency + statements · cost (Huber) |
 //! | `nodes.nic_latency`, `nodes.nic_bw` | b_eff, 2 ranks, its `MPI_Sendrecv` loops | exchange time (loop time / 2 loops) = latency + bytes / bw (Huber) |
@@ -311,7 +311,7 @@ fn fit_memcpy(r: &ProbeResults, f: &mut Fitted) {
         f,
         &r.bt,
         "nodes.compute.bt",
-        "bt: BTIO's line solver (rank 0 of class A on 4 ranks) in process over NPB operation counts",
+        "bt: NPB BT's step on rank 0's cells over grids and rank counts, in process, by counted flops",
     );
     fit_rate(
         f,

@@ -112,10 +112,11 @@ pub fn measure_pattern(sizes: &[u64], reps: usize) -> Vec<CopySample> {
 mod tests {
     #[test]
     fn kernel_probes_time_each_amount_and_side_with_the_twin_s_flop_counts() {
-        let bt = super::measure_bt(&[1e5, 4e5], 2);
+        let bt = super::measure_bt(&[(12, 1), (12, 4)], 2);
         assert_eq!(bt.len(), 4);
-        assert_eq!(bt[0].flops, 1e5);
-        assert_eq!(bt[3].flops, 4e5);
+        // Class S on 1 rank: 3 860 428 counted flops a step (see bt::flops' tests).
+        assert_eq!(bt[0].flops, 3_860_428.0);
+        assert!(bt[3].flops < bt[0].flops / 2.0);
         assert!(bt.iter().all(|s| s.seconds > 0.0), "{bt:?}");
         // I = 4 on 4 bands: N = 16 · 4 = 64, 4 transforms of 5 · 64 · 6 flops.
         let fft = super::measure_fft(&[4], 3);
@@ -244,27 +245,31 @@ pub fn measure_busy_work(loop_counts: &[u64], reps: usize) -> Vec<FlopSample> {
     out
 }
 
-/// BT's compute kernel as real BTIO runs it ([`crate::bench::btio::solver::BtSolver`],
-/// the cells of rank 0 of a class A grid on 4 ranks): `reps` timings of each
-/// flop amount (NPB's operation count, as the twin charges it at `bt`).
-pub fn measure_bt(flop_amounts: &[f64], reps: usize) -> Vec<FlopSample> {
+/// NPB BT's time step as real BTIO runs it ([`crate::bench::btio::bt`]) on the
+/// cells of rank 0 of an `n³` grid on `ranks` ranks, for each `(n, ranks)` of
+/// `cases`: `reps` timings of one step after an untimed one, each with the
+/// step's counted flops (what the twin charges at `bt`). The neighbours'
+/// messages are zeros: their arithmetic is the same.
+pub fn measure_bt(cases: &[(u64, usize)], reps: usize) -> Vec<FlopSample> {
+    use crate::bench::btio::bt::{BtRank, flops};
     use crate::bench::btio::decomp::Decomposition;
-    use crate::bench::btio::layout::RankLayout;
-    use crate::bench::btio::solver::BtSolver;
-    const GRID: [u64; 3] = [64, 64, 64];
-    let d = Decomposition::new(GRID, 4).expect("class A on 4 ranks decomposes");
-    let mut solver: BtSolver = BtSolver::new(&RankLayout::new(GRID, d.cells(0)));
-    let mut out = Vec::with_capacity(flop_amounts.len() * reps);
-    for &flops in flop_amounts {
-        std::hint::black_box(solver.run(flops));
+    let mut out = Vec::with_capacity(cases.len() * reps);
+    for &(n, ranks) in cases {
+        let d = Decomposition::new([n; 3], ranks).expect("the probe's cases decompose");
+        let cells = d.cells(0);
+        let shapes: Vec<_> = cells.iter().map(|c| flops::Shape::of(c, d.p)).collect();
+        let step_flops = flops::step(&shapes);
+        let mut rank: BtRank = BtRank::new([n; 3], 0.0008, &cells, d.p as usize);
+        rank.step_alone();
         for _ in 0..reps {
             let t0 = Instant::now();
-            std::hint::black_box(solver.run(flops));
+            rank.step_alone();
             out.push(FlopSample {
-                flops,
+                flops: step_flops,
                 seconds: t0.elapsed().as_secs_f64(),
             });
         }
+        std::hint::black_box(rank.rhs_sums());
     }
     out
 }

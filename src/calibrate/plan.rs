@@ -96,9 +96,10 @@ pub struct Plan {
     /// Loop counts of the busy-work probe (MADbench2's loop of 32 multiply-adds).
     #[serde(default)]
     pub busy_loops: Vec<u64>,
-    /// Flop amounts of the BT kernel probe (BTIO's line solver, NPB's count).
+    /// The BT step probe's cases: `(n, ranks)`, one rank's cells of an `n³` grid
+    /// on that many ranks (NPB BT's step as BTIO runs it).
     #[serde(default)]
-    pub bt_flops: Vec<f64>,
+    pub bt_steps: Vec<(u64, usize)>,
     /// Mini-Square sides `I` of the FFT kernel probe (FTIO's, on 4 bands).
     #[serde(default)]
     pub fft_sides: Vec<u64>,
@@ -282,12 +283,16 @@ impl Plan {
                 shape: shape.into(),
             });
         }
-        // Kernel probes of 10-100 ms and more (Quick, Full): a rank's BT step
-        // of class A on 4 ranks is 2.3e8 flops, FTIO's transforms at I = 16-32.
-        let (bt_flops, fft_sides, kernel_reps) = match scale {
-            Scale::Tiny => (vec![1e6, 4e6], vec![4, 8], 2),
-            Scale::Quick => (vec![2.5e7, 1e8, 4e8], vec![8, 16, 32], 5),
-            Scale::Full => (vec![2.5e7, 1e8, 4e8], vec![8, 16, 32, 48], 9),
+        // Kernel probes of 10-200 ms (Quick, Full): a rank's BT step of class
+        // A on 4 ranks is 2.2e8 flops, on 1 rank 8.6e8; FTIO's transforms at I = 16-32.
+        let (bt_steps, fft_sides, kernel_reps) = match scale {
+            Scale::Tiny => (vec![(12, 1), (12, 4)], vec![4, 8], 2),
+            Scale::Quick => (vec![(24, 1), (36, 4), (64, 4)], vec![8, 16, 32], 5),
+            Scale::Full => (
+                vec![(24, 1), (36, 4), (64, 4), (64, 1), (102, 9)],
+                vec![8, 16, 32, 48],
+                9,
+            ),
         };
         let delete_sizes = match scale {
             Scale::Tiny => vec![M, 2 * M, 4 * M],
@@ -300,7 +305,7 @@ impl Plan {
             delete_sizes,
             memcpy_reps,
             busy_loops,
-            bt_flops,
+            bt_steps,
             fft_sides,
             kernel_reps,
             steps,

@@ -347,7 +347,7 @@ fn probe(inp: &Inputs, plan: Plan, scratch: &Path) -> ProbeResults {
     results.memcpy = memcpy::measure(&plan.memcpy_sizes, plan.memcpy_reps);
     results.pattern = memcpy::measure_pattern(&plan.memcpy_sizes, plan.memcpy_reps);
     results.busy_work = memcpy::measure_busy_work(&plan.busy_loops, plan.memcpy_reps);
-    results.bt = memcpy::measure_bt(&plan.bt_flops, plan.kernel_reps);
+    results.bt = memcpy::measure_bt(&plan.bt_steps, plan.kernel_reps);
     results.fft = memcpy::measure_fft(&plan.fft_sides, plan.kernel_reps);
     #[cfg(feature = "mpi")]
     let fortran = memcpy::measure_fortran(scratch, &memcpy::FORTRAN_PROBE_COUNTS, plan.memcpy_reps);

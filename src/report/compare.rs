@@ -147,14 +147,11 @@ pub fn headline_metrics(
 
 /// True for a metric whose prediction is judged: a time or a rate (name ending in
 /// `_s`: seconds, or per second as in `_mib_s`, `_ops_s`), a work rate (`mops`,
-/// `stand_in_mops`, `mflops`) or a time share (`io_percent`, `io_fraction`); not a dispersion
+/// `mflops`) or a time share (`io_percent`, `io_fraction`); not a dispersion
 /// (`_stddev`) nor a count or flag.
 pub fn is_compared(name: &str) -> bool {
     (name.ends_with("_s") && !name.contains("stddev"))
-        || matches!(
-            name,
-            "mops" | "stand_in_mops" | "mflops" | "io_percent" | "io_fraction"
-        )
+        || matches!(name, "mops" | "mflops" | "io_percent" | "io_fraction")
 }
 
 /// One row of a comparison.

@@ -290,7 +290,7 @@ pub enum KernelKind {
     Memcpy,
     /// Complex 1-D FFTs (rustfft); `amount` in flops (5·n·log2 n per transform).
     Fft,
-    /// One NPB BT time step; `amount` in flops (NPB's operation count).
+    /// A part of an NPB BT time step; `amount` in flops (counted: see `bench::btio::bt::flops`).
     BtStep,
     /// Anything else; `amount` in flops.
     Flops,

@@ -4,7 +4,7 @@
 
 use std::path::Path;
 
-use crate::bench::btio::program::bt_step_flops;
+use crate::bench::btio::bt::flops::npb_step;
 use crate::bench::btio::{
     BtioArgs, BtioKernelArgs, BtioOutcome, BtioProgram, InputError, KernelOutcome, KernelProgram,
     Verification, btio_report, kernel_block, kernel_report, npb_block,
@@ -30,12 +30,14 @@ Subtypes: full    one collective write per dump through NPB's struct-of-subarray
           epio    a file per process, DIR/btio.out.NNNN: one Fortran sequential
                   record per cell and dump (with its 4-byte length markers)
           none    compute only
-Between dumps each rank computes NPB's BT operation count for its share
-(3478.8 N^3 - 17655.7 navg^2 + 28023.7 navg flops per step): the twin costs it at
-its BtStep rate, real runs spend it in a 5x5 block-tridiagonal line solver.
-After the timed region every dump is read back the same way and compared with
-its deterministic content (double e of the canonical file = e + 1): SUCCESSFUL,
-or FAILED with the first mismatch (exit code 1).
+Between dumps every rank runs NPB's BT time step on its cells (copy_faces,
+compute_rhs, the pipelined x, y and z block-tridiagonal solves, add) and the
+dumps hold BT's solution u; the twin costs each part by its counted flops at its
+BtStep rate. Mop/s is by NPB's count (3478.8 N^3 - 17655.7 navg^2 + 28023.7 navg
+per step). After the timed region every dump is read back the same way and
+verified as NPB verifies BT-IO: the mean error norm over the dumps and the
+residual norm of the final u against the class's reference values (1e-8), and
+the last dump bit for bit against the final u: SUCCESSFUL, or FAILED (exit 1).
 
 Values come from the class, then --input inputbt.data (niter; dt; nx ny nz;
 write interval [read interval]; collective-buffering nodes and buffer size),
@@ -197,9 +199,9 @@ impl Benchmark for BtioProgram {
     fn render(&self, out: &IoResult<BtioOutcome>, run: &RunInfo) -> String {
         let cfg = self.config();
         let head = format!(
-            " piotwin: {}\n BT operation count: {:.4e} flops per time step\n",
+            " piotwin: {}\n BT operation count (NPB's): {:.4e} flops per time step\n",
             run.label,
-            bt_step_flops(cfg.grid)
+            npb_step(cfg.grid)
         );
         match out {
             Ok(o) => head + &npb_block(cfg, o),

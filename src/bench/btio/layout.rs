@@ -199,6 +199,24 @@ impl RankLayout {
         })
     }
 
+    /// Global point `(x, y, z)` and component of double `e` of the rank stream.
+    pub fn stream_point(&self, e: u64) -> (u64, u64, u64, u64) {
+        let (point, m) = (e / 5, e % 5);
+        let c = (0..self.cells.len())
+            .rev()
+            .find(|&c| self.starts[c] <= point)
+            .expect("a stream point lies in a cell");
+        let cell = &self.cells[c];
+        let q = point - self.starts[c];
+        let [sx, sy, _] = cell.size;
+        (
+            cell.low[0] + q % sx,
+            cell.low[1] + q / sx % sy,
+            cell.low[2] + q / (sx * sy),
+            m,
+        )
+    }
+
     /// All rows of the rank in stream order.
     pub fn rows(&self) -> impl Iterator<Item = Row> + '_ {
         (0..self.cells.len()).flat_map(move |c| self.cell_rows(c))

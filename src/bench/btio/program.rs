@@ -6,28 +6,21 @@
 //! dump is costed as a memory copy of the rank's bytes through [`IoCtx::compute`]
 //! in both modes.
 
-use std::cell::RefCell;
-
 use piotwin_types::Hints;
 
 use crate::bench::common::agree::{agreed_failure, lowest_rank};
 use crate::ctx::{
-    Access, Api, Coordination, FortranAccess, IoBuf, IoCtx, IoError, IoResult, Kernel, KernelKind,
-    Op, OpenMode, OpenOptions, RankProgram, ReduceOp, Scope,
+    Access, Api, Coordination, FortranAccess, IoBuf, IoCtx, IoError, IoResult, Kernel, Op,
+    OpenMode, OpenOptions, RankProgram, ReduceOp, Scope,
 };
 
+use super::bt::BtRank;
+use super::bt::flops::npb_step;
+use super::bt::verify::{Norms, rms};
 use super::decomp::Decomposition;
 use super::layout::{self, Mismatch, POINT_BYTES, RankLayout};
 use super::params::{BtioConfig, KernelConfig, Subtype};
-use super::solver::BtSolver;
-
-/// NPB's operation count of one BT time step over the whole grid (flops):
-/// `3478.8·N³ − 17655.7·navg² + 28023.7·navg`, `N³ = nx·ny·nz`, `navg = (nx+ny+nz)/3`.
-pub fn bt_step_flops(grid: [u64; 3]) -> f64 {
-    let n3 = grid.iter().product::<u64>() as f64;
-    let navg = grid.iter().sum::<u64>() as f64 / 3.0;
-    3478.8 * n3 - 17655.7 * navg * navg + 28023.7 * navg
-}
+use super::step::Solver;
 
 /// The outcome of verification, the same on every rank.
 #[derive(Debug, Clone, PartialEq, serde::Serialize)]
@@ -38,8 +31,11 @@ pub enum Verification {
     NoData,
     /// A signal stopped the run before the read-back.
     Interrupted,
-    /// Every double read back equals what was written.
+    /// Every check passed.
     Successful,
+    /// NPB has no reference values for the grid and step count (the dumps
+    /// read back were still compared with the solver's final state).
+    NoReference,
     /// The first wrong double in file order: where it is, what was expected and read.
     Failed(String),
 }
@@ -52,6 +48,7 @@ impl Verification {
             Verification::NoData => "NOT PERFORMED (no data)",
             Verification::Interrupted => "NOT PERFORMED (interrupted)",
             Verification::Successful => "SUCCESSFUL",
+            Verification::NoReference => "NOT PERFORMED (no reference values)",
             Verification::Failed(_) => "FAILED",
         }
     }
@@ -174,6 +171,41 @@ impl<B: IoBuf> Storage<B> {
         }
     }
 
+    /// The solver's `u` in stream order (real mode).
+    fn fill_from(&mut self, state: &BtRank) {
+        match self {
+            Storage::Whole(b) => {
+                if let Some(bytes) = b.bytes_mut() {
+                    state.write_u(bytes);
+                }
+            }
+            Storage::PerCell(bs) => {
+                for (c, b) in bs.iter_mut().enumerate() {
+                    if let Some(bytes) = b.bytes_mut() {
+                        state.write_cell_u(c, bytes);
+                    }
+                }
+            }
+        }
+    }
+
+    /// The rank stream as doubles, where the buffers hold data.
+    fn doubles(&self) -> Option<Vec<f64>> {
+        let bufs: Vec<&B> = match self {
+            Storage::Whole(b) => vec![b],
+            Storage::PerCell(bs) => bs.iter().collect(),
+        };
+        let mut out = Vec::new();
+        for b in bufs {
+            out.extend(
+                b.bytes()?
+                    .chunks_exact(8)
+                    .map(|c| f64::from_ne_bytes(c.try_into().expect("8 bytes"))),
+            );
+        }
+        Some(out)
+    }
+
     /// Zero every buffer before reading into it, so stale data cannot pass a check.
     fn zero(&mut self) {
         let bufs: Vec<&mut B> = match self {
@@ -221,70 +253,6 @@ fn zero<B: IoBuf>(b: &mut B) {
     if let Some(bytes) = b.bytes_mut() {
         bytes.fill(0);
     }
-}
-
-/// NPB BT's `copy_faces`, with which every step begins: each rank sends the
-/// two boundary planes of its cells to the owner of the next cell along x, y
-/// and z and receives its predecessor's, then the other way (six messages,
-/// sizes as NPB's: [`Decomposition::face_bytes`]). They are communication
-/// between one dump and the next, as in BT, so a trace of BTIO shows each
-/// dump as its own I/O phase. This solver's cells are independent, so what
-/// arrives is not read: the traffic is BT's, its use waits for BT's solver.
-struct FaceExchange<B> {
-    /// (buffer, destination, source) per message.
-    messages: Vec<(B, usize, usize)>,
-}
-
-impl<B: IoBuf> FaceExchange<B> {
-    fn new<C: IoCtx<Buf = B>>(ctx: &C, decomp: &Decomposition) -> Self {
-        let rank = ctx.rank();
-        let mut messages = Vec::new();
-        if decomp.p > 1 {
-            for dir in 0..3 {
-                let (next, prev) = (decomp.successor(rank, dir), decomp.predecessor(rank, dir));
-                // One buffer both ways: as long as the longer of what goes and
-                // what comes (they differ by a face only where cells are uneven).
-                let len = decomp
-                    .face_bytes(rank, dir, true)
-                    .max(decomp.face_bytes(rank, dir, false)) as usize;
-                messages.push((ctx.alloc(len), next, prev));
-                messages.push((ctx.alloc(len), prev, next));
-            }
-        }
-        FaceExchange { messages }
-    }
-
-    async fn run<C: IoCtx<Buf = B>>(&mut self, ctx: &C) {
-        for (buf, dest, source) in &mut self.messages {
-            ctx.sendrecv_replace(buf, *dest, *source).await;
-        }
-    }
-}
-
-/// Run one BT step: `copy_faces`, then NPB's operation count for this
-/// rank's share of the grid; real mode spends it in [`BtSolver`] (allocated
-/// on first use, so the twin never allocates it).
-async fn bt_step<C: IoCtx>(
-    ctx: &C,
-    faces: &mut FaceExchange<C::Buf>,
-    solver: &RefCell<Option<BtSolver>>,
-    layout: &RankLayout,
-    flops: f64,
-) {
-    faces.run(ctx).await;
-    let kernel = Kernel {
-        kind: KernelKind::BtStep,
-        amount: flops,
-    };
-    let sum = ctx
-        .compute(kernel, || {
-            solver
-                .borrow_mut()
-                .get_or_insert_with(|| BtSolver::new(layout))
-                .run(flops)
-        })
-        .await;
-    std::hint::black_box(sum);
 }
 
 /// NPB BT-IO's open file and buffers for one subtype.
@@ -403,66 +371,36 @@ impl<C: IoCtx> DumpFile<C> {
         }
     }
 
-    /// Read dump `dump` back the way it was written and check it.
-    async fn read_check(
-        &mut self,
-        ctx: &C,
-        layout: &RankLayout,
-        dump: u64,
-    ) -> IoResult<Option<Found>> {
+    /// Read dump `dump` back the way it was written, into the storage.
+    async fn read(&mut self, ctx: &C, layout: &RankLayout, dump: u64) -> IoResult<()> {
         let points = layout.points();
-        let stream_found = |m: Mismatch, stream_byte: u64| match self.subtype {
-            Subtype::Epio => Found {
-                element: m.element,
-                got_bits: m.got_bits,
-                file_offset: layout.epio_file_offset(dump, stream_byte),
-            },
-            _ => Found {
-                element: m.element,
-                got_bits: m.got_bits,
-                file_offset: m.element * 8,
-            },
-        };
+        self.storage.zero();
         match (self.subtype, &mut self.storage) {
             (Subtype::Full, Storage::Whole(b)) => {
-                zero(b);
                 ctx.xfer(&mut self.file, Op::read_at_all(dump * points), b)
                     .await?;
             }
-            (Subtype::Simple | Subtype::Fortran, _) => {
-                let mut first = None;
+            (Subtype::Simple | Subtype::Fortran, Storage::Whole(field)) => {
                 for row in layout.rows() {
                     let buf = &mut self.rows[row.cell];
                     zero(buf);
                     let off = layout::canonical_offset(layout.grid, dump, row.x, row.y, row.z);
                     ctx.xfer(&mut self.file, Op::read_at(off), buf).await?;
-                    if first.is_none() {
-                        first = buf
-                            .bytes()
-                            .and_then(|bytes| layout.check(bytes, dump, std::iter::once(row)))
-                            .map(|m| stream_found(m, 0));
+                    if let (Some(src), Some(dst)) = (buf.bytes(), field.bytes_mut()) {
+                        let at = (row.stream * POINT_BYTES) as usize;
+                        dst[at..at + src.len()].copy_from_slice(src);
                     }
                 }
-                return Ok(first);
             }
             (Subtype::Epio, Storage::PerCell(bs)) => {
                 for (c, b) in bs.iter_mut().enumerate() {
-                    zero(b);
                     let off = (dump * points + layout.cell_start(c)) * POINT_BYTES;
                     ctx.xfer(&mut self.file, Op::read_at(off), b).await?;
                 }
             }
             _ => unreachable!("DumpFile::open pairs each subtype with its storage"),
         }
-        Ok(self
-            .storage
-            .check(layout, dump)
-            .map(|(m, s)| stream_found(m, s)))
-    }
-
-    /// Whether reading back compares data (the buffers hold some).
-    fn holds_data(&self) -> bool {
-        self.storage.holds_data() && self.rows.iter().all(|b| b.bytes().is_some())
+        Ok(())
     }
 
     async fn close(self, ctx: &C) -> IoResult<()> {
@@ -503,6 +441,8 @@ pub struct BtioOutcome {
     pub io_times_s: Vec<f64>,
     /// Verification.
     pub verification: Verification,
+    /// NPB's residual and error norms and their comparison (real mode).
+    pub norms: Option<Norms>,
     /// Hints in effect on this rank's file (rank 0's go into the report).
     pub hints: Hints,
 }
@@ -566,13 +506,11 @@ impl BtioProgram {
         let decomp = Decomposition::new(cfg.grid, ctx.size())
             .map_err(|e| IoError::Invalid(e.to_string()))?;
         let layout = RankLayout::new(cfg.grid, decomp.cells(ctx.rank()));
-        let step_flops =
-            bt_step_flops(cfg.grid) * layout.points() as f64 / decomp.total_points() as f64;
-        let solver = RefCell::new(None);
-        let mut faces = FaceExchange::new(ctx, &decomp);
-
-        // NPB runs one untimed step "to touch all code" (here: allocate the solver state).
-        bt_step(ctx, &mut faces, &solver, &layout, step_flops).await;
+        let mut solver = Solver::new(ctx, &decomp, cfg.dt);
+        solver.setup(ctx).await;
+        // NPB runs one untimed step "to touch all code", then initialises again.
+        solver.adi(ctx).await;
+        solver.initialize(ctx).await;
         let mut out = match cfg.subtype {
             Subtype::None => None,
             _ => Some(DumpFile::open(ctx, cfg, &layout, &self.hints, true).await?),
@@ -590,12 +528,14 @@ impl BtioProgram {
         let mut interrupted = false;
         let mut failure = None;
         for step in 1..=cfg.niter {
-            bt_step(ctx, &mut faces, &solver, &layout, step_flops).await;
+            solver.adi(ctx).await;
             // A rank whose dump failed still takes part in the next ones (they may
             // be collective) until the checkpoint that stops every rank.
             if let (true, Some(f)) = (cfg.dumps_after(step), out.as_mut()) {
                 ctx.compute(Kernel::memcpy(layout.bytes()), || {
-                    f.storage.fill(&layout, dump)
+                    if let Some(state) = solver.state().as_ref() {
+                        f.storage.fill_from(state);
+                    }
                 })
                 .await;
                 let t = ctx.wtime();
@@ -620,24 +560,87 @@ impl BtioProgram {
             t_io += ctx.wtime() - t;
         }
         let t_total = ctx.wtime() - t0;
-        drop(solver);
 
-        // Verification, after the timed region: every dump read back the same way.
-        let mut found = None;
-        let mut checked = false;
+        // Verification, after the timed region, as NPB's `verify`: the error
+        // norm of every dump read back the same way (BT-IO) or of the final `u`,
+        // and the residual norm of the final `u`.
+        let have_data = ctx
+            .allreduce_f64(f64::from(u8::from(solver.state().is_some())), ReduceOp::Min)
+            .await
+            >= 1.0;
+        let mut xce = [0.0; 5];
+        let mut last_dump_differs = None;
         let mut t_verify = 0.0;
         if cfg.subtype != Subtype::None && !interrupted {
             let t = ctx.wtime();
             let mut f = DumpFile::open(ctx, cfg, &layout, &self.hints, false).await?;
-            checked = f.holds_data();
+            // Each dump's sums, reduced after the reads: NPB reduces in between,
+            // which would split the read phase (the paper counts one).
+            let mut dump_sums = Vec::with_capacity(dump as usize);
             for d in 0..dump {
-                let r = f.read_check(ctx, &layout, d).await?;
-                found = found.or(r);
+                f.read(ctx, &layout, d).await?;
+                let sums = ctx
+                    .compute(Kernel::pattern(layout.bytes()), || {
+                        let state = solver.state();
+                        let state = state.as_ref()?;
+                        let stream = f.storage.doubles()?;
+                        if d + 1 == dump {
+                            last_dump_differs = first_difference(state, &stream);
+                        }
+                        Some(state.dump_error_sums(&stream))
+                    })
+                    .await
+                    .flatten()
+                    .unwrap_or([0.0; 5]);
+                dump_sums.push(sums);
             }
             f.close(ctx).await?;
+            for sums in dump_sums {
+                let norms = rms(allreduce5(ctx, sums).await, cfg.grid);
+                for m in 0..5 {
+                    xce[m] += norms[m];
+                }
+            }
+            if dump > 0 {
+                xce = xce.map(|v| v / dump as f64);
+            }
             t_verify = ctx.wtime() - t;
+        } else if !interrupted {
+            let sums = solver.state().as_ref().map_or([0.0; 5], BtRank::error_sums);
+            xce = rms(allreduce5(ctx, sums).await, cfg.grid);
         }
+        let xcr = if interrupted {
+            [0.0; 5]
+        } else {
+            solver.copy_faces(ctx).await;
+            let sums = solver.state().as_ref().map_or([0.0; 5], BtRank::rhs_sums);
+            rms(allreduce5(ctx, sums).await, cfg.grid).map(|v| v / cfg.dt)
+        };
         let t_wall = ctx.wtime() - t0;
+        let norms = (have_data && !interrupted).then(|| {
+            Norms::check(
+                cfg.grid,
+                cfg.niter,
+                cfg.dt,
+                xcr,
+                xce,
+                cfg.subtype != Subtype::None,
+            )
+        });
+        let differs = last_dump_differs.map(|(e, v)| {
+            let (x, y, z, m) = layout.stream_point(e);
+            format!(
+                "the last dump read back differs from the solver's final u: component {m} of point \
+                 ({x}, {y}, {z}) is {v:e}"
+            )
+        });
+        let verification = match (&norms, cfg.subtype) {
+            _ if interrupted => Verification::Interrupted,
+            (None, _) => Verification::NoData,
+            (Some(n), subtype) => {
+                agree_verification(ctx, n, differs, subtype == Subtype::Epio, cfg).await
+            }
+        };
 
         let my_mb = (layout.bytes() * dump) as f64 * 1e-6;
         let rate = |t: f64| if t > 0.0 { my_mb / t } else { 0.0 };
@@ -646,12 +649,6 @@ impl BtioProgram {
         let verify_rate = ctx.allreduce_f64(rate(t_verify), ReduceOp::Sum).await;
         let total_time_s = ctx.allreduce_f64(t_total, ReduceOp::Max).await;
         let wall_to_verified_s = ctx.allreduce_f64(t_wall, ReduceOp::Max).await;
-        let verification = match cfg.subtype {
-            _ if interrupted => Verification::Interrupted,
-            Subtype::None => Verification::NotPerformed,
-            Subtype::Epio => agree(ctx, found, checked, cfg.grid, |r| cfg.epio_path(r)).await,
-            _ => agree(ctx, found, checked, cfg.grid, |_| cfg.file_path()).await,
-        };
         let bytes_written = POINT_BYTES * decomp.total_points() * dump;
         let total_mb = bytes_written as f64 * 1e-6;
         let per = |mb: f64, rate: f64| if rate > 0.0 { mb / rate } else { 0.0 };
@@ -672,14 +669,70 @@ impl BtioProgram {
                 0.0
             },
             mops: if total_time_s > 0.0 {
-                1e-6 * steps as f64 * bt_step_flops(cfg.grid) / total_time_s
+                1e-6 * steps as f64 * npb_step(cfg.grid) / total_time_s
             } else {
                 0.0
             },
             io_times_s,
             verification,
+            norms,
             hints,
         })
+    }
+}
+
+/// A 5-vector summed over all ranks.
+async fn allreduce5<C: IoCtx>(ctx: &C, v: [f64; 5]) -> [f64; 5] {
+    let mut out = [0.0; 5];
+    for m in 0..5 {
+        out[m] = ctx.allreduce_f64(v[m], ReduceOp::Sum).await;
+    }
+    out
+}
+
+/// The first double of `stream` (a dump read back) that differs from the
+/// solver's `u`: its index in the rank stream and the value read.
+fn first_difference(state: &BtRank, stream: &[f64]) -> Option<(u64, f64)> {
+    let mut mine = vec![0u8; 8 * stream.len()];
+    state.write_u(&mut mine);
+    mine.chunks_exact(8)
+        .zip(stream)
+        .position(|(w, r)| w != r.to_ne_bytes())
+        .map(|e| (e as u64, stream[e]))
+}
+
+/// The verification every rank agrees on: a last dump that differs from the
+/// final `u` on some rank (the lowest such rank's description), else NPB's
+/// comparison of the norms.
+async fn agree_verification<C: IoCtx>(
+    ctx: &C,
+    norms: &Norms,
+    differs: Option<String>,
+    epio: bool,
+    cfg: &BtioConfig,
+) -> Verification {
+    if let Some(owner) = lowest_rank(ctx, differs.is_some()).await {
+        let text = differs.unwrap_or_default();
+        let text = crate::bench::common::agree::bcast_text(ctx, &text, owner).await;
+        let file = if epio {
+            cfg.epio_path(owner)
+        } else {
+            cfg.file_path()
+        };
+        return Verification::Failed(format!("{text} (read by rank {owner} from {file})"));
+    }
+    match (&norms.class, norms.verified) {
+        (None, _) => Verification::NoReference,
+        (Some(_), true) => Verification::Successful,
+        (Some(class), false) => Verification::Failed(format!(
+            "norms outside {:e} of NPB's class {class} reference values{}",
+            super::bt::verify::EPSILON,
+            if norms.dt_matches {
+                ""
+            } else {
+                " (dt is not the class's)"
+            }
+        )),
     }
 }
 

@@ -22,7 +22,7 @@ fn mem() -> MemCtx {
     }
 }
 
-/// An independent reader of the canonical layout: the i-th double is i + 1.
+/// An independent reader of the kernel's canonical layout: the i-th double is i + 1.
 fn assert_canonical(data: &[u8], doubles: usize) {
     assert_eq!(data.len(), doubles * 8);
     for (i, chunk) in data.chunks_exact(8).enumerate() {
@@ -53,17 +53,35 @@ fn fortran_records(data: &[u8]) -> Vec<u8> {
 fn btio_args(subtype: Subtype) -> BtioArgs {
     BtioArgs {
         class: crate::bench::btio::Class::S,
-        grid: Some(Grid([6, 7, 8])),
-        steps: Some(7),
-        wr_interval: Some(5),
+        grid: None,
+        steps: None,
+        wr_interval: None,
         subtype,
         input: None,
         path: "/mem".into(),
     }
 }
 
+/// Class S: 12³ points, 12 dumps.
+const N: usize = 12;
+const DUMPS: usize = 12;
+
+/// Canonical element index of component `m` of point `(x, y, z)` in `dump`.
+fn element(dump: usize, [x, y, z]: [usize; 3], m: usize) -> usize {
+    ((dump * N * N * N) + (z * N + y) * N + x) * 5 + m
+}
+
+/// The file of a subtype as the canonical stream (epio's record markers dropped).
+fn canonical(ctx: &MemCtx, cfg: &BtioConfig) -> Vec<u8> {
+    match cfg.subtype {
+        Subtype::Epio => fortran_records(&ctx.files.borrow()[&cfg.epio_path(0)]),
+        _ => ctx.files.borrow()[&cfg.file_path()].clone(),
+    }
+}
+
 #[test]
-fn every_subtype_writes_the_canonical_file_and_verifies() {
+fn every_subtype_writes_bts_solution_in_canonical_order_and_verifies() {
+    let mut files = Vec::new();
     for subtype in [
         Subtype::Full,
         Subtype::Simple,
@@ -74,18 +92,32 @@ fn every_subtype_writes_the_canonical_file_and_verifies() {
         let ctx = mem();
         let out = block_on(BtioProgram::new(cfg.clone(), &Hints::new()).run(&ctx)).unwrap();
         assert_eq!(out.verification, Verification::Successful, "{subtype:?}");
-        assert_eq!((out.dumps, out.bytes_written), (2, 2 * 40 * 6 * 7 * 8));
-        let path = if subtype == Subtype::Epio {
-            cfg.epio_path(0)
-        } else {
-            cfg.file_path()
-        };
-        let data = ctx.files.borrow()[&path].clone();
-        let data = match subtype {
-            Subtype::Epio => fortran_records(&data),
-            _ => data,
-        };
-        assert_canonical(&data, 2 * 5 * 6 * 7 * 8);
+        let norms = out.norms.as_ref().unwrap();
+        assert!(norms.verified && norms.over_dumps, "{}", norms.npb_text());
+        assert_eq!(
+            (out.dumps, out.bytes_written),
+            (DUMPS as u64, (DUMPS * 40 * N * N * N) as u64)
+        );
+        let data = canonical(&ctx, &cfg);
+        assert_eq!(data.len(), DUMPS * 40 * N * N * N);
+        // BT keeps the exact solution on the grid's faces: the face x = 0 of
+        // every dump, read at its canonical offsets, is NPB's exact solution.
+        let consts: crate::bench::btio::bt::Consts<f64> =
+            crate::bench::btio::bt::Consts::new([N; 3], 0.01);
+        let h = 1.0 / (N as f64 - 1.0);
+        for dump in 0..DUMPS {
+            for z in 0..N {
+                for y in 0..N {
+                    let exact = consts.exact_solution(0.0, y as f64 * h, z as f64 * h);
+                    for (m, want) in exact.iter().enumerate() {
+                        let at = 8 * element(dump, [0, y, z], m);
+                        let got = f64::from_ne_bytes(data[at..at + 8].try_into().unwrap());
+                        assert_eq!(got, *want, "{subtype:?} dump {dump} (0, {y}, {z}) m {m}");
+                    }
+                }
+            }
+        }
+        files.push(data);
         assert!(out.mops > 0.0 && out.io_time_s > 0.0 && out.effective_output_mb_s > 0.0);
         let report = btio_report(&cfg, &out, crate::report::Mode::Sim, BTreeMap::new());
         for m in [
@@ -94,20 +126,26 @@ fn every_subtype_writes_the_canonical_file_and_verifies() {
             "io_time_s",
             "io_percent",
             "total_time_s",
-            "stand_in_mops",
+            "mops",
         ] {
             assert!(report.metrics.contains_key(m), "{m}");
         }
         assert_eq!(report.metrics["verified"], 1.0);
-        assert!(npb_block(&cfg, &out).contains("Verification    =               SUCCESSFUL"));
+        let block = npb_block(&cfg, &out);
+        assert!(
+            block.contains("Verification    =               SUCCESSFUL"),
+            "{block}"
+        );
+        assert!(block.contains(" Verification Successful"), "{block}");
     }
+    // The same bytes whichever way they were written.
+    assert!(files.windows(2).all(|w| w[0] == w[1]));
     let cfg = btio_args(Subtype::None).resolve(1).unwrap();
     let ctx = mem();
     let out = block_on(BtioProgram::new(cfg, &Hints::new()).run(&ctx)).unwrap();
-    assert_eq!(
-        (out.verification, out.dumps),
-        (Verification::NotPerformed, 0)
-    );
+    // Without I/O, NPB's error norm of the final u and its own reference values.
+    assert_eq!((out.verification, out.dumps), (Verification::Successful, 0));
+    assert!(!out.norms.unwrap().over_dumps);
     assert!(ctx.files.borrow().is_empty());
 }
 
@@ -120,15 +158,18 @@ fn a_flipped_byte_fails_verification() {
         } else {
             cfg.file_path()
         };
-        // Byte 3 of the double of dump 1, point (2, 1, 0), component 4; in the
-        // epio file behind the record markers of dump 0's record and its own.
-        let element = 5 * (6 * 7 * 8) + 5 * (2 + 6) + 4;
-        let at = match subtype {
-            Subtype::Epio => element * 8 + 8 + 4,
-            _ => element * 8,
+        // Byte `byte` of component 4 of point (2, 1, 0) of `dump`; in the epio
+        // file behind the record markers of the dumps before and its own.
+        let at = |dump: usize, byte: usize| {
+            let e = element(dump, [2, 1, 0], 4) * 8 + byte;
+            match subtype {
+                Subtype::Epio => e + (2 * dump + 1) * 4,
+                _ => e,
+            }
         };
+        // An exponent byte of dump 1: the mean error norm over the dumps is off.
         let ctx = MemCtx {
-            corrupt_file: Some((path, at + 3)),
+            corrupt_file: Some((path.clone(), at(1, 7))),
             ..mem()
         };
         let out = block_on(BtioProgram::new(cfg.clone(), &Hints::new()).run(&ctx)).unwrap();
@@ -136,10 +177,23 @@ fn a_flipped_byte_fails_verification() {
             panic!("{subtype:?} passed")
         };
         assert!(
-            why.starts_with("record 1, component 4, point (2, 1, 0)"),
+            why.starts_with("norms outside 1e-8 of NPB's class S"),
             "{why}"
         );
-        assert!(why.contains(&format!("at byte {at}")), "{why}");
+        // A low mantissa byte of the last dump: too small for the norms, found
+        // bit for bit against the final u.
+        let ctx = MemCtx {
+            corrupt_file: Some((path, at(DUMPS - 1, 3))),
+            ..mem()
+        };
+        let out = block_on(BtioProgram::new(cfg.clone(), &Hints::new()).run(&ctx)).unwrap();
+        let Verification::Failed(why) = &out.verification else {
+            panic!("{subtype:?} passed")
+        };
+        assert!(
+            why.starts_with("the last dump read back differs from the solver's final u: component 4 of point (2, 1, 0)"),
+            "{why}"
+        );
         let report = btio_report(&cfg, &out, crate::report::Mode::Real, BTreeMap::new());
         assert_eq!(report.metrics["verified"], 0.0);
         assert_eq!(report.errors.len(), 1);
