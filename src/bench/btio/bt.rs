@@ -360,7 +360,7 @@ impl<T: Real> CellArrays<T> {
 }
 
 /// The other two directions of `dir`, in increasing order.
-fn others(dir: usize) -> (usize, usize) {
+pub fn others(dir: usize) -> (usize, usize) {
     match dir {
         0 => (1, 2),
         1 => (0, 2),
@@ -457,22 +457,6 @@ impl<T: Real> BtRank<T> {
                 cell.u[at] = std::array::from_fn(|m| T::lit(v[m]));
             }
         }
-    }
-
-    /// Doubles in `copy_faces`' message along `dir` (see [`BtRank::pack_faces`]).
-    pub fn face_len(&self, dir: usize, forward: bool) -> usize {
-        let (a, b) = others(dir);
-        self.cells
-            .iter()
-            .filter(|c| {
-                if forward {
-                    c.end[dir] == 0
-                } else {
-                    c.start[dir] == 0
-                }
-            })
-            .map(|c| 2 * 5 * c.size[a] * c.size[b])
-            .sum()
     }
 
     /// NPB's `compute_rhs` on every cell.

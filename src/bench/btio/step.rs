@@ -44,6 +44,12 @@ fn get<B: IoBuf>(buf: &B) -> Vec<f64> {
         .unwrap_or_default()
 }
 
+/// Points of a cell's face across `dir`: the points of a sweep message.
+fn face_points(s: &Shape, dir: usize) -> usize {
+    let (a, b) = bt::others(dir);
+    (s.size[a] * s.size[b]) as usize
+}
+
 fn bt_kernel(flops: f64) -> Kernel {
     Kernel {
         kind: KernelKind::BtStep,
@@ -80,8 +86,8 @@ pub struct Solver<B> {
 }
 
 impl<B: IoBuf> Solver<B> {
-    /// The solver of `ctx`'s rank for `grid` and time step `dt` (buffers only:
-    /// the state comes with [`Solver::setup`]).
+    /// The solver of `ctx`'s rank in `decomp` with time step `dt` (buffers
+    /// only: the state comes with [`Solver::setup`]).
     pub fn new<C: IoCtx<Buf = B>>(ctx: &C, decomp: &Decomposition, dt: f64) -> Solver<B> {
         let rank = ctx.rank();
         let cells = decomp.cells(rank);
@@ -122,17 +128,12 @@ impl<B: IoBuf> Solver<B> {
         }
         let sweep = (0..3)
             .map(|dir| {
-                let (a, b) = match dir {
-                    0 => (1, 2),
-                    1 => (0, 2),
-                    _ => (0, 1),
-                };
-                let largest = cells
+                let largest = shapes
                     .iter()
-                    .map(|c| c.size[a] * c.size[b])
+                    .map(|s| face_points(s, dir))
                     .max()
                     .unwrap_or(0);
-                let len = bytes(30 * largest as usize);
+                let len = bytes(30 * largest);
                 (ctx.alloc(len), ctx.alloc(len))
             })
             .collect();
@@ -151,13 +152,8 @@ impl<B: IoBuf> Solver<B> {
         }
     }
 
-    /// Counted flops of one step on this rank.
-    pub fn step_flops(&self) -> f64 {
-        bt::flops::step(&self.shapes)
-    }
-
-    /// Bytes of the solver's arrays on this rank (NPB's footprint: ≈ 45
-    /// doubles per point with the ghost planes).
+    /// Bytes of the solver's arrays on this rank (46 doubles per point with
+    /// the ghost planes).
     fn footprint(&self) -> u64 {
         let per_point = 8 * (5 * 3 + 25 + 6);
         self.shapes
@@ -237,15 +233,7 @@ impl<B: IoBuf> Solver<B> {
         let state = &self.state;
         let (out, inb) = &mut self.sweep[dir];
         let (succ, pred) = (self.successor[dir], self.predecessor[dir]);
-        let face = |c: usize| {
-            let s = &self.shapes[c];
-            let (a, b) = match dir {
-                0 => (1, 2),
-                1 => (0, 2),
-                _ => (0, 1),
-            };
-            (s.size[a] * s.size[b]) as usize
-        };
+        let face = |c: usize| face_points(&self.shapes[c], dir);
         for stage in 0..p {
             let c = self.slices[dir][stage];
             if stage > 0 {
