@@ -41,17 +41,19 @@ pub(super) fn matmul_sub<T: Real>(a: &M5<T>, b: &M5<T>, c: &mut M5<T>) {
     }
 }
 
-/// Gauss–Jordan of `B` against `[C | r]` without pivoting (NPB's `binvcrhs`):
-/// afterwards `c = B⁻¹C`, `r = B⁻¹r`.
+/// Gauss–Jordan of `B` against `[C | r]` without pivoting, `C` only where
+/// `WITH_C` (NPB's `binvcrhs` and `binvrhs`, the same elimination).
 #[inline(always)]
-pub(super) fn binvcrhs<T: Real>(b: &mut M5<T>, c: &mut M5<T>, r: &mut V5<T>) {
+fn gauss_jordan<T: Real, const WITH_C: bool>(b: &mut M5<T>, c: &mut M5<T>, r: &mut V5<T>) {
     for p in 0..5 {
         let pivot = T::lit(1.0) / b[p][p];
         for k in p + 1..5 {
             b[p][k] = b[p][k] * pivot;
         }
-        for k in 0..5 {
-            c[p][k] = c[p][k] * pivot;
+        if WITH_C {
+            for k in 0..5 {
+                c[p][k] = c[p][k] * pivot;
+            }
         }
         r[p] = r[p] * pivot;
         for q in 0..5 {
@@ -62,34 +64,27 @@ pub(super) fn binvcrhs<T: Real>(b: &mut M5<T>, c: &mut M5<T>, r: &mut V5<T>) {
             for k in p + 1..5 {
                 b[q][k] = b[q][k] - coeff * b[p][k];
             }
-            for k in 0..5 {
-                c[q][k] = c[q][k] - coeff * c[p][k];
+            if WITH_C {
+                for k in 0..5 {
+                    c[q][k] = c[q][k] - coeff * c[p][k];
+                }
             }
             r[q] = r[q] - coeff * r[p];
         }
     }
 }
 
+/// `c = B⁻¹C`, `r = B⁻¹r` (NPB's `binvcrhs`).
+#[inline(always)]
+pub(super) fn binvcrhs<T: Real>(b: &mut M5<T>, c: &mut M5<T>, r: &mut V5<T>) {
+    gauss_jordan::<T, true>(b, c, r);
+}
+
 /// `r = B⁻¹r` (NPB's `binvrhs`).
 #[inline(always)]
 pub(super) fn binvrhs<T: Real>(b: &mut M5<T>, r: &mut V5<T>) {
-    for p in 0..5 {
-        let pivot = T::lit(1.0) / b[p][p];
-        for k in p + 1..5 {
-            b[p][k] = b[p][k] * pivot;
-        }
-        r[p] = r[p] * pivot;
-        for q in 0..5 {
-            if q == p {
-                continue;
-            }
-            let coeff = b[q][p];
-            for k in p + 1..5 {
-                b[q][k] = b[q][k] - coeff * b[p][k];
-            }
-            r[q] = r[q] - coeff * r[p];
-        }
-    }
+    let mut unused = [[T::lit(0.0); 5]; 5];
+    gauss_jordan::<T, false>(b, &mut unused, r);
 }
 
 /// The flux Jacobian `fjac` and viscous Jacobian `njac` along `dir` at a
