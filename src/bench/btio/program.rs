@@ -629,9 +629,14 @@ impl BtioProgram {
         });
         let differs = last_dump_differs.map(|(e, v)| {
             let (x, y, z, m) = layout.stream_point(e);
+            let last = dump - 1;
+            let offset = match cfg.subtype {
+                Subtype::Epio => layout.epio_file_offset(last, 8 * e),
+                _ => layout::canonical_offset(cfg.grid, last, x, y, z) + 8 * m,
+            };
             format!(
                 "the last dump read back differs from the solver's final u: component {m} of point \
-                 ({x}, {y}, {z}) is {v:e}"
+                 ({x}, {y}, {z}) is {v:e}, at byte {offset}"
             )
         });
         let verification = match (&norms, cfg.subtype) {

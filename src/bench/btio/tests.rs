@@ -194,6 +194,13 @@ fn a_flipped_byte_fails_verification() {
             why.starts_with("the last dump read back differs from the solver's final u: component 4 of point (2, 1, 0)"),
             "{why}"
         );
+        assert!(
+            why.contains(&format!(
+                ", at byte {} (read by rank 0 from ",
+                at(DUMPS - 1, 0)
+            )),
+            "{why}"
+        );
         let report = btio_report(&cfg, &out, crate::report::Mode::Real, BTreeMap::new());
         assert_eq!(report.metrics["verified"], 0.0);
         assert_eq!(report.errors.len(), 1);
