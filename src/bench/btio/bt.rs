@@ -359,6 +359,13 @@ impl<T: Real> CellArrays<T> {
     }
 }
 
+/// `sums += s`, component by component (per-rank or per-dump norm sums).
+pub fn add5(sums: &mut [f64; 5], s: [f64; 5]) {
+    for (a, b) in sums.iter_mut().zip(s) {
+        *a += b;
+    }
+}
+
 /// The other two directions of `dir`, in increasing order.
 pub fn others(dir: usize) -> (usize, usize) {
     match dir {
@@ -526,9 +533,7 @@ impl<T: Real> BtRank<T> {
         for cell in &self.cells {
             let own: Vec<usize> = cell.own_points().collect();
             let s = cell.error_sums(&self.consts, |n| cell.u[own[n]]);
-            for m in 0..5 {
-                sums[m] += s[m];
-            }
+            add5(&mut sums, s);
         }
         sums
     }
@@ -559,9 +564,7 @@ impl<T: Real> BtRank<T> {
             let s = cell.error_sums(&self.consts, |q| {
                 std::array::from_fn(|m| T::lit(part[5 * q + m]))
             });
-            for m in 0..5 {
-                sums[m] += s[m];
-            }
+            add5(&mut sums, s);
             offset += n;
         }
         sums

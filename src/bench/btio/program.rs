@@ -14,9 +14,9 @@ use crate::ctx::{
     OpenMode, OpenOptions, RankProgram, ReduceOp, Scope,
 };
 
-use super::bt::BtRank;
 use super::bt::flops::npb_step;
 use super::bt::verify::{Norms, rms};
+use super::bt::{BtRank, add5};
 use super::decomp::Decomposition;
 use super::layout::{self, Mismatch, POINT_BYTES, RankLayout};
 use super::params::{BtioConfig, KernelConfig, Subtype};
@@ -596,10 +596,7 @@ impl BtioProgram {
             }
             f.close(ctx).await?;
             for sums in dump_sums {
-                let norms = rms(allreduce5(ctx, sums).await, cfg.grid);
-                for m in 0..5 {
-                    xce[m] += norms[m];
-                }
+                add5(&mut xce, rms(allreduce5(ctx, sums).await, cfg.grid));
             }
             if dump > 0 {
                 xce = xce.map(|v| v / dump as f64);

@@ -71,7 +71,6 @@ struct Face<B> {
 pub struct Solver<B> {
     /// The solver's state: real mode only.
     state: RefCell<Option<BtRank>>,
-    grid: [u64; 3],
     dt: f64,
     decomp: Decomposition,
     rank: usize,
@@ -139,7 +138,6 @@ impl<B: IoBuf> Solver<B> {
             .collect();
         Solver {
             state: RefCell::new(None),
-            grid: decomp.grid,
             dt,
             decomp: decomp.clone(),
             rank,
@@ -168,7 +166,7 @@ impl<B: IoBuf> Solver<B> {
         let cells = self.decomp.cells(self.rank);
         let p = self.decomp.p as usize;
         ctx.compute(Kernel::memcpy(self.footprint()), || {
-            *self.state.borrow_mut() = Some(BtRank::new(self.grid, self.dt, &cells, p));
+            *self.state.borrow_mut() = Some(BtRank::new(self.decomp.grid, self.dt, &cells, p));
         })
         .await;
     }

@@ -94,10 +94,8 @@ impl<T: Real> AllRanks<T> {
     fn norms(&mut self, niter: u64) -> Norms {
         let grid = [self.ranks[0].grid[0] as u64; 3];
         let sum = |v: Vec<[f64; 5]>| {
-            v.iter().fold([0.0; 5], |mut a, s| {
-                for m in 0..5 {
-                    a[m] += s[m];
-                }
+            v.into_iter().fold([0.0; 5], |mut a, s| {
+                add5(&mut a, s);
                 a
             })
         };
