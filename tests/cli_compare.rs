@@ -236,6 +236,71 @@ fn ior_real_against_twin_end_to_end() {
 
 /// A launcher that runs the job and then fails: the real run's report is kept
 /// and compared, the failed side named, exit code 1.
+/// `--repeat 3`: three real runs, each with its own report and directory; the
+/// measured report holds each metric's median over them with its min–max band,
+/// and compare.json says whether the prediction lies inside the band.
+#[test]
+fn repeated_real_runs_give_the_median_and_its_band() {
+    let Some(launcher) = launcher_line() else {
+        panic!("no MPI launcher: real-mode tests need mpiexec");
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let sc = default_scenario();
+    let o = piotwin(
+        dir.path(),
+        &[
+            "compare",
+            "ior",
+            "--scenario",
+            &sc,
+            "--ranks",
+            "2",
+            "--repeat",
+            "3",
+            "--mpiexec",
+            &launcher,
+            "--out",
+            "c",
+            "-b",
+            "1m",
+            "-t",
+            "64k",
+            "-o",
+            "ior.dat",
+        ],
+    );
+    let out = stdout(&o);
+    assert_eq!(o.status.code(), Some(0), "{out}\n{}", stderr(&o));
+    let c = dir.path().join("c");
+    let mut writes: Vec<f64> = (1..=3)
+        .map(|i| {
+            read_json(&c.join(format!("measured-{i}.json")))["metrics"]["write_mib_s"]
+                .as_f64()
+                .unwrap()
+        })
+        .collect();
+    for i in 1..=3 {
+        assert!(c.join(format!("measured/run-{i}")).is_dir());
+    }
+    writes.sort_by(f64::total_cmp);
+    let m = read_json(&c.join("measured.json"));
+    assert_eq!(m["metrics"]["write_mib_s"].as_f64(), Some(writes[1]));
+    let band = &m["bands"]["write_mib_s"];
+    assert_eq!(band["low"].as_f64(), Some(writes[0]));
+    assert_eq!(band["high"].as_f64(), Some(writes[2]));
+    assert_eq!(band["samples"], 3);
+    let cmp = read_json(&c.join("compare.json"));
+    assert_eq!(cmp["repeat"], 3);
+    let w = &cmp["metrics"]["write_mib_s"];
+    let p = w["predicted"].as_f64().unwrap();
+    assert_eq!(
+        w["in_band"].as_bool(),
+        Some(writes[0] <= p && p <= writes[2])
+    );
+    assert!(out.contains("measured min-max band"), "{out}");
+    assert!(read_json(&c.join("measured.json"))["environment"]["repeats"] == "median of 3 runs");
+}
+
 #[test]
 fn failed_real_run_keeps_what_it_finished() {
     let Some(launcher) = launcher_line() else {

@@ -319,6 +319,7 @@ mod tests {
         let mut report = crate::report::RunReport {
             interrupted: None,
             intervals: Default::default(),
+            bands: Default::default(),
             benchmark: "iozone".into(),
             mode: crate::report::Mode::Real,
             ranks: 1,

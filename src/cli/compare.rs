@@ -13,6 +13,8 @@
 //! DIR/measured.json    the real run's report      DIR/predicted.json   the twin's report
 //! DIR/measured.txt     the real run's output      DIR/predicted.txt    the twin's output
 //! DIR/measured/        working directory of the real run (its scratch and result files)
+//! DIR/measured-<i>.json, DIR/measured/run-<i>/   with --repeat K: each real run's report and
+//!                      directory; DIR/measured.json is then their median, with min–max bands
 //! DIR/predicted/       working directory of the twin run
 //! DIR/plots/           bar charts per metric unit (benchmarks that draw no figures)
 //! DIR/report.html      the table and both runs' figures side by side
@@ -57,6 +59,10 @@ median and largest |error|. Writes DIR/compare.json, DIR/measured.json,
 DIR/predicted.json and DIR/report.html (both runs' figures side by side:
 measured left, predicted right), and prints the path of report.html.
 
+With --repeat K the real run is repeated K times: each metric's measured value
+is the median, shown with the runs' min-max band, and a prediction inside the
+band counts as within goal in `piotwin report validation`.
+
 Each run works in its own directory, DIR/measured and DIR/predicted: relative
 paths in the options are taken from there. DIR must be new or empty.
 Exit codes: 0 both runs succeeded; 1 a run failed (what it finished is kept and
@@ -94,19 +100,24 @@ pub(crate) struct CompareArgs {
     /// Also run the twin K times on calibrated parameters drawn from their 95 % intervals: the predicted interval of each metric, and whether the measured value lies inside it.
     #[arg(long, value_name = "K", value_parser = clap::value_parser!(u64).range(2..))]
     samples: Option<u64>,
+    /// Run the real side K times, one after another: the measured value of each metric is the median of the K runs, with their min–max band (a prediction inside the band is as good as the runs agree with each other).
+    #[arg(long, value_name = "K", default_value_t = 1,
+          value_parser = clap::value_parser!(u64).range(1..))]
+    repeat: u64,
     /// The benchmark's options, as for `piotwin run <BENCH>`.
     #[arg(last = true, value_name = "BENCH OPTIONS", allow_hyphen_values = true)]
     options: Vec<String>,
 }
 
 /// compare's own options that take a value; they may come anywhere on the line.
-const OWN_FLAGS: [&str; 6] = [
+const OWN_FLAGS: [&str; 7] = [
     "--scenario",
     "--ranks",
     "--mpiexec",
     "--out",
     "--seed",
     "--samples",
+    "--repeat",
 ];
 
 /// Options compare sets for each run itself, refused among the benchmark's.
@@ -374,6 +385,43 @@ pub(crate) fn run_side(
         failure,
         written,
         wall_s,
+    })
+}
+
+/// The measured side of `k` repeated real runs (`DIR/measured-<i>.json`, all
+/// that finished): its report is the median of the runs' reports with their
+/// min–max bands ([`RunReport::median_of`]), written as `DIR/measured.json`; its
+/// output `DIR/measured.txt` every run's, one after another; its figures the
+/// first run's; it failed if any run failed (each failure named by its run).
+fn repeated_side(runs: Vec<Side>, k: u64, dir: &Path) -> Result<Side, CliError> {
+    let reports: Vec<RunReport> = runs.iter().filter_map(|s| s.report.clone()).collect();
+    let report = RunReport::median_of(&reports);
+    let write = |path: PathBuf, bytes: &[u8]| {
+        write_atomic(&path, bytes)
+            .map_err(|e| CliError::Runtime(format!("`{}`: cannot write: {e}", path.display())))
+    };
+    if let Some(r) = &report {
+        write(dir.join("measured.json"), r.to_json().as_bytes())?;
+    }
+    let mut text = String::new();
+    for s in &runs {
+        let own = std::fs::read_to_string(dir.join(format!("{}.txt", s.name))).unwrap_or_default();
+        text += &format!("== {} of {k}\n{own}", s.name);
+    }
+    write(dir.join("measured.txt"), text.as_bytes())?;
+    let mut failures: Vec<String> = runs
+        .iter()
+        .filter_map(|s| s.failure.as_ref().map(|f| format!("{}: {f}", s.name)))
+        .collect();
+    if (runs.len() as u64) < k {
+        failures.push(format!("{} of {k} runs done", runs.len()));
+    }
+    Ok(Side {
+        name: "measured".into(),
+        report,
+        failure: (!failures.is_empty()).then(|| failures.join("; ")),
+        written: runs.first().map(|s| s.written.clone()).unwrap_or_default(),
+        wall_s: runs.iter().map(|s| s.wall_s).sum(),
     })
 }
 
@@ -656,10 +704,28 @@ pub(super) fn run(args: &CompareArgs) -> Result<(), CliError> {
     let json_arg = |name: &str| -> [OsString; 2] {
         ["--json".into(), dir.join(format!("{name}.json")).into()]
     };
-    let mut real_cmd = launcher.command(args.ranks);
-    real_cmd.arg(&exe).args(&real).args(json_arg("measured"));
     install_stop_handlers()?;
-    let measured = run_side("compare", "measured", real_cmd, &measured_dir, &dir)?;
+    let measured = if args.repeat == 1 {
+        let mut real_cmd = launcher.command(args.ranks);
+        real_cmd.arg(&exe).args(&real).args(json_arg("measured"));
+        run_side("compare", "measured", real_cmd, &measured_dir, &dir)?
+    } else {
+        let mut runs = Vec::new();
+        for i in 1..=args.repeat {
+            if stop::requested().is_some() {
+                break;
+            }
+            let name = format!("measured-{i}");
+            let workdir = measured_dir.join(format!("run-{i}"));
+            std::fs::create_dir_all(&workdir).map_err(|e| {
+                CliError::Runtime(format!("`{}`: cannot create: {e}", workdir.display()))
+            })?;
+            let mut real_cmd = launcher.command(args.ranks);
+            real_cmd.arg(&exe).args(&real).args(json_arg(&name));
+            runs.push(run_side("compare", &name, real_cmd, &workdir, &dir)?);
+        }
+        repeated_side(runs, args.repeat, &dir)?
+    };
     let mut twin_cmd = Command::new(&exe);
     twin_cmd.args(&twin).args(json_arg("predicted"));
     let predicted = match stop::requested() {
@@ -738,6 +804,7 @@ pub(super) fn run(args: &CompareArgs) -> Result<(), CliError> {
         "options": args.options,
         "seed": seed,
         "samples": args.samples,
+        "repeat": args.repeat,
         "resolved": resolved,
         "launcher": launcher_words,
         "metrics": comparison.metrics_json(),

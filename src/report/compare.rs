@@ -165,6 +165,9 @@ pub struct Row {
     /// The twin's 95 % interval of the metric, where it was sampled (`--samples`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub interval: Option<Interval>,
+    /// The measured min–max band, where the real run was repeated (`--repeat`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub band: Option<Interval>,
 }
 
 impl Row {
@@ -174,6 +177,18 @@ impl Row {
         self.interval
             .zip(self.pair.measured)
             .map(|(i, m)| i.holds(m))
+    }
+
+    /// Whether the predicted value lies inside the measured min–max band;
+    /// `None` without a band or a prediction.
+    pub fn in_band(&self) -> Option<bool> {
+        self.band.zip(self.pair.predicted).map(|(b, p)| b.holds(p))
+    }
+
+    /// Within goal: |error| at most `limit_pct`, or the prediction inside the
+    /// measured band (the real runs themselves spread wider than the error).
+    pub fn within_goal(&self, limit_pct: f64) -> bool {
+        self.pair.error_pct.is_some_and(|e| e.abs() <= limit_pct) || self.in_band() == Some(true)
     }
 }
 
@@ -197,6 +212,10 @@ pub struct Summary {
     pub inside: usize,
     /// Median interval width, percent of the interval's median.
     pub median_width_pct: Option<f64>,
+    /// Metrics with a measured band (repeated real runs) and a prediction.
+    pub with_band: usize,
+    /// Of `with_band`, predicted inside the band.
+    pub in_band: usize,
 }
 
 impl Summary {
@@ -206,7 +225,12 @@ impl Summary {
         let mut errs: Vec<(f64, &str)> = Vec::new();
         let (mut with_interval, mut inside) = (0, 0);
         let mut widths = Vec::new();
+        let (mut with_band, mut in_band) = (0, 0);
         for r in rows {
+            if let Some(holds) = r.in_band() {
+                with_band += 1;
+                in_band += usize::from(holds);
+            }
             if let (Some(i), Some(holds)) = (r.interval, r.inside()) {
                 with_interval += 1;
                 inside += usize::from(holds);
@@ -235,6 +259,8 @@ impl Summary {
             with_interval,
             inside,
             median_width_pct: median(&mut widths),
+            with_band,
+            in_band,
         }
     }
 
@@ -263,6 +289,12 @@ impl Summary {
                 self.with_interval,
                 100.0 * self.inside as f64 / self.with_interval as f64,
                 pct(self.median_width_pct)
+            );
+        }
+        if self.with_band > 0 {
+            s += &format!(
+                "; predicted inside the measured min-max band: {} of {}",
+                self.in_band, self.with_band
             );
         }
         s
@@ -324,6 +356,7 @@ impl Comparison {
             .map(|pair| Row {
                 kind: kind(&pair.name),
                 interval: predicted.and_then(|r| r.intervals.get(&pair.name)).copied(),
+                band: measured.and_then(|r| r.bands.get(&pair.name)).copied(),
                 pair,
             })
             .collect();
@@ -347,23 +380,20 @@ impl Comparison {
             .rows
             .iter()
             .map(|r| {
-                (
-                    r.pair.name.clone(),
-                    match r.interval {
-                        None => serde_json::json!({
-                            "predicted": r.pair.predicted,
-                            "measured": r.pair.measured,
-                            "error": r.pair.error_pct,
-                        }),
-                        Some(i) => serde_json::json!({
-                            "predicted": r.pair.predicted,
-                            "measured": r.pair.measured,
-                            "error": r.pair.error_pct,
-                            "interval": i,
-                            "inside": r.inside(),
-                        }),
-                    },
-                )
+                let mut m = serde_json::json!({
+                    "predicted": r.pair.predicted,
+                    "measured": r.pair.measured,
+                    "error": r.pair.error_pct,
+                });
+                if let Some(i) = r.interval {
+                    m["interval"] = serde_json::json!(i);
+                    m["inside"] = serde_json::json!(r.inside());
+                }
+                if let Some(b) = r.band {
+                    m["band"] = serde_json::json!(b);
+                    m["in_band"] = serde_json::json!(r.in_band());
+                }
+                (r.pair.name.clone(), m)
             })
             .collect();
         serde_json::Value::Object(map)
@@ -380,13 +410,19 @@ impl Comparison {
             .unwrap_or(6)
             .max(6);
         let sampled = self.rows.iter().any(|r| r.interval.is_some());
+        let banded = self.rows.iter().any(|r| r.band.is_some());
         let mut out = format!("{title}\n");
         out += &format!(
-            "{:<width$}  {:>13}  {:>13}  {:>9}{}\n",
+            "{:<width$}  {:>13}  {:>13}  {:>9}{}{}\n",
             "metric",
             "predicted",
             "measured",
             "error %",
+            if banded {
+                "  measured min-max band       predicted inside"
+            } else {
+                ""
+            },
             if sampled {
                 "  predicted 95 % interval    measured inside"
             } else {
@@ -407,22 +443,30 @@ impl Comparison {
                 .pair
                 .error_pct
                 .map_or_else(|| "-".to_string(), |e| format!("{e:+.1}"));
+            let yes_no = |b: Option<bool>| match b {
+                Some(true) => "yes",
+                Some(false) => "NO",
+                None => "-",
+            };
+            let span = |i: Interval| {
+                format!(
+                    "[{}, {}]",
+                    format_value(Some(i.low)),
+                    format_value(Some(i.high))
+                )
+            };
+            let band = match (banded, r.band) {
+                (false, _) => String::new(),
+                (true, None) => format!("  {:<28} -", "-"),
+                (true, Some(b)) => format!("  {:<28} {}", span(b), yes_no(r.in_band())),
+            };
             let interval = match (sampled, r.interval) {
                 (false, _) => String::new(),
                 (true, None) => "  -".into(),
-                (true, Some(i)) => format!(
-                    "  [{}, {}]  {}",
-                    format_value(Some(i.low)),
-                    format_value(Some(i.high)),
-                    match r.inside() {
-                        Some(true) => "yes",
-                        Some(false) => "NO",
-                        None => "-",
-                    }
-                ),
+                (true, Some(i)) => format!("  {}  {}", span(i), yes_no(r.inside())),
             };
             out += &format!(
-                "{:<width$}  {:>13}  {:>13}  {:>9}{interval}\n",
+                "{:<width$}  {:>13}  {:>13}  {:>9}{band}{interval}\n",
                 r.pair.name,
                 format_value(r.pair.predicted),
                 format_value(r.pair.measured),
@@ -462,6 +506,7 @@ mod tests {
         RunReport {
             interrupted: None,
             intervals: Default::default(),
+            bands: Default::default(),
             benchmark: "ior".into(),
             mode,
             ranks: 4,
@@ -473,6 +518,45 @@ mod tests {
             tables: BTreeMap::new(),
             errors: vec![],
         }
+    }
+
+    #[test]
+    fn repeated_runs_give_medians_and_bands_and_a_prediction_in_the_band_is_within_goal() {
+        let mut runs = vec![
+            report(Mode::Real, &[("write_mib_s", 100.0), ("read_mib_s", 300.0)]),
+            report(Mode::Real, &[("write_mib_s", 160.0), ("read_mib_s", 200.0)]),
+            report(Mode::Real, &[("write_mib_s", 120.0)]),
+        ];
+        runs[1].errors.push("verification failed".into());
+        let m = RunReport::median_of(&runs).unwrap();
+        // write: 100, 120, 160 -> 120 [100, 160]; read: 200, 300 -> 250 [200, 300].
+        assert_eq!(m.metrics["write_mib_s"], 120.0);
+        assert_eq!(m.metrics["read_mib_s"], 250.0);
+        let b = m.bands["write_mib_s"];
+        assert_eq!((b.low, b.high, b.samples, b.level), (100.0, 160.0, 3, 1.0));
+        assert_eq!(m.bands["read_mib_s"].samples, 2);
+        assert_eq!(
+            m.errors,
+            vec!["run 2 of 3: verification failed".to_string()]
+        );
+        // Predicted write 150: +25 %, inside [100, 160]; read 320: +28 %, outside [200, 300].
+        let p = report(Mode::Sim, &[("write_mib_s", 150.0), ("read_mib_s", 320.0)]);
+        let c = Comparison::new("ior", Some(&m), Some(&p)).unwrap();
+        let row = |n: &str| c.rows.iter().find(|r| r.pair.name == n).unwrap().clone();
+        assert_eq!(row("write_mib_s").in_band(), Some(true));
+        assert!(row("write_mib_s").within_goal(10.0));
+        assert_eq!(row("read_mib_s").in_band(), Some(false));
+        assert!(!row("read_mib_s").within_goal(25.0));
+        assert!(row("read_mib_s").within_goal(28.0));
+        assert_eq!((c.headline.with_band, c.headline.in_band), (2, 1));
+        let json = c.metrics_json();
+        assert_eq!(json["write_mib_s"]["in_band"], true);
+        assert_eq!(json["write_mib_s"]["band"]["high"], 160.0);
+        assert!(
+            c.render("t").contains("[100.00, 160.00]"),
+            "{}",
+            c.render("t")
+        );
     }
 
     #[test]
@@ -504,6 +588,7 @@ mod tests {
     fn row(name: &str, m: Option<f64>, p: Option<f64>) -> Row {
         Row {
             interval: None,
+            band: None,
             pair: MetricPair {
                 name: name.into(),
                 measured: m,

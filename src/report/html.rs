@@ -189,6 +189,7 @@ mod tests {
         RunReport {
             interrupted: None,
             intervals: Default::default(),
+            bands: Default::default(),
             benchmark: "ior".into(),
             mode,
             ranks: 2,

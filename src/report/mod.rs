@@ -72,6 +72,11 @@ pub struct RunReport {
     /// intervals (`crate::whatif::samples`). Absent otherwise.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub intervals: BTreeMap<String, Interval>,
+    /// Real runs repeated (`compare --repeat K`): per metric, the median and the
+    /// min–max band over the K runs (`level` 1: every run inside), the metrics
+    /// themselves being those medians ([`RunReport::median_of`]). Absent otherwise.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub bands: BTreeMap<String, Interval>,
 }
 
 /// A metric's spread over sampled twin runs: the median and the central
@@ -122,6 +127,57 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
 }
 
 impl RunReport {
+    /// The report of `runs`, repeated runs of one benchmark with the same
+    /// options: every metric is the median over the runs that have it, with its
+    /// min–max band in [`RunReport::bands`]; the errors of every run, each
+    /// prefixed with its run number (`run 2 of 3: …`); interrupted if any run
+    /// was; everything else (parameters, tables) the first run's. `None` for no runs.
+    pub fn median_of(runs: &[RunReport]) -> Option<RunReport> {
+        let first = runs.first()?;
+        let mut values: BTreeMap<&str, Vec<f64>> = BTreeMap::new();
+        for r in runs {
+            for (name, v) in &r.metrics {
+                values.entry(name).or_default().push(*v);
+            }
+        }
+        let mut out = first.clone();
+        out.metrics.clear();
+        out.bands.clear();
+        for (name, mut vs) in values {
+            vs.sort_by(f64::total_cmp);
+            let n = vs.len();
+            let median = match n % 2 {
+                1 => vs[n / 2],
+                _ => 0.5 * (vs[n / 2 - 1] + vs[n / 2]),
+            };
+            out.metrics.insert(name.to_string(), median);
+            out.bands.insert(
+                name.to_string(),
+                Interval {
+                    median,
+                    low: vs[0],
+                    high: vs[n - 1],
+                    level: 1.0,
+                    samples: n,
+                },
+            );
+        }
+        let k = runs.len();
+        out.errors = runs
+            .iter()
+            .enumerate()
+            .flat_map(|(i, r)| {
+                r.errors
+                    .iter()
+                    .map(move |e| format!("run {} of {k}: {e}", i + 1))
+            })
+            .collect();
+        out.interrupted = runs.iter().find_map(|r| r.interrupted.clone());
+        out.environment
+            .insert("repeats".into(), format!("median of {k} runs"));
+        Some(out)
+    }
+
     /// The report as pretty JSON (keys in a fixed order: deterministic).
     pub fn to_json(&self) -> String {
         serde_json::to_string_pretty(self).expect("a RunReport always serialises") + "\n"

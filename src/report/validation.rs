@@ -54,6 +54,7 @@ pub fn collect(dir: &Path) -> Result<Vec<Entry>, String> {
                     },
                     kind: super::compare::Kind::Headline,
                     interval: serde_json::from_value(m["interval"].clone()).ok(),
+                    band: serde_json::from_value(m["band"].clone()).ok(),
                 },
             });
         }
@@ -204,10 +205,14 @@ pub fn render(entries: &[Entry], limit_pct: f64) -> String {
     let summary = Summary::of(entries.iter().map(|e| &e.row));
     let within = entries
         .iter()
-        .filter(|e| e.row.pair.error_pct.is_some_and(|x| x.abs() <= limit_pct))
+        .filter(|e| e.row.within_goal(limit_pct))
         .count();
+    let or_band = match summary.with_band {
+        0 => "",
+        _ => " or inside the measured band",
+    };
     s += &format!(
-        "headline metrics of {} runs: {}; {within} of {} within {limit_pct} %\n",
+        "headline metrics of {} runs: {}; {within} of {} within {limit_pct} %{or_band}\n",
         entries
             .iter()
             .map(|e| &e.run)

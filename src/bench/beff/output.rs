@@ -255,6 +255,7 @@ impl Beff {
         RunReport {
             interrupted: None,
             intervals: Default::default(),
+            bands: Default::default(),
             benchmark: "b_eff".into(),
             mode,
             ranks: ranks as usize,

@@ -196,6 +196,7 @@ impl Benchmark for BeffIo {
             Err(e) => RunReport {
                 interrupted: None,
                 intervals: Default::default(),
+                bands: Default::default(),
                 benchmark: "b_eff_io".into(),
                 mode,
                 ranks: run.ranks as usize,

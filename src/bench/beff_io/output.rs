@@ -740,6 +740,7 @@ pub fn run_report(
     RunReport {
         interrupted: None,
         intervals: Default::default(),
+        bands: Default::default(),
         benchmark: "b_eff_io".to_string(),
         mode,
         ranks,

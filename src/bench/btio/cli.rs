@@ -175,6 +175,7 @@ fn failed_report(
     RunReport {
         interrupted: None,
         intervals: Default::default(),
+        bands: Default::default(),
         benchmark: benchmark.into(),
         mode,
         ranks: run.ranks as usize,

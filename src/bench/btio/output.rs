@@ -241,6 +241,7 @@ pub fn btio_report(
     RunReport {
         interrupted: None,
         intervals: Default::default(),
+        bands: Default::default(),
         benchmark: "btio".into(),
         mode,
         ranks: o.nprocs,
@@ -287,6 +288,7 @@ pub fn kernel_report(
     RunReport {
         interrupted: None,
         intervals: Default::default(),
+        bands: Default::default(),
         benchmark: "btio-kernel".into(),
         mode,
         ranks: o.nprocs,

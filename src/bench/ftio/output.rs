@@ -177,6 +177,7 @@ pub fn build_report(
     RunReport {
         interrupted: None,
         intervals: Default::default(),
+        bands: Default::default(),
         benchmark: "ftio".to_string(),
         mode,
         ranks: outputs.len(),

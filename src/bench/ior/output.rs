@@ -261,6 +261,7 @@ impl Ior {
         RunReport {
             interrupted: None,
             intervals: Default::default(),
+            bands: Default::default(),
             benchmark: "ior".into(),
             mode,
             ranks: ranks as usize,

@@ -159,6 +159,7 @@ impl Iozone {
         RunReport {
             interrupted: None,
             intervals: Default::default(),
+            bands: Default::default(),
             benchmark: "iozone".into(),
             mode,
             ranks: ranks as usize,

@@ -206,6 +206,7 @@ pub fn build_report(
     RunReport {
         interrupted: None,
         intervals: Default::default(),
+        bands: Default::default(),
         benchmark: "madbench2".to_string(),
         mode,
         ranks: ranks.len(),

@@ -73,6 +73,7 @@ impl Pingpong {
         RunReport {
             interrupted: None,
             intervals: Default::default(),
+            bands: Default::default(),
             benchmark: "pingpong".into(),
             mode,
             ranks: ranks as usize,
