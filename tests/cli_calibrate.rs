@@ -150,6 +150,92 @@ fn pingpong_runs_for_real_and_checks_its_data() {
     assert!(r["metrics"]["bandwidth_mb_s"].as_f64().unwrap() > 0.0);
 }
 
+/// The two-phase test for real on 4 ranks and in the twin: a write and a read
+/// row per size (bytes over all ranks), the data read back checked (no errors),
+/// the file deleted; a size that is not a multiple of the block is refused.
+#[test]
+fn pingpong_two_phase_test_runs_in_both_modes() {
+    let dir = tempfile::tempdir().unwrap();
+    let args = [
+        "run",
+        "pingpong",
+        "--sizes",
+        "1",
+        "--barriers",
+        "2",
+        "--two-phase",
+        "128k,256k",
+        "-o",
+        "tp.dat",
+    ];
+    let Some(o) = mpirun(
+        dir.path(),
+        4,
+        &[&args[..], &["--json", "real.json"]].concat(),
+    ) else {
+        panic!("no MPI launcher: real-mode tests need mpiexec");
+    };
+    assert!(o.status.success(), "{}", stderr(&o));
+    let scenario = common::scenario("default.toml");
+    let sc = scenario.to_str().unwrap();
+    let o = piotwin(
+        dir.path(),
+        &[
+            &args[..],
+            &["--sim", sc, "--ranks", "4", "--json", "twin.json"],
+        ]
+        .concat(),
+    );
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert_eq!(files_in(dir.path()), ["real.json", "twin.json"]);
+    for side in ["real", "twin"] {
+        let r = read_json(&dir.path().join(format!("{side}.json")));
+        assert!(
+            r["errors"].as_array().unwrap().is_empty(),
+            "{side}: {}",
+            r["errors"]
+        );
+        let rows = r["tables"]["pingpong"]["rows"].as_array().unwrap();
+        let two: Vec<(String, u64)> = rows
+            .iter()
+            .filter(|row| row[0].as_str().unwrap().starts_with("twophase"))
+            .map(|row| {
+                (
+                    row[0].as_str().unwrap().to_string(),
+                    row[2].as_u64().unwrap(),
+                )
+            })
+            .collect();
+        let want: Vec<(String, u64)> = [
+            ("twophase_write", 4 * 131072),
+            ("twophase_read", 4 * 131072),
+            ("twophase_write", 4 * 262144),
+            ("twophase_read", 4 * 262144),
+        ]
+        .iter()
+        .map(|(t, b)| (t.to_string(), *b))
+        .collect();
+        assert_eq!(two, want, "{side}");
+        assert!(
+            rows.iter().all(|row| row[4].as_f64().unwrap() > 0.0),
+            "{side}"
+        );
+    }
+    bad_input(
+        &[
+            "run",
+            "pingpong",
+            "--sim",
+            sc,
+            "--ranks",
+            "4",
+            "--two-phase",
+            "100k",
+        ],
+        &["--two-phase `102400`", "multiple of --two-phase-block"],
+    );
+}
+
 #[test]
 fn pingpong_refuses_a_single_rank() {
     bad_input(

@@ -65,6 +65,10 @@ pub(crate) struct Node {
     wakeup: f64,
     /// Per-core page-cache copy rates (write, read) in B/s.
     cache_bw: [f64; 2],
+    /// The node's rate for messages received into (unpacked, index 0) and sent
+    /// from (packed, index 1) a derived datatype while it is oversubscribed;
+    /// `None` where not modelled.
+    datatype: [Option<ResourceId>; 2],
     switch: usize,
 }
 
@@ -381,6 +385,15 @@ impl Platform {
                         .cache
                         .as_ref()
                         .map_or([g.compute.memcpy; 2], |c| [c.write_bw, c.read_bw]),
+                    datatype: [
+                        ("unpack", g.oversubscribed_unpack_bw),
+                        ("pack", g.oversubscribed_pack_bw),
+                    ]
+                    .map(|(what, bw)| {
+                        bw.is_finite().then(|| {
+                            flows.add_resource(format!("{name}.oversubscribed.{what}"), bw)
+                        })
+                    }),
                     switch: match on_torus(scn, &g.switch) {
                         true => torus_routers.next().expect("a router per torus node"),
                         false => switches[&g.switch],
@@ -592,6 +605,33 @@ impl Platform {
         } else {
             (lat, path)
         }
+    }
+
+    /// A message of a two-phase exchange from world rank `src` to `dst`:
+    /// [`Platform::p2p`], and where the aggregator's node (the receiver `dst` of
+    /// a write's exchange, the sender `src` of a read's) is oversubscribed and
+    /// models it, through that node's derived-datatype rate (the aggregator
+    /// unpacks the ranks' pieces into, or packs them from, its collective buffer).
+    pub(crate) fn exchange(
+        &self,
+        src: usize,
+        dst: usize,
+        access: Access,
+    ) -> (f64, Vec<(ResourceId, f64)>) {
+        let (lat, mut path) = self.p2p(src, dst);
+        let (aggregator, side) = match access {
+            Access::Write => (dst, 0),
+            Access::Read => (src, 1),
+        };
+        let n = &self.nodes[self.node_of(aggregator)];
+        // an aggregator's own pieces are copied, not sent
+        if n.oversubscribed
+            && src != dst
+            && let Some(r) = n.datatype[side]
+        {
+            path.push((r, 1.0));
+        }
+        (lat, path)
     }
 
     /// (latency, bandwidth) of one message step among `members` (world ranks) for

@@ -7,8 +7,11 @@
 //! (`time = latency + bytes / bandwidth`, fitted by `piotwin calibrate`) and the
 //! cost of synchronising ranks, which grows sharply once there are more ranks
 //! than cores (MPICH busy-polls, so a rank waiting in a barrier must be scheduled
-//! before it sees its partner's message). What it is not: a full IMB/OSU suite
-//! (no one-sided, no collectives besides the barrier, no non-blocking overlap).
+//! before it sees its partner's message); with `--two-phase`, the time of
+//! ROMIO's two-phase collective I/O over call sizes (the exchange between ranks
+//! and aggregators, which an oversubscribed node slows far more than it slows
+//! point-to-point messages). What it is not: a full IMB/OSU suite (no one-sided,
+//! no collectives besides the barrier, no non-blocking overlap).
 //!
 //! Method: ranks are paired `r ↔ r xor 1` (with an odd count the last rank only
 //! takes part in the barriers). For each size, after a barrier and one untimed
@@ -21,6 +24,14 @@
 //! `barriers` barriers timed the same way. Where the back end keeps data (real
 //! mode) each rank fills its buffer with its own pattern and checks after the
 //! exchanges that it holds its own (even `k`) or its partner's (odd `k`) pattern.
+//!
+//! The two-phase test (after the barriers): one shared file seen by every rank
+//! through an interleaved view (rank r's blocks of `two_phase_block` bytes at
+//! `(r + k·ranks)·block`), so that ROMIO's interleave test picks collective
+//! buffering; per size, 3 to 10 `write_at_all` calls of that many bytes per
+//! rank, then `read_at_all` of the same bytes, each call after a barrier. A
+//! row's time is the mean call time, maximum over ranks; its bytes those of one
+//! call over all ranks. Real runs check the data read back.
 
 pub mod cli;
 
@@ -29,8 +40,9 @@ use std::fmt::Write as _;
 use serde::{Deserialize, Serialize};
 
 use crate::bench::common::options::{OptionError, opt_err};
-use crate::ctx::{IoBuf, IoCtx, RankProgram, ReduceOp};
+use crate::ctx::{IoBuf, IoCtx, OpenOptions, RankProgram, ReduceOp};
 use crate::report::{Mode, RunReport, Table, default_headline};
+use piotwin_types::{Access, Api, Coordination, Datatype, Op, OpenMode, Position, Scope, View};
 
 mod output;
 mod params;

@@ -13,6 +13,7 @@
 //! | `nodes.fortran_statement` | Fortran `WRITE(REC=)` of 40-byte records over statement counts | time = latency + statements · cost (Huber) |
 //! | `nodes.nic_latency`, `nodes.nic_bw` | b_eff, 2 ranks, its `MPI_Sendrecv` loops | exchange time (loop time / 2 loops) = latency + bytes / bw (Huber) |
 //! | `nodes.oversubscribed_wakeup` | b_eff's `MPI_Sendrecv` exchanges of 1 byte | mean exchange at N > cores ranks − mean at 2 ranks |
+//! | `nodes.oversubscribed_unpack_bw`, `nodes.oversubscribed_pack_bw` | pingpong's two-phase test (`write_at_all`, `read_at_all` through an interleaved view) at N > cores ranks over call sizes | call time − the aggregator's page-cache copy = intercept + exchanged bytes / bw (Huber); exchanged: the (N − 1)/N of a call's bytes that reach the node's one aggregator |
 //! | `nodes.syscall`, `nodes.cache.write_bw` | IOzone write, cached files | time per record = latency + record / bw (Huber) |
 //! | `nodes.cache.read_bw` | IOzone re-read | as above |
 //! | `nodes.cache.capacity` | IOzone re-read over file sizes | cache knee (two plateaus of log bandwidth), else `MemTotal` |
@@ -41,6 +42,7 @@ use serde::{Deserialize, Serialize};
 use super::LEVEL;
 use super::probes::{IorRow, IozoneRow, ProbeResults};
 use crate::bench::iozone::Pass;
+use crate::bench::pingpong::PingRow;
 
 /// What a parameter's number is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -240,6 +242,7 @@ pub fn fit_all(r: &ProbeResults, base: &Scenario) -> Fitted {
     fit_memcpy(r, &mut f);
     fit_pingpong(r, &mut f);
     fit_iozone(r, &mut f);
+    fit_two_phase(r, &mut f);
     fit_fresh(r, &mut f);
     fit_shared_pointer(r, &mut f);
     fit_cache_capacity(r, &mut f);
@@ -448,6 +451,74 @@ fn fit_oversubscribed(r: &ProbeResults, f: &mut Fitted) {
             );
         }
         (Err(e), _) | (_, Err(e)) => f.skip(&[key], why(&e)),
+    }
+}
+
+/// `nodes.oversubscribed_unpack_bw` (writes) and `nodes.oversubscribed_pack_bw`
+/// (reads): pingpong's two-phase test at more ranks than cores. ROMIO's one
+/// aggregator of the node receives (writes) or sends (reads) the other ranks'
+/// pieces, (N − 1)/N of a call's bytes, through derived datatypes; the call
+/// also copies all its bytes through the aggregator's page cache, which the twin
+/// charges itself (`nodes.cache.write_bw`, `read_bw`, fitted before), so that is
+/// subtracted. The slope of what remains over the exchanged bytes is the rate;
+/// the intercept (the call's synchronisation steps) is the twin's wake-ups'.
+fn fit_two_phase(r: &ProbeResults, f: &mut Fitted) {
+    let cores = r.machine.cores as u64;
+    for (test, key, cache_key) in [
+        (
+            "twophase_write",
+            "nodes.oversubscribed_unpack_bw",
+            "nodes.cache.write_bw",
+        ),
+        (
+            "twophase_read",
+            "nodes.oversubscribed_pack_bw",
+            "nodes.cache.read_bw",
+        ),
+    ] {
+        let rows: Vec<&PingRow> = r
+            .pingpong
+            .iter()
+            .filter(|p| p.test == test && p.ranks > cores)
+            .collect();
+        let Some(ranks) = rows.iter().map(|p| p.ranks).max() else {
+            f.skip(
+                &[key],
+                format!("no pingpong --two-phase run at more ranks than cores ({cores}): give --ranks above {cores}"),
+            );
+            continue;
+        };
+        let cache = f.get(cache_key).map(|p| p.value);
+        let share = (ranks - 1) as f64 / ranks as f64;
+        let points: Vec<(f64, f64)> = rows
+            .iter()
+            .filter(|p| p.ranks == ranks)
+            .map(|p| {
+                let copy = cache.map_or(0.0, |bw| p.bytes as f64 / bw);
+                (p.bytes as f64 * share, p.seconds - copy)
+            })
+            .collect();
+        match fit_latency_bandwidth_robust(&points, LEVEL) {
+            Ok(fit) => {
+                let copy = match cache {
+                    Some(bw) => format!("less the page-cache copy at {cache_key} {bw:.4e} B/s"),
+                    None => format!("{cache_key} not fitted: the page-cache copy not subtracted"),
+                };
+                f.rate(
+                    key,
+                    fit.bandwidth_bytes_per_s,
+                    &format!(
+                        "pingpong --two-phase: {test} calls at {ranks} ranks on {cores} cores over call sizes, time over the bytes reaching or leaving the one aggregator"
+                    ),
+                    format!(
+                        "{}; intercept {:.3e} s; call time {copy}",
+                        quality(&fit),
+                        fit.latency_s.value
+                    ),
+                );
+            }
+            Err(e) => f.skip(&[key], why(&e)),
+        }
     }
 }
 
@@ -943,6 +1014,8 @@ pub(crate) mod tests {
     const INDEP: f64 = 5e-6;
     const COLL: f64 = 40e-6;
     const WAKEUP: f64 = 4e-3;
+    const UNPACK: f64 = 110e6;
+    const PACK: f64 = 160e6;
 
     /// Probe results generated from known parameters with noise and a few outliers.
     pub(crate) fn synthetic() -> ProbeResults {
@@ -1036,6 +1109,30 @@ pub(crate) mod tests {
                 loops: 8,
                 seconds: 16.0 * t,
             });
+        }
+        // pingpong's two-phase test at 4 ranks: a synchronisation intercept, the
+        // exchange of 3/4 of the bytes at its rate and the aggregator's cache copy.
+        let mut nt = Lcg(0x6a09_e667_f3bc_c909);
+        for per_rank in [512u64 << 10, 1 << 20, 2560 << 10, 8 << 20] {
+            let bytes = 4 * per_rank;
+            for (test, bw, cache) in [
+                ("twophase_write", UNPACK, CACHE_W),
+                ("twophase_read", PACK, CACHE_R),
+            ] {
+                for _ in 0..3 {
+                    let t = 30e-3
+                        + 0.75 * bytes as f64 / bw
+                        + bytes as f64 / cache
+                        + 2e-3 * nt.normal();
+                    r.pingpong.push(PingRow {
+                        test: test.into(),
+                        ranks: 4,
+                        bytes,
+                        iterations: 5,
+                        seconds: t,
+                    });
+                }
+            }
         }
         let mut warm = IozoneRun {
             cold: false,
@@ -1212,6 +1309,8 @@ pub(crate) mod tests {
         within(&f, "mpiio.independent_call", INDEP);
         within(&f, "mpiio.collective_call", COLL);
         within(&f, "nodes.oversubscribed_wakeup", WAKEUP);
+        within(&f, "nodes.oversubscribed_unpack_bw", UNPACK);
+        within(&f, "nodes.oversubscribed_pack_bw", PACK);
         within(&f, "mpiio.open", 1e-3 - 30e-6);
         within(&f, "mpiio.close", 2e-4 - 3e-6);
         // The exchange time's noise is one-sided (|N|): the latency is biased up
@@ -1229,9 +1328,11 @@ pub(crate) mod tests {
         let mut r = synthetic();
         r.iozone.clear();
         r.beff.retain(|p| p.ranks == 2);
+        r.pingpong.clear();
         let f = fit_all(&r, &base());
         assert!(f.skipped["nodes.syscall"].contains("no IOzone"));
         assert!(f.skipped["nodes.oversubscribed_wakeup"].contains("more ranks than cores"));
+        assert!(f.skipped["nodes.oversubscribed_pack_bw"].contains("--two-phase"));
         assert!(
             f.get("mpiio.independent_call")
                 .unwrap()

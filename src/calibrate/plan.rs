@@ -184,6 +184,31 @@ impl Plan {
                 shape: "oversubscribed".into(),
             });
         }
+        // Two-phase collective I/O where max_ranks oversubscribes the cores: the
+        // exchange through derived datatypes (pingpong's two-phase test; bytes per
+        // rank of each call, several 64 KiB blocks each so the views interleave).
+        if max_ranks > cores {
+            let sizes = match scale {
+                Scale::Tiny => "128k,256k",
+                Scale::Quick => "512k,1m,2560k,8m",
+                Scale::Full => "256k,512k,1m,2560k,8m,16m",
+            };
+            steps.push(Step {
+                probe: Probe::Pingpong,
+                ranks: max_ranks,
+                args: vec![
+                    "--sizes".into(),
+                    "1".into(),
+                    "--barriers".into(),
+                    "10".into(),
+                    "--two-phase".into(),
+                    sizes.into(),
+                    "-o".into(),
+                    format!("{scratch}/twophase.dat"),
+                ],
+                shape: "two-phase".into(),
+            });
+        }
         // IOR: MPI-IO, shared file independent / collective over transfer sizes
         // at every rank count, and file per process.
         let (transfers, block, reps): (&[&str], &str, &str) = match scale {

@@ -127,7 +127,7 @@ impl Rank {
                     let sent: Vec<Signal> = moves[lo..hi]
                         .iter()
                         .map(|&(_, a, bytes)| {
-                            self.message(io, m, file, tp.aggregators[a], a, bytes)
+                            self.message(io, m, file, tp.aggregators[a], a, bytes, access)
                         })
                         .collect();
                     if let (Some(a), Some(w)) = (my_agg, window) {
@@ -168,7 +168,9 @@ impl Rank {
                         let n_agg = tp.aggregators.len();
                         let sent: Vec<Signal> = tp
                             .to_aggregator(m, a)
-                            .map(|(r, bytes)| self.message(io, m, file, r, n_agg + r, bytes))
+                            .map(|(r, bytes)| {
+                                self.message(io, m, file, r, n_agg + r, bytes, access)
+                            })
                             .collect();
                         for s in &sent {
                             self.wait(s, Wait::Io).await;
@@ -194,10 +196,13 @@ impl Rank {
         to: usize,
         target: usize,
         bytes: u64,
+        access: Access,
     ) -> Signal {
         let s = {
             let mm = self.sim.model.borrow();
-            let (lat, path) = mm.platform.p2p(self.world_rank, file.comm.members[to]);
+            let (lat, path) = mm
+                .platform
+                .exchange(self.world_rank, file.comm.members[to], access);
             self.sim.engine.borrow_mut().send(lat, path, bytes as f64)
         };
         io.post(m, target, s.clone());

@@ -131,6 +131,19 @@ impl fmt::Display for Scenario {
                     fmt_time(g.oversubscribed_wakeup)
                 )?;
             }
+            if g.oversubscribed_unpack_bw.is_finite() || g.oversubscribed_pack_bw.is_finite() {
+                let rate = |r: f64| match r.is_finite() {
+                    true => fmt_rate(r),
+                    false => "not modelled".to_string(),
+                };
+                writeln!(
+                    f,
+                    "  derived-datatype messages on `{}` when oversubscribed: received (unpacked) at {}, sent (packed) at {}",
+                    g.name,
+                    rate(g.oversubscribed_unpack_bw),
+                    rate(g.oversubscribed_pack_bw)
+                )?;
+            }
         }
         if let Some(t) = &self.network.torus {
             writeln!(

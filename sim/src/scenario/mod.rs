@@ -139,6 +139,18 @@ pub struct NodeGroup {
     /// MPICH busy-polls, so a descheduled receiver answers only at its next
     /// time slice. 0 = none (the default).
     pub oversubscribed_wakeup: f64,
+    /// On an oversubscribed node, the rate in bytes/s at which messages received
+    /// into a derived datatype move, over the whole node: two-phase collective
+    /// writes' exchange, where each aggregator receives the ranks' interleaved
+    /// pieces into its collective buffer. MPICH's shared-memory path unpacks such
+    /// messages cell by cell, a hand-off per cell, and with more ranks than cores
+    /// each hand-off waits for the other rank's time slice. Infinite = not
+    /// modelled (the default): the exchange moves as any intra-node message.
+    pub oversubscribed_unpack_bw: f64,
+    /// As `oversubscribed_unpack_bw`, for messages sent from a derived datatype
+    /// (two-phase collective reads' exchange, the aggregators sending the pieces
+    /// of their collective buffer).
+    pub oversubscribed_pack_bw: f64,
 }
 
 /// Per-core compute rates, one per kernel kind.

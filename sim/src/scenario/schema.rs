@@ -245,6 +245,18 @@ const KEYS: &[Key] = &[
         "extra latency of every message step to a rank on a node running more ranks than cores (MPICH busy-polls)",
     ),
     key(
+        "nodes.oversubscribed_unpack_bw",
+        Quantity(Rate),
+        Otherwise("not modelled"),
+        "on a node running more ranks than cores, the rate of messages received into a derived datatype, over the node: the exchange of two-phase collective writes",
+    ),
+    key(
+        "nodes.oversubscribed_pack_bw",
+        Quantity(Rate),
+        Otherwise("not modelled"),
+        "on a node running more ranks than cores, the rate of messages sent from a derived datatype, over the node: the exchange of two-phase collective reads",
+    ),
+    key(
         "nodes.compute.memcpy",
         Quantity(Rate),
         Required,

@@ -16,13 +16,22 @@ One exchange moves both directions at once, so its time is one one-way message
 time (latency + bytes / bandwidth). Each row is the maximum over ranks of
 elapsed / repetitions. With more ranks than cores the barrier time shows the
 cost of waking a descheduled, busy-polling rank. Real runs check the data each
-rank holds after the exchanges.";
+rank holds after the exchanges.
+
+With --two-phase SIZES, then collective I/O through ROMIO's two-phase method:
+every rank sees one shared file (-o) through an interleaved view (blocks of
+--two-phase-block, ranks round robin), and for each size makes 3 to 10
+write_at_all calls of that many bytes per rank, then read_at_all of the same
+bytes, each after a barrier; rows twophase_write and twophase_read give the
+mean call time (maximum over ranks) and the bytes of one call over all ranks.
+The file is deleted at the end; real runs check what they read back.";
 
 /// The examples after the help.
 pub const AFTER_HELP: &str = "\
 Examples:
   mpiexec -n 2 piotwin run pingpong --sizes 1,1k,64k,1m,4m --json pp.json
   mpiexec -n 4 piotwin run pingpong --sizes 1 --barriers 2000
+  mpiexec -n 4 piotwin run pingpong --sizes 1 --two-phase 256k,1m,4m -o /scratch/pp.dat
   piotwin run pingpong --sim scenarios/default.toml --ranks 2";
 
 /// A comma-separated list of sizes, bytes.
@@ -52,6 +61,15 @@ pub struct PingpongArgs {
     /// Barriers timed.
     #[arg(long, value_name = "N", default_value_t = 1000, value_parser = clap::value_parser!(u64).range(1..))]
     barriers: u64,
+    /// Then time two-phase collective I/O: bytes per rank of each collective call, comma-separated (multiples of --two-phase-block); no test without it.
+    #[arg(long, value_name = "SIZES", value_parser = sizes_arg)]
+    two_phase: Option<SizeList>,
+    /// Block of the two-phase test's interleaved file view (rank r's blocks at (r + k * ranks) * block).
+    #[arg(long, value_name = "SIZE", default_value = "64k", value_parser = parse_size)]
+    two_phase_block: u64,
+    /// The two-phase test's file (created and deleted).
+    #[arg(short = 'o', long, value_name = "PATH", default_value = "pingpong.dat")]
+    file: String,
     #[allow(missing_docs)]
     #[command(flatten)]
     pub common: CommonArgs,
@@ -68,6 +86,12 @@ impl PingpongArgs {
             iterations: self.iterations,
             bytes_per_size: self.bytes_per_size,
             barriers: self.barriers,
+            two_phase: self
+                .two_phase
+                .as_ref()
+                .map_or_else(Vec::new, |l| l.0.clone()),
+            two_phase_block: self.two_phase_block,
+            file: self.file.clone(),
         };
         let ranks = common.ranks().or_else(crate::run::job_size).unwrap_or(1);
         params

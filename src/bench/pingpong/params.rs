@@ -13,12 +13,36 @@ pub struct PingpongParams {
     pub bytes_per_size: u64,
     /// Barriers timed.
     pub barriers: u64,
+    /// Bytes each rank moves per collective call of the two-phase test (none: no test).
+    #[serde(default)]
+    pub two_phase: Vec<u64>,
+    /// Block of the two-phase test's interleaved view, bytes: rank r's blocks lie at
+    /// `(r + k·ranks)·block`.
+    #[serde(default = "default_block")]
+    pub two_phase_block: u64,
+    /// The two-phase test's file (created, then deleted).
+    #[serde(default = "default_file")]
+    pub file: String,
+}
+
+fn default_block() -> u64 {
+    64 << 10
+}
+
+fn default_file() -> String {
+    "pingpong.dat".into()
 }
 
 impl PingpongParams {
     /// Exchanges timed for a message of `size` bytes (see the module docs).
     pub fn exchanges(&self, size: u64) -> u64 {
         (self.bytes_per_size / size.max(1)).clamp(4, self.iterations.max(4))
+    }
+
+    /// Collective calls timed per two-phase size of `per_rank` bytes on `ranks`
+    /// ranks: about `bytes_per_size` bytes in all, 3 to 10 calls.
+    pub fn two_phase_calls(&self, per_rank: u64, ranks: u64) -> u64 {
+        (self.bytes_per_size / (per_rank * ranks).max(1)).clamp(3, 10)
     }
 
     /// Checks the options for `ranks` ranks; the error names the option.
@@ -42,6 +66,23 @@ impl PingpongParams {
                 "--sizes",
                 s,
                 "over the 1 GiB a single message may have here",
+            ));
+        }
+        if self.two_phase_block == 0 {
+            return Err(opt_err("--two-phase-block", 0, "must be at least 1 byte"));
+        }
+        if let Some(s) = self
+            .two_phase
+            .iter()
+            .find(|&&s| s == 0 || s % self.two_phase_block != 0 || s > (1 << 30))
+        {
+            return Err(opt_err(
+                "--two-phase",
+                s,
+                &format!(
+                    "each size must be a positive multiple of --two-phase-block ({} bytes), at most 1 GiB",
+                    self.two_phase_block
+                ),
             ));
         }
         if self.iterations == 0 || self.barriers == 0 {

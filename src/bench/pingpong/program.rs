@@ -110,6 +110,129 @@ impl RankProgram for Pingpong {
             iterations: self.params.barriers,
             seconds,
         });
+        if !self.params.two_phase.is_empty() && ctx.stop_requested().await.is_none() {
+            self.two_phase(ctx, &mut out).await;
+        }
         out
+    }
+}
+
+/// The byte at index `i` of rank `rank`'s data in two-phase call `call`.
+fn call_pattern(rank: usize, call: u64, i: usize) -> u8 {
+    pattern(rank, i) ^ (call as u8).wrapping_mul(29)
+}
+
+impl Pingpong {
+    /// The two-phase test: every rank sees the file through an interleaved view
+    /// (blocks of `two_phase_block` bytes, rank r's at `(r + k·ranks)·block`), so
+    /// ROMIO's interleave test chooses collective buffering; for each size, calls
+    /// of `write_at_all` then as many `read_at_all` over the same bytes, each
+    /// after a barrier. A row's time is the mean call time, maximum over ranks;
+    /// its bytes are those of one call over all ranks. Real runs check what they
+    /// read back. The file is deleted at the end.
+    async fn two_phase<C: IoCtx>(&self, ctx: &C, out: &mut PingpongOutput) {
+        let (rank, size) = (ctx.rank(), ctx.size());
+        let block = self.params.two_phase_block;
+        let opts = OpenOptions {
+            mode: OpenMode::CreateReadWrite,
+            scope: Scope::Shared,
+            api: Api::MpiIo,
+            hints: Default::default(),
+            unique_open: false,
+        };
+        let path = self.params.file.as_str();
+        let mut file = match ctx.open(path, &opts).await {
+            Ok(f) => f,
+            Err(e) => {
+                out.mismatches
+                    .push(format!("two-phase test: open `{path}`: {e}"));
+                return;
+            }
+        };
+        let view = View {
+            disp: rank as u64 * block,
+            etype: Datatype::Byte,
+            filetype: Datatype::Resized {
+                lb: 0,
+                extent: block * size as u64,
+                inner: Box::new(Datatype::Contiguous {
+                    count: block,
+                    inner: Box::new(Datatype::Byte),
+                }),
+            },
+        };
+        if let Err(e) = ctx.set_view(&mut file, &view).await {
+            out.mismatches
+                .push(format!("two-phase test: set_view: {e}"));
+            let _ = ctx.close(file).await;
+            return;
+        }
+        'sizes: for &per_rank in &self.params.two_phase {
+            let calls = self.params.two_phase_calls(per_rank, size as u64);
+            for access in [Access::Write, Access::Read] {
+                let mut elapsed = 0.0;
+                for call in 0..calls {
+                    let mut buf = ctx.alloc(per_rank as usize);
+                    if access == Access::Write
+                        && let Some(b) = buf.bytes_mut()
+                    {
+                        for (i, x) in b.iter_mut().enumerate() {
+                            *x = call_pattern(rank, call, i);
+                        }
+                    }
+                    let op = Op {
+                        access,
+                        coord: Coordination::Collective,
+                        pos: Position::At(call * per_rank),
+                    };
+                    ctx.barrier().await;
+                    let t0 = ctx.wtime();
+                    let done = ctx.xfer(&mut file, op, &mut buf).await;
+                    elapsed += ctx.wtime() - t0;
+                    match done {
+                        Err(e) => {
+                            out.mismatches.push(format!(
+                                "two-phase test: {per_rank}-byte {access:?} call {call}: {e}"
+                            ));
+                            break 'sizes;
+                        }
+                        Ok(_) if access == Access::Read => {
+                            if let Some(b) = buf.bytes()
+                                && let Some(i) =
+                                    (0..b.len()).find(|&i| b[i] != call_pattern(rank, call, i))
+                            {
+                                out.mismatches.push(format!(
+                                    "rank {rank}: two-phase read of {per_rank} bytes, call {call}: byte {i} is {}, expected {}",
+                                    b[i],
+                                    call_pattern(rank, call, i)
+                                ));
+                            }
+                        }
+                        Ok(_) => {}
+                    }
+                }
+                let seconds = ctx
+                    .allreduce_f64(elapsed / calls as f64, ReduceOp::Max)
+                    .await;
+                out.rows.push(PingRow {
+                    test: match access {
+                        Access::Write => "twophase_write",
+                        Access::Read => "twophase_read",
+                    }
+                    .into(),
+                    ranks: size as u64,
+                    bytes: per_rank * size as u64,
+                    iterations: calls,
+                    seconds,
+                });
+            }
+            if ctx.stop_requested().await.is_some() {
+                break;
+            }
+        }
+        let _ = ctx.close(file).await;
+        if rank == 0 {
+            let _ = ctx.delete(path).await;
+        }
     }
 }

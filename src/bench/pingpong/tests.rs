@@ -8,6 +8,9 @@ fn params() -> PingpongParams {
         iterations: 100,
         bytes_per_size: 8 << 20,
         barriers: 10,
+        two_phase: Vec::new(),
+        two_phase_block: 64 << 10,
+        file: "pingpong.dat".into(),
     }
 }
 
