@@ -41,35 +41,52 @@ demo: build
 	echo; echo "== piotwin compare b_eff_io --scenario $(CAL) --ranks 2 $(DEMO_BEFF)"; \
 	$(BIN) compare b_eff_io --scenario $(CAL) --ranks 2 --out $$out/b_eff_io $(DEMO_BEFF) || exit 1
 
-# Held-out accuracy of the calibrated twin (issue 5): b_eff_io at -T 60 on 1, 2 and 4 ranks,
-# and IOR shapes calibration never runs, each compared with a real run; then one table of every
-# headline metric's error (`piotwin report validation`). About 3 minutes. VALIDATE_T="60 300"
-# adds the long runs: b_eff_io keeps what it writes until its read pass, and its data grow
-# with T (13 GB at -T 60 on one rank here, so some 65 GB at -T 300, more with partitions:
-# more than this workstation's disk holds). Results go under $(VALIDATE_OUT), replaced each time.
-# Exits 1 when the median headline |error| is above VALIDATE_LIMIT percent. To store the runs
-# as this machine kind's CI gates, see validation/README.md.
+# Held-out accuracy of the calibrated twin: b_eff_io at -T 60 on 1, 2 and 4 ranks, IOR shapes
+# calibration never runs, BTIO class A (full, simple, epio), MADbench2 and FTIO on 4 ranks,
+# each compared with VALIDATE_REPEAT real runs (their median, with its min-max band: a
+# prediction inside the band is within goal); then one table of every headline metric's error
+# (`piotwin report validation`). About 25 minutes. VALIDATE_T="60 300" adds the long runs:
+# b_eff_io keeps what it writes until its read pass, and its data grow with T (13 GB at -T 60
+# on one rank here, so some 65 GB at -T 300, more with partitions: more than this
+# workstation's disk holds). Results go under $(VALIDATE_OUT), replaced each time. Exits 1
+# when the median headline |error| is above VALIDATE_LIMIT percent. To store the runs as this
+# machine kind's CI gates, see validation/README.md.
 VALIDATE_OUT ?= target/validate
 VALIDATE_T ?= 60
 VALIDATE_N ?= 1 2 4
 VALIDATE_LIMIT ?= 25
+VALIDATE_REPEAT ?= 3
 # Twin runs per compare on parameters drawn from their calibrated intervals: each headline
 # metric gets its predicted 95 % interval, and the summary the coverage (0: no intervals).
 VALIDATE_SAMPLES ?= 32
 VALIDATE_SAMPLING = $(if $(filter-out 0,$(VALIDATE_SAMPLES)),--samples $(VALIDATE_SAMPLES))
+VALIDATE_COMPARE = $(BIN) compare --scenario $(CAL) --repeat $(VALIDATE_REPEAT) $(VALIDATE_SAMPLING)
 VALIDATE_IOR := "-a MPIIO -b 64m -t 1m -s 2" "-a MPIIO -b 8m -t 128k -s 4 -c" \
 	"-a POSIX -b 32m -t 256k -F" "-a MPIIO -b 16m -t 32k -s 2 -F"
+VALIDATE_BTIO := full simple epio
+VALIDATE_MADBENCH2 := 2048 8 1 32 1024 1 1 --iomethod mpi --filetype shared -p .
+VALIDATE_FTIO := -i 48 -p .
 validate: build
 	@test -f $(CAL) || { echo "no $(CAL): run make demo or piotwin calibrate first"; exit 2; }
 	@rm -rf $(VALIDATE_OUT); mkdir -p $(VALIDATE_OUT); \
 	for t in $(VALIDATE_T); do for n in $(VALIDATE_N); do \
 	  d=$(VALIDATE_OUT)/b_eff_io-T$$t-n$$n; \
-	  $(BIN) compare b_eff_io --scenario $(CAL) --ranks $$n --out $$d $(VALIDATE_SAMPLING) -T $$t -MB 1024 -MT 2048 > $$d.txt 2>&1; \
+	  $(VALIDATE_COMPARE) b_eff_io --ranks $$n --out $$d -T $$t -MB 1024 -MT 2048 > $$d.txt 2>&1; \
 	  echo "b_eff_io -T $$t n=$$n: exit $$?"; done; done; \
 	i=0; for shape in $(VALIDATE_IOR); do i=$$((i+1)); for n in 2 4; do \
 	  d=$(VALIDATE_OUT)/ior-$$i-n$$n; \
-	  $(BIN) compare ior --scenario $(CAL) --ranks $$n --out $$d $(VALIDATE_SAMPLING) $$shape -i 3 -o ior.dat > $$d.txt 2>&1; \
+	  $(VALIDATE_COMPARE) ior --ranks $$n --out $$d $$shape -i 3 -o ior.dat > $$d.txt 2>&1; \
 	  echo "ior $$shape n=$$n: exit $$?"; done; done; \
+	for st in $(VALIDATE_BTIO); do \
+	  d=$(VALIDATE_OUT)/btio-A-$$st-n4; \
+	  $(VALIDATE_COMPARE) btio --ranks 4 --out $$d --class A --subtype $$st -p . > $$d.txt 2>&1; \
+	  echo "btio class A $$st n=4: exit $$?"; done; \
+	d=$(VALIDATE_OUT)/madbench2-n4; \
+	$(VALIDATE_COMPARE) madbench2 --ranks 4 --out $$d -- $(VALIDATE_MADBENCH2) > $$d.txt 2>&1; \
+	echo "madbench2 $(VALIDATE_MADBENCH2) n=4: exit $$?"; \
+	d=$(VALIDATE_OUT)/ftio-n4; \
+	$(VALIDATE_COMPARE) ftio --ranks 4 --out $$d $(VALIDATE_FTIO) > $$d.txt 2>&1; \
+	echo "ftio $(VALIDATE_FTIO) n=4: exit $$?"
 	$(BIN) report validation $(VALIDATE_OUT) --limit $(VALIDATE_LIMIT)
 
 # Our real b_eff_io and BTIO beside the public reference codes, which you build outside

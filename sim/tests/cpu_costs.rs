@@ -552,3 +552,34 @@ fn oversubscribed_exchange_moves_at_the_datatype_rates() {
         bits(run(&scenario(4, false, &set), 4, interleaved_program))
     );
 }
+
+/// `mpiio.open_steps`: a collective open makes that many more message steps
+/// of its communicator, each the wake-up (1 ms) on an oversubscribed node: 3
+/// steps add 3 ms to every rank's open of 4 ranks on 2 cores; on a node with a
+/// core per rank a step costs the latency (0 here), so nothing changes.
+#[test]
+fn open_steps_add_message_steps_to_a_collective_open() {
+    let open_time = |cores: usize, set: &[&str]| {
+        let mut all = vec!["nodes[0].oversubscribed_wakeup=1ms"];
+        all.extend_from_slice(set);
+        run(&scenario(cores, false, &all), 4, async |r: &Rank| {
+            let t0 = r.now();
+            let f = r
+                .open("/f", OpenMode::CreateReadWrite, true, Api::MpiIo)
+                .await
+                .unwrap();
+            let t = r.now() - t0;
+            r.close(f).await;
+            t
+        })
+    };
+    let (base, more) = (open_time(2, &[]), open_time(2, &["mpiio.open_steps=3"]));
+    for (b, m) in base.iter().zip(&more) {
+        assert!(close(m - b, 3e-3), "{b} {m}");
+    }
+    let bits = |v: Vec<f64>| v.into_iter().map(f64::to_bits).collect::<Vec<_>>();
+    assert_eq!(
+        bits(open_time(4, &[])),
+        bits(open_time(4, &["mpiio.open_steps=3"]))
+    );
+}

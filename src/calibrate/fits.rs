@@ -58,6 +58,8 @@ pub enum Unit {
     Size,
     /// A count (cores).
     Count,
+    /// A plain number without a unit (message steps).
+    Number,
 }
 
 /// One fitted parameter.
@@ -904,6 +906,65 @@ fn fit_ior(r: &ProbeResults, base: &Scenario, f: &mut Fitted) {
             Err(e) => f.skip(&[key], why(&e)),
         }
     }
+    fit_open_steps(r, base, f);
+}
+
+/// `mpiio.open_steps`: IOR's open times of shared-file writes at more ranks
+/// than cores, whose message steps each wait for a descheduled rank. The twin
+/// charges an open `mpiio.open` + `metadata.create` + ceil(log2 N) message
+/// steps (its one synchronisation) at the step cost `nic_latency` +
+/// `oversubscribed_wakeup` (fitted before); the mean measured open beyond
+/// that, over the step cost, is the number of further steps.
+fn fit_open_steps(r: &ProbeResults, base: &Scenario, f: &mut Fitted) {
+    const KEY: &str = "mpiio.open_steps";
+    let cores = r.machine.cores;
+    let opens = |k: usize| -> Vec<f64> {
+        r.ior
+            .iter()
+            .filter(|x| x.shape != "file-per-process" && x.access == "write" && x.ranks == k)
+            .map(|x| x.open_s)
+            .collect()
+    };
+    let Some(ranks) = r.ior.iter().map(|x| x.ranks).filter(|&k| k > cores).max() else {
+        f.skip(
+            &[KEY],
+            format!("no IOR run at more ranks than cores ({cores})"),
+        );
+        return;
+    };
+    let got = |key: &str| f.get(key).map(|p| p.value);
+    let (Some(open), Some(wakeup)) = (got("mpiio.open"), got("nodes.oversubscribed_wakeup")) else {
+        f.skip(
+            &[KEY],
+            "needs mpiio.open and nodes.oversubscribed_wakeup fitted".into(),
+        );
+        return;
+    };
+    let latency = got("nodes.nic_latency").unwrap_or(base.nodes[0].nic_latency);
+    let step = latency + wakeup;
+    let sync = (usize::BITS - (ranks - 1).leading_zeros()) as f64;
+    let modelled = open + base.metadata.create + sync * step;
+    match mean_estimate(&opens(ranks), LEVEL) {
+        Ok(e) => {
+            let per = |t: f64| (t - modelled) / step;
+            f.params.push(Param {
+                key: KEY.into(),
+                unit: Unit::Number,
+                value: per(e.value).max(0.0),
+                low: per(e.ci_low).max(0.0),
+                high: per(e.ci_high).max(0.0),
+                probe: format!(
+                    "ior -a MPIIO shared-file writes at {ranks} ranks on {cores} cores: max-over-ranks time of the open"
+                ),
+                quality: format!(
+                    "method=mean n={} mean {:.3e} s, less the modelled open {modelled:.3e} s (mpiio.open + base metadata.create + {sync} steps), over the step {step:.3e} s (nic_latency + oversubscribed_wakeup)",
+                    opens(ranks).len(),
+                    e.value
+                ),
+            });
+        }
+        Err(e) => f.skip(&[KEY], why(&e)),
+    }
 }
 
 #[cfg(test)]
@@ -1014,6 +1075,7 @@ pub(crate) mod tests {
     const INDEP: f64 = 5e-6;
     const COLL: f64 = 40e-6;
     const WAKEUP: f64 = 4e-3;
+    const OPEN_STEPS: f64 = 12.0;
     const UNPACK: f64 = 110e6;
     const PACK: f64 = 160e6;
 
@@ -1251,7 +1313,14 @@ pub(crate) mod tests {
                             transfer: t,
                             access: "write".into(),
                             latency_s: call + SYSCALL + t as f64 / CACHE_W + 0.3e-6 * n.normal(),
-                            open_s: 1e-3 + 1e-4 * n.normal(),
+                            // at 4 ranks on 2 cores: 2 + OPEN_STEPS message steps of a wake-up each
+                            open_s: 1e-3
+                                + if ranks == 4 {
+                                    (2.0 + OPEN_STEPS) * WAKEUP
+                                } else {
+                                    0.0
+                                }
+                                + 1e-4 * n.normal(),
                             close_s: 2e-4 + 1e-5 * n.normal(),
                             bw_mib_s: 1.0,
                         });
@@ -1311,7 +1380,11 @@ pub(crate) mod tests {
         within(&f, "nodes.oversubscribed_wakeup", WAKEUP);
         within(&f, "nodes.oversubscribed_unpack_bw", UNPACK);
         within(&f, "nodes.oversubscribed_pack_bw", PACK);
+        // The ranks <= cores opens only (those at 4 ranks wait for wake-ups).
         within(&f, "mpiio.open", 1e-3 - 30e-6);
+        // Steps over the fitted wake-up: its few per cent of error, 12 times.
+        let steps = f.get("mpiio.open_steps").unwrap().value;
+        assert!((steps - OPEN_STEPS).abs() < 1.0, "open steps {steps}");
         within(&f, "mpiio.close", 2e-4 - 3e-6);
         // The exchange time's noise is one-sided (|N|): the latency is biased up
         // by about 0.16 µs, the bandwidth is not.

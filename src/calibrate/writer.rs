@@ -80,6 +80,7 @@ pub fn format_value(unit: Unit, v: f64) -> String {
             }
         }
         Unit::Count => format!("{}", v.round() as u64),
+        Unit::Number => sig(v),
     }
 }
 
@@ -179,6 +180,7 @@ pub fn render(
     // Counts are bare TOML integers; quantities are strings with their unit.
     let toml_value = |unit: Unit, x: f64| match unit {
         Unit::Count if x.is_finite() => Value::Integer(x.round() as i64),
+        Unit::Number if x.is_finite() => Value::Float(sig(x).parse().unwrap_or(x)),
         u => Value::String(format_value(u, x)),
     };
     for p in &fitted.params {

@@ -501,16 +501,17 @@ pub(crate) fn complete(
         }
         Kind::Open(path, mode) => {
             let (cost, opened) = open_inode(m, &mut storage.borrow_mut(), path, mode);
+            let synced = barrier_t + m.open_steps * comm.lat;
             // The first rank's call creates (or opens); the others then open the existing file.
             let mut times = Vec::with_capacity(n);
             for (i, &w) in comm.members.iter().enumerate() {
                 let node = m.platform.node_of(w);
                 let c = if i == 0 { cost } else { m.md.open };
-                times.push(m.md_op(barrier_t, node, c));
+                times.push(m.md_op(synced, node, c));
             }
             per_rank = Some(times);
             let opened = opened.map(|(inode, ptr)| (inode, ptr, m.new_comm(comm.members.clone())));
-            (barrier_t, CollOut::Opened(opened))
+            (synced, CollOut::Opened(opened))
         }
         Kind::Close => {
             let mut times = Vec::with_capacity(n);

@@ -125,6 +125,8 @@ pub(crate) struct Model {
     pub(crate) platform: Rc<Platform>,
     pub(crate) md: Metadata,
     pub(crate) shared_pointer_cost: f64,
+    /// `mpiio.open_steps`: message steps of a collective open beyond its one synchronisation.
+    pub(crate) open_steps: f64,
     /// MPI-IO software costs per call (CPU seconds on the calling rank).
     pub(crate) mpiio: MpiIo,
     pub(crate) md_free_at: f64,
@@ -216,6 +218,7 @@ impl Twin {
             platform: platform.clone(),
             md: scenario.metadata.clone(),
             shared_pointer_cost: scenario.mpiio.shared_pointer,
+            open_steps: scenario.mpiio.open_steps,
             mpiio: scenario.mpiio.clone(),
             md_free_at: 0.0,
             next_comm: 0,

@@ -216,6 +216,13 @@ impl fmt::Display for Scenario {
             fmt_time(mp.open),
             fmt_time(mp.close)
         )?;
+        if mp.open_steps > 0.0 {
+            writeln!(
+                f,
+                "    a collective open makes {:.3} message steps beyond its synchronisation",
+                mp.open_steps
+            )?;
+        }
         for (k, c) in &self.calibration {
             writeln!(
                 f,

@@ -437,6 +437,12 @@ pub struct MpiIo {
     pub open: f64,
     /// CPU time of `MPI_File_close` on each rank beyond the metadata operation, in seconds. 0 = free.
     pub close: f64,
+    /// Message steps of a collective `MPI_File_open` beyond the one
+    /// synchronisation the twin makes (ROMIO duplicates the communicator,
+    /// agrees on the access mode, gathers the host names for
+    /// `cb_config_list`, agrees on errors): each costs one message step of the
+    /// communicator, the wake-up included on an oversubscribed node. 0 = none.
+    pub open_steps: f64,
 }
 
 /// The kind of value a scenario key holds, and so the unit a

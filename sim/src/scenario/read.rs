@@ -534,6 +534,7 @@ impl Scenario {
                 collective_call: mpiio.time_or("collective_call", 0.0)?,
                 open: mpiio.time_or("open", 0.0)?,
                 close: mpiio.time_or("close", 0.0)?,
+                open_steps: mpiio.number_or("open_steps", 0.0)?,
             },
             calibration,
             run_to_run,

@@ -523,6 +523,12 @@ const KEYS: &[Key] = &[
         "CPU per collective MPI-IO data call, on top of its modelled messages",
     ),
     key(
+        "mpiio.open_steps",
+        Quantity(Number),
+        Value("0"),
+        "message steps of a collective MPI_File_open beyond its one synchronisation (communicator duplicate, access-mode and error agreement, host names for cb_config_list), each a message step of the communicator (with the wake-up on an oversubscribed node)",
+    ),
+    key(
         "mpiio.open",
         Quantity(Time),
         Value("\"0s\""),

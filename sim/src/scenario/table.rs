@@ -319,6 +319,15 @@ impl<'a, 'i> Tbl<'a, 'i> {
         Ok((x, raw))
     }
 
+    /// An optional plain number ≥ 0 ([`KeyKind::Number`]), `default` where absent.
+    pub(super) fn number_or(&self, k: &str, default: f64) -> Result<f64, ScenarioError> {
+        self.default_is(k, &default, |t| t.parse::<f64>().ok());
+        match self.opt(k) {
+            Some(_) => Ok(self.quantity(k, KeyKind::Number)?.0),
+            None => Ok(default),
+        }
+    }
+
     pub(super) fn rate_or(&self, k: &str, default: f64) -> Result<f64, ScenarioError> {
         self.default_is(k, &default, |t| units::parse_rate(t).ok());
         if self.opt(k).is_some() {
