@@ -23,16 +23,22 @@ deps:
 build: deps
 	$(CARGO) build --release
 
-# This host's calibrated scenario: `make demo` writes it once (quick calibration) and reuses it.
+# This host's calibrated scenario: `make demo` writes it (quick calibration) and reuses it while fresh.
 HOST := $(shell hostname)
 CAL ?= scenarios/calibrated/$(HOST).toml
 DEMO_BEFF := -T 10 -MB 256
 
-# Quick calibration of this host (reused when $(CAL) exists; delete it to recalibrate), then
-# IOR and a short b_eff_io run for real and in the calibrated twin, side by side.
+# Quick calibration of this host, then IOR and a short b_eff_io run for real and in the
+# calibrated twin, side by side. $(CAL) is reused while `piotwin calibrate --check` finds it
+# fresh (same host, processor, cores and memory as its probes file recorded, at most 30 days
+# old, and a quick memcpy inside its calibrated interval); a stale one is kept as
+# $(CAL).stale and this host is calibrated anew.
 demo: build
-	@if [ -f $(CAL) ]; then echo "== reusing $(CAL) (delete it to recalibrate)"; \
-	else scratch=$$(mktemp -d -t piotwin-cal.XXXXXX); \
+	@if [ -f $(CAL) ] && $(BIN) calibrate --check $(CAL); then echo "== reusing $(CAL)"; \
+	else if [ -f $(CAL) ]; then mv $(CAL) $(CAL).stale; \
+	    if [ -f $(CAL).probes.json ]; then mv $(CAL).probes.json $(CAL).stale.probes.json; fi; \
+	    echo "== $(CAL) kept as $(CAL).stale; calibrating this host anew"; fi; \
+	  scratch=$$(mktemp -d -t piotwin-cal.XXXXXX); \
 	  echo "== piotwin calibrate --quick --dir $$scratch --out $(CAL)"; \
 	  $(BIN) calibrate --quick --dir $$scratch --out $(CAL) || exit 1; rmdir $$scratch; fi
 	@out=$$(mktemp -d -t piotwin-demo.XXXXXX); \

@@ -74,10 +74,42 @@ fn tiny_real_calibration_writes_a_scenario_the_twin_reads() {
         ],
     );
     assert!(run.status.success(), "{}", stderr(&run));
+
+    // `--check`: fresh on this machine today (without the quick memcpy, whose
+    // tiny sizes are too noisy here); stale once its facts name another host.
+    let probes = d.join("cal.toml.probes.json");
+    let mut raw = read_json(&probes);
+    assert!(
+        raw["results"]["machine"]["date"].is_string(),
+        "{}",
+        raw["results"]["machine"]
+    );
+    raw["results"]["memcpy"] = serde_json::json!([]);
+    std::fs::write(&probes, raw.to_string()).unwrap();
+    let o = piotwin(d, &["calibrate", "--check", "cal.toml"]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert!(
+        stdout(&o).contains("calibration `cal.toml`: fresh"),
+        "{}",
+        stdout(&o)
+    );
+    raw["results"]["machine"]["host"] = "elsewhere".into();
+    std::fs::write(&probes, raw.to_string()).unwrap();
+    let o = piotwin(d, &["calibrate", "--check", "cal.toml"]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(
+        stderr(&o).contains("is stale: calibrated on host `elsewhere`"),
+        "{}",
+        stderr(&o)
+    );
 }
 
 #[test]
 fn bad_input_is_refused_before_anything_runs() {
+    bad_input(
+        &["calibrate", "--check", "no/such.toml"],
+        &["--check `no/such.toml`"],
+    );
     bad_input(
         &["calibrate", "--dir", "no/such/dir", "--out", "x.toml"],
         &["--dir", "no/such/dir", "not an existing directory"],

@@ -1087,6 +1087,8 @@ pub(crate) mod tests {
             mem_total_bytes: 16 << 30,
             cpu_cache_bytes: 1 << 20,
             readahead_bytes: Some(8 << 20),
+            date: None,
+            cpu: None,
         };
         let mut r = ProbeResults::new(machine, Plan::new(Scale::Quick, 2, 4, "/s"));
         let mut n = Lcg(0x9e37_79b9_7f4a_7c15);

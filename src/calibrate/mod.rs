@@ -18,6 +18,7 @@
 
 pub mod discrepancy;
 pub mod fits;
+pub mod freshness;
 pub mod memcpy;
 pub mod plan;
 pub mod probes;
@@ -46,6 +47,15 @@ pub struct Machine {
     /// partition); `None` where unreadable (a network or virtual file system).
     #[serde(default)]
     pub readahead_bytes: Option<u64>,
+    /// The UTC date the facts were read, `YYYY-MM-DD` (the calibration's date;
+    /// `None` in probes files written before it was recorded).
+    #[serde(default)]
+    pub date: Option<String>,
+    /// The processor (`model name` of `/proc/cpuinfo`); `None` where unreadable
+    /// or in probes files written before it was recorded. Virtual machines of
+    /// one name may run on different hosts.
+    #[serde(default)]
+    pub cpu: Option<String>,
 }
 
 impl Machine {
@@ -73,6 +83,11 @@ impl Machine {
             mem_total_bytes,
             cpu_cache_bytes,
             readahead_bytes: None,
+            date: Some(freshness::today()),
+            cpu: std::fs::read_to_string("/proc/cpuinfo")
+                .ok()
+                .as_deref()
+                .and_then(cpu_model),
         })
     }
 
@@ -90,6 +105,15 @@ impl Machine {
                 .map(|kb| kb << 10)
         });
     }
+}
+
+/// The first `model name` of the text of `/proc/cpuinfo`.
+fn cpu_model(cpuinfo: &str) -> Option<String> {
+    cpuinfo
+        .lines()
+        .find(|l| l.starts_with("model name"))
+        .and_then(|l| l.split_once(':'))
+        .map(|(_, v)| v.trim().to_string())
 }
 
 /// A sysfs cache size (`32768K`, `2M`), bytes.
@@ -125,6 +149,16 @@ pub fn parse_mem_total(meminfo: &str) -> Result<u64, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_cpu_model_is_the_first_model_name() {
+        let text = "processor\t: 0\nmodel name\t: Intel(R) Xeon(R) Processor\nprocessor\t: 1\nmodel name\t: other\n";
+        assert_eq!(
+            cpu_model(text).as_deref(),
+            Some("Intel(R) Xeon(R) Processor")
+        );
+        assert_eq!(cpu_model("flags: fpu"), None);
+    }
 
     #[test]
     fn mem_total_is_kib() {

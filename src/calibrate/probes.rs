@@ -308,6 +308,8 @@ mod tests {
             mem_total_bytes: 1 << 34,
             cpu_cache_bytes: 1 << 20,
             readahead_bytes: Some(8 << 20),
+            date: None,
+            cpu: None,
         };
         ProbeResults::new(machine, Plan::new(Scale::Tiny, 2, 4, "/s"))
     }

@@ -157,8 +157,12 @@ pub fn render(
     root.insert(
         "description".into(),
         Value::String(format!(
-            "{} ({} cores, {} bytes of memory) calibrated by `piotwin calibrate` ({scale} probes) over the base `{base_name}`",
-            m.host, m.cores, m.mem_total_bytes
+            "{} ({} cores, {} bytes of memory) calibrated by `piotwin calibrate` ({scale} probes){} over the base `{base_name}`",
+            m.host,
+            m.cores,
+            m.mem_total_bytes,
+            m.date.as_ref().map_or(String::new(), |d| format!(" on {d}"))
+                + &m.cpu.as_ref().map_or(String::new(), |c| format!(" ({c})"))
         )),
     );
     let base_source = match root.remove("source") {

@@ -14,7 +14,7 @@ use clap::{Args, ValueEnum};
 use piotwin::calibrate::fits::{self, Fitted};
 use piotwin::calibrate::plan::{Plan, Scale, Step};
 use piotwin::calibrate::probes::{ProbeResults, StepFailure};
-use piotwin::calibrate::{Machine, discrepancy, memcpy, writer};
+use piotwin::calibrate::{Machine, discrepancy, freshness, memcpy, writer};
 use piotwin::report::write_atomic;
 use piotwin_sim::Scenario;
 
@@ -39,6 +39,7 @@ that other shapes and b_eff_io stay held out for `compare`. --quick takes under
 pub(super) const AFTER_HELP: &str = "\
 Examples:
   piotwin calibrate --dir /tmp --quick
+  piotwin calibrate --check scenarios/calibrated/$(hostname).toml
   piotwin calibrate --dir /scratch --out scenarios/calibrated/ws.toml --ranks 4
   piotwin calibrate --dir /tmp --quick --mpiexec 'mpiexec.mpich'";
 
@@ -54,8 +55,14 @@ pub(super) enum ScaleArg {
 #[derive(Debug, Args)]
 pub(crate) struct CalibrateArgs {
     /// Scratch directory: probe files go in a new directory inside it, removed at the end.
-    #[arg(long, value_name = "DIR")]
-    dir: PathBuf,
+    #[arg(long, value_name = "DIR", required_unless_present = "check")]
+    dir: Option<PathBuf>,
+    /// Check instead whether the calibrated scenario FILE still describes this machine (the host, cores and memory its probes file recorded, its age, a quick in-process memcpy against its calibrated interval): exit 0 when fresh, 1 (with the reasons) when stale.
+    #[arg(long, value_name = "FILE", conflicts_with_all = ["out", "quick", "ranks", "base"])]
+    check: Option<PathBuf>,
+    /// With --check: the oldest calibration still taken as fresh, in days.
+    #[arg(long, value_name = "DAYS", default_value_t = 30, requires = "check")]
+    max_age_days: u32,
     /// The calibrated scenario (default scenarios/calibrated/<hostname>.toml, its directory created if missing).
     #[arg(long, value_name = "FILE")]
     out: Option<PathBuf>,
@@ -97,14 +104,18 @@ fn usage<T>(m: String) -> Result<T, CliError> {
 impl CalibrateArgs {
     fn check(&self) -> Result<Inputs, CliError> {
         let mut machine = Machine::detect().map_err(CliError::Runtime)?;
-        if !self.dir.is_dir() {
+        let dir = self
+            .dir
+            .clone()
+            .expect("clap requires --dir without --check");
+        if !dir.is_dir() {
             return usage(format!(
                 "--dir `{}`: not an existing directory",
-                self.dir.display()
+                dir.display()
             ));
         }
-        machine.detect_readahead(&self.dir);
-        check_output(&self.dir.join("probe"), "--dir")?;
+        machine.detect_readahead(&dir);
+        check_output(&dir.join("probe"), "--dir")?;
         let (out, create_out_dir) = match &self.out {
             Some(o) => {
                 check_output(o, "--out")?;
@@ -148,7 +159,7 @@ impl CalibrateArgs {
         let base = Scenario::from_str(&base_text, &base_name)
             .map_err(|e| CliError::Usage(format!("--base `{base_name}`: {e}")))?;
         Ok(Inputs {
-            dir: self.dir.clone(),
+            dir,
             out,
             probes_out,
             create_out_dir,
@@ -243,8 +254,81 @@ fn launch(launcher: &Launcher, step: &Step, json: &Path) -> Result<String, Strin
     std::fs::read_to_string(json).map_err(|e| format!("no report `{}`: {e}", json.display()))
 }
 
+/// `piotwin calibrate --check FILE`: whether FILE's calibration still
+/// describes this machine (see [`freshness`]); prints the verdict.
+fn check_freshness(file: &Path, max_age_days: u32) -> Result<(), CliError> {
+    let scenario = Scenario::load(file)
+        .map_err(|e| CliError::Usage(format!("--check `{}`: {e}", file.display())))?;
+    drop(scenario);
+    let probes = PathBuf::from(format!("{}.probes.json", file.display()));
+    let results = std::fs::read_to_string(&probes)
+        .ok()
+        .and_then(|t| serde_json::from_str::<serde_json::Value>(&t).ok())
+        .map(|v| v["results"].clone());
+    let field = |name: &str| results.as_ref().map(|r| r[name].clone());
+    let then: Option<Machine> = field("machine").and_then(|m| serde_json::from_value(m).ok());
+    let copies: Option<Vec<memcpy::CopySample>> =
+        field("memcpy").and_then(|m| serde_json::from_value(m).ok());
+    let now = Machine::detect().map_err(CliError::Runtime)?;
+    // The quick check: calibration's largest memcpy (at most 256 MiB) again.
+    let quick = copies.as_ref().and_then(|recorded| {
+        let size = recorded
+            .iter()
+            .map(|s| s.bytes)
+            .filter(|&b| b <= 256 << 20)
+            .max()?;
+        let rates = |samples: &[memcpy::CopySample]| -> Vec<f64> {
+            let mut v: Vec<f64> = samples
+                .iter()
+                .filter(|s| s.bytes == size)
+                .map(|s| s.bytes as f64 / s.seconds)
+                .collect();
+            v.sort_by(f64::total_cmp);
+            v
+        };
+        let then = rates(recorded);
+        let now = rates(&memcpy::measure(&[size], 7));
+        Some(freshness::QuickCheck {
+            key: format!("memcpy of {size} bytes"),
+            measured: now[now.len() / 2],
+            low: then[0],
+            high: then[then.len() - 1],
+        })
+    });
+    let why = freshness::stale_reasons(
+        then.as_ref(),
+        &now,
+        &freshness::today(),
+        max_age_days,
+        quick.as_ref(),
+    );
+    let shown = file.display();
+    if why.is_empty() {
+        let date = then.and_then(|m| m.date).unwrap_or_default();
+        let check = quick.map_or(String::new(), |q| {
+            format!(
+                "; quick check {} {:.4e} B/s (calibration measured [{:.4e}, {:.4e}])",
+                q.key, q.measured, q.low, q.high
+            )
+        });
+        println!(
+            "calibration `{shown}`: fresh (host {}, {} cores, calibrated on {date}{check})",
+            now.host, now.cores
+        );
+        Ok(())
+    } else {
+        Err(CliError::Runtime(format!(
+            "calibration `{shown}` is stale: {}",
+            why.join("; ")
+        )))
+    }
+}
+
 /// `piotwin calibrate`.
 pub(super) fn run(args: &CalibrateArgs) -> Result<(), CliError> {
+    if let Some(file) = &args.check {
+        return check_freshness(file, args.max_age_days);
+    }
     let inp = args.check()?;
     let scratch = inp
         .dir
