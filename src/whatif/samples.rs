@@ -81,7 +81,11 @@ pub fn sampled(scenario: &Scenario, overrides: &[String]) -> Result<Sampled, Str
     let keys: Vec<String> = scenario
         .calibration
         .iter()
-        .filter(|(k, c)| c.low < c.high && !given.iter().any(|g| within(k, g)))
+        .filter(|(k, c)| {
+            c.low < c.high
+                && ((c.value - c.low).is_finite() || (c.high - c.value).is_finite())
+                && !given.iter().any(|g| within(k, g))
+        })
         .map(|(k, _)| k.clone())
         .collect();
     let spread = scenario.run_to_run.as_ref().map_or(0.0, |r| r.spread);
@@ -100,13 +104,17 @@ pub fn sampled(scenario: &Scenario, overrides: &[String]) -> Result<Sampled, Str
     })
 }
 
-/// One value of a fitted key drawn from its interval, `z` a standard normal deviate.
+/// One value of a fitted key drawn from its interval, `z` a standard normal
+/// deviate. An interval open on one side (a fit whose slope could be zero:
+/// `unbounded`) is taken as wide there as on its bounded side.
 fn draw_value(c: &Calibrated, z: f64) -> f64 {
-    let sd = if z < 0.0 {
-        c.value - c.low
-    } else {
-        c.high - c.value
-    } / Z95;
+    let (below, above) = (c.value - c.low, c.high - c.value);
+    let (below, above) = match (below.is_finite(), above.is_finite()) {
+        (true, false) => (below, below),
+        (false, true) => (above, above),
+        _ => (below, above),
+    };
+    let sd = if z < 0.0 { below } else { above } / Z95;
     let x = c.value + z * sd;
     match c.kind {
         KeyKind::Number => x.clamp(c.low, c.high),
@@ -292,6 +300,28 @@ mod tests {
             .collect();
         v.sort_by(f64::total_cmp);
         v
+    }
+
+    #[test]
+    fn an_interval_open_above_is_drawn_as_wide_as_below() {
+        let base = synthetic("");
+        let text = format!(
+            "{}\n[calibration.\"server.device.read_bw\"]\nvalue = \"1GB/s\"\nlow = \"0.5GB/s\"\nhigh = \"unbounded\"\nprobe = \"synthetic\"\n",
+            std::fs::read_to_string(concat!(
+                env!("CARGO_MANIFEST_DIR"),
+                "/scenarios/default.toml"
+            ))
+            .unwrap()
+        );
+        drop(base);
+        let s = Scenario::from_str(&text, "open.toml").unwrap();
+        assert!(s.calibration["server.device.read_bw"].high.is_infinite());
+        let draws = draw(&s, &[], 20_000, 3).unwrap();
+        let v = values(&draws, "server.device.read_bw");
+        assert!(v.iter().all(|x| x.is_finite()));
+        let (lo, hi) = (quantile(&v, 0.025), quantile(&v, 0.975));
+        assert!((lo / 0.5e9 - 1.0).abs() < 0.02, "2.5 % quantile {lo}");
+        assert!((hi / 1.5e9 - 1.0).abs() < 0.02, "97.5 % quantile {hi}");
     }
 
     #[test]
