@@ -523,12 +523,6 @@ const KEYS: &[Key] = &[
         "CPU per collective MPI-IO data call, on top of its modelled messages",
     ),
     key(
-        "mpiio.open_steps",
-        Quantity(Number),
-        Value("0"),
-        "message steps of a collective MPI_File_open beyond its one synchronisation (communicator duplicate, access-mode and error agreement, host names for cb_config_list), each a message step of the communicator (with the wake-up on an oversubscribed node)",
-    ),
-    key(
         "mpiio.open",
         Quantity(Time),
         Value("\"0s\""),
@@ -539,6 +533,12 @@ const KEYS: &[Key] = &[
         Quantity(Time),
         Value("\"0s\""),
         "CPU of `MPI_File_close` per rank, beyond the metadata costs",
+    ),
+    key(
+        "mpiio.open_steps",
+        Quantity(Number),
+        Value("0"),
+        "message steps of a collective MPI_File_open beyond its one synchronisation (communicator duplicate, access-mode and error agreement, host names for cb_config_list), each a message step of the communicator (with the wake-up on an oversubscribed node)",
     ),
 ];
 
