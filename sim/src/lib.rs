@@ -89,7 +89,7 @@ mod storage;
 pub mod units;
 
 pub use ff::{FF_EPSILON, FfObservation, FfOffer, FfPlan, FfPointer};
-pub use mpi::{File, Pending, Rank, RunStats, SimOptions, Twin};
+pub use mpi::{File, Pending, Rank, RunStats, SimOptions, Twin, collective_steps};
 pub use romio::FsRequest;
 pub use scenario::{Placement, Scenario, ScenarioError};
 

@@ -942,7 +942,7 @@ fn fit_open_steps(r: &ProbeResults, base: &Scenario, f: &mut Fitted) {
     };
     let latency = got("nodes.nic_latency").unwrap_or(base.nodes[0].nic_latency);
     let step = latency + wakeup;
-    let sync = (usize::BITS - (ranks - 1).leading_zeros()) as f64;
+    let sync = piotwin_sim::collective_steps(ranks);
     let modelled = open + base.metadata.create + sync * step;
     match mean_estimate(&opens(ranks), LEVEL) {
         Ok(e) => {

@@ -57,7 +57,7 @@ pub(crate) struct CalibrateArgs {
     /// Scratch directory: probe files go in a new directory inside it, removed at the end.
     #[arg(long, value_name = "DIR", required_unless_present = "check")]
     dir: Option<PathBuf>,
-    /// Check instead whether the calibrated scenario FILE still describes this machine (the host, cores and memory its probes file recorded, its age, a quick in-process memcpy against its calibrated interval): exit 0 when fresh, 1 (with the reasons) when stale.
+    /// Check instead whether the calibrated scenario FILE still describes this machine (the host, processor, cores and memory its probes file recorded, its age, and calibration's largest memcpy run again against what it measured): exit 0 when fresh, 1 (with the reasons) when stale.
     #[arg(long, value_name = "FILE", conflicts_with_all = ["out", "quick", "ranks", "base"])]
     check: Option<PathBuf>,
     /// With --check: the oldest calibration still taken as fresh, in days.
@@ -257,9 +257,9 @@ fn launch(launcher: &Launcher, step: &Step, json: &Path) -> Result<String, Strin
 /// `piotwin calibrate --check FILE`: whether FILE's calibration still
 /// describes this machine (see [`freshness`]); prints the verdict.
 fn check_freshness(file: &Path, max_age_days: u32) -> Result<(), CliError> {
-    let scenario = Scenario::load(file)
+    // FILE must be a scenario; what is checked is in its probes file.
+    Scenario::load(file)
         .map_err(|e| CliError::Usage(format!("--check `{}`: {e}", file.display())))?;
-    drop(scenario);
     let probes = PathBuf::from(format!("{}.probes.json", file.display()));
     let results = std::fs::read_to_string(&probes)
         .ok()

@@ -14,18 +14,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use super::{Interval, RunReport};
-
-/// The median of `xs` (mean of the two middle values for an even count).
-fn median(xs: &mut [f64]) -> Option<f64> {
-    xs.sort_by(f64::total_cmp);
-    let n = xs.len();
-    match n {
-        0 => None,
-        _ if n % 2 == 1 => Some(xs[n / 2]),
-        _ => Some(0.5 * (xs[n / 2 - 1] + xs[n / 2])),
-    }
-}
+use super::{Interval, RunReport, median};
 
 /// One headline metric in both reports.
 #[derive(Debug, Clone, PartialEq, serde::Serialize)]

@@ -102,6 +102,17 @@ impl Interval {
     }
 }
 
+/// The median of `xs`, sorting them (mean of the two middle values for an even count).
+pub(crate) fn median(xs: &mut [f64]) -> Option<f64> {
+    xs.sort_by(f64::total_cmp);
+    let n = xs.len();
+    match n {
+        0 => None,
+        _ if n % 2 == 1 => Some(xs[n / 2]),
+        _ => Some(0.5 * (xs[n / 2 - 1] + xs[n / 2])),
+    }
+}
+
 /// Write `bytes` to `path` atomically: a temporary file in the same directory,
 /// flushed, then renamed over `path`.
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
@@ -144,12 +155,8 @@ impl RunReport {
         out.metrics.clear();
         out.bands.clear();
         for (name, mut vs) in values {
-            vs.sort_by(f64::total_cmp);
+            let median = median(&mut vs).expect("a metric some run has");
             let n = vs.len();
-            let median = match n % 2 {
-                1 => vs[n / 2],
-                _ => 0.5 * (vs[n / 2 - 1] + vs[n / 2]),
-            };
             out.metrics.insert(name.to_string(), median);
             out.bands.insert(
                 name.to_string(),

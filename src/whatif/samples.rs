@@ -304,7 +304,6 @@ mod tests {
 
     #[test]
     fn an_interval_open_above_is_drawn_as_wide_as_below() {
-        let base = synthetic("");
         let text = format!(
             "{}\n[calibration.\"server.device.read_bw\"]\nvalue = \"1GB/s\"\nlow = \"0.5GB/s\"\nhigh = \"unbounded\"\nprobe = \"synthetic\"\n",
             std::fs::read_to_string(concat!(
@@ -313,7 +312,6 @@ mod tests {
             ))
             .unwrap()
         );
-        drop(base);
         let s = Scenario::from_str(&text, "open.toml").unwrap();
         assert!(s.calibration["server.device.read_bw"].high.is_infinite());
         let draws = draw(&s, &[], 20_000, 3).unwrap();

@@ -102,7 +102,9 @@ pub(crate) struct Mailbox {
     pub(crate) recvs: VecDeque<Signal>,
 }
 
-pub(crate) fn ceil_log2(n: usize) -> f64 {
+/// Message steps of one collective over `n` ranks as the twin charges it
+/// (a barrier's, a broadcast's): ceil(log2 n).
+pub fn ceil_log2(n: usize) -> f64 {
     (usize::BITS - (n.max(1) - 1).leading_zeros()) as f64
 }
 

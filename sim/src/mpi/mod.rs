@@ -36,6 +36,7 @@ mod rank;
 pub(crate) mod romio;
 mod stop;
 
+pub use comm::ceil_log2 as collective_steps;
 pub use mpiio::{File, Pending};
 pub use rank::Rank;
 
