@@ -301,6 +301,62 @@ fn repeated_real_runs_give_the_median_and_its_band() {
     assert!(read_json(&c.join("measured.json"))["environment"]["repeats"] == "median of 3 runs");
 }
 
+/// A scenario whose page cache pays for fresh memory that the host takes
+/// back: compare waits 1.5 × release_time before the real run, reads the free
+/// memory it found, and starts the twin with it.
+#[test]
+fn the_twin_starts_from_the_free_memory_the_real_run_found() {
+    let Some(launcher) = launcher_line() else {
+        panic!("no MPI launcher: real-mode tests need mpiexec");
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let text = std::fs::read_to_string(default_scenario())
+        .unwrap()
+        .replace(
+            "[nodes.cache]",
+            "[nodes.cache]\nfresh_bw = \"1GB/s\"\nwarm = \"64MiB\"\nrelease_time = \"0.2s\"",
+        );
+    std::fs::write(dir.path().join("vm.toml"), text).unwrap();
+    let o = piotwin(
+        dir.path(),
+        &[
+            "compare",
+            "ior",
+            "--scenario",
+            "vm.toml",
+            "--ranks",
+            "2",
+            "--mpiexec",
+            &launcher,
+            "--out",
+            "c",
+            "-b",
+            "1m",
+            "-t",
+            "64k",
+            "-o",
+            "ior.dat",
+        ],
+    );
+    assert_eq!(o.status.code(), Some(0), "{}\n{}", stdout(&o), stderr(&o));
+    let cmp = read_json(&dir.path().join("c/compare.json"));
+    assert!(
+        (cmp["settle_s"].as_f64().unwrap() - 0.3).abs() < 1e-12,
+        "{cmp}"
+    );
+    let free = cmp["mem_free_at_start"][0].as_u64().unwrap();
+    assert!(free > 0);
+    assert_eq!(
+        cmp["twin_sets"],
+        serde_json::json!([format!("nodes[0].cache.free={free}B")])
+    );
+    assert!(
+        stderr(&o).contains("the twin starts so (nodes.cache.free)"),
+        "{}",
+        stderr(&o)
+    );
+}
+
 #[test]
 fn failed_real_run_keeps_what_it_finished() {
     let Some(launcher) = launcher_line() else {
@@ -470,6 +526,18 @@ fn bad_input_is_refused_before_anything_runs() {
             "no-such-launcher-x",
         ]),
         &["--mpiexec `no-such-launcher-x`", "cannot start"],
+    );
+    bad_input(
+        &with(&[
+            "ior",
+            "--scenario",
+            &sc,
+            "--ranks",
+            "2",
+            "--settle",
+            "5 parsecs",
+        ]),
+        &["--settle", "5 parsecs", "a time like"],
     );
     // Under a launcher: compare must be the one that launches.
     let dir = tempfile::tempdir().unwrap();

@@ -61,6 +61,10 @@ fn predict_again(run: &Path, scenario: &Path) -> serde_json::Value {
         args.push(r["flag"].as_str().unwrap().into());
         args.push(r["value"].as_str().unwrap().into());
     }
+    // The start state compare gave the twin (the free memory the real runs found).
+    for set in c["twin_sets"].as_array().into_iter().flatten() {
+        args.extend(["--set".into(), set.as_str().unwrap().into()]);
+    }
     args.extend([
         "--seed".into(),
         c["seed"].to_string(),

@@ -28,15 +28,15 @@
 #![warn(missing_docs, unreachable_pub)]
 
 mod fit;
-mod fresh;
 mod knee;
+mod release;
 
 pub use fit::{
     FitMethod, HUBER_C, LineFit, LinearFit, fit_latency_bandwidth, fit_latency_bandwidth_robust,
     fit_line, fit_line_robust, mean_estimate,
 };
-pub use fresh::{FreshFit, Growth, fit_fresh_memory};
 pub use knee::{CacheKnee, find_cache_knee};
+pub use release::{ReleaseFit, Rewrite, fit_release};
 
 use serde::{Deserialize, Serialize};
 use statrs::distribution::{ContinuousCDF, StudentsT};
@@ -111,6 +111,18 @@ pub enum FitError {
         device: f64,
         /// The split size in bytes.
         size: f64,
+    },
+    /// The rewrite after the longest wait is not clearly slower than the one
+    /// right after the delete: freed memory stays backed.
+    #[error(
+        "release fit: the rewrite after the longest wait took {fresh_s} s against {warm_s} s right \
+         after the delete; freed memory is not handed back, so it stays backed (no release time)"
+    )]
+    NotReleased {
+        /// Rewrite time right after the delete, seconds.
+        warm_s: f64,
+        /// Rewrite time after the longest wait, seconds.
+        fresh_s: f64,
     },
     /// A confidence level outside (0, 1).
     #[error(

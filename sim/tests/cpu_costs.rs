@@ -452,6 +452,97 @@ fn page_cache_growth_beyond_warm_memory_pays_the_fresh_rate() {
     assert_eq!(inf.map(f64::to_bits), off.map(f64::to_bits));
 }
 
+/// Released memory: a file's pages freed by its delete stay backed, beyond
+/// `warm`, while the host takes them back linearly over `release_time`: a
+/// second file whose pages land t after the delete finds 1 − t / release_time
+/// of the freed excess still backed and pays `fresh_bw` for the rest.
+#[test]
+fn freed_page_cache_memory_is_released_over_release_time() {
+    const MB: u64 = 1_000_000;
+    let write = async |r: &Rank, path: &str| -> [f64; 2] {
+        let mut f = r
+            .open(path, OpenMode::CreateReadWrite, false, Api::Posix)
+            .await
+            .unwrap();
+        let t0 = r.now();
+        r.xfer(
+            &mut f,
+            Op {
+                access: Access::Write,
+                coord: Coordination::Independent,
+                pos: Position::At(0),
+            },
+            2 * MB,
+        )
+        .await
+        .unwrap();
+        let t1 = r.now();
+        r.close(f).await;
+        [t0, t1]
+    };
+    // (first write's time, when the delete freed its pages, second write's start and end)
+    let times = |set: &[&str]| -> [f64; 4] {
+        let scn = scenario(1, true, set);
+        run(&scn, 1, async |r: &Rank| {
+            let [a0, a1] = write(r, "/f").await;
+            let freed = r.now();
+            r.delete("/f").await;
+            r.sleep(freed + 0.5 - r.now()).await;
+            let [b0, b1] = write(r, "/g").await;
+            [a1 - a0, freed, b0, b1]
+        })[0]
+    };
+    let fresh = ["nodes[0].cache.fresh_bw=100MB/s", "nodes[0].cache.warm=1MB"];
+    let kept = times(&fresh);
+    let released = times(&[&fresh[..], &["nodes[0].cache.release_time=1s"]].concat());
+    // 2 MB at the 1 GB/s copy, the 1 MB beyond warm memory at 100 MB/s.
+    assert!(close(kept[0], 2e-3 + 10e-3), "{kept:?}");
+    assert_eq!(released[0].to_bits(), kept[0].to_bits());
+    // Kept for ever: the second file reuses the first one's memory.
+    assert!(close(kept[3] - kept[2], 2e-3), "{kept:?}");
+    // The second file's pages land after its 2 ms copy; of the freed 1 MB,
+    // 1 − t / 1 s is still backed then, the rest comes at 100 MB/s.
+    let [_, freed, b0, b1] = released;
+    let t = b0 + 2e-3 - freed;
+    assert!(t > 0.5, "{released:?}");
+    let fresh_bytes = 1e6 * t;
+    // (within 10 bytes' worth: the call's own costs move the landing by microseconds)
+    let expected = 2e-3 + fresh_bytes / 100e6;
+    assert!((b1 - b0 - expected).abs() < 1e-7, "{released:?} {expected}");
+}
+
+/// Free memory: growth beyond the backed memory pays `fresh_bw` only while
+/// the node's `free` memory lasts; beyond it the kernel reclaims backed
+/// pages: 3 MB written with 1 MB warm and 1 MB free pay for 1 MB fresh.
+#[test]
+fn fresh_growth_stops_where_free_memory_ends() {
+    const MB: u64 = 1_000_000;
+    let time = |set: &[&str]| -> f64 {
+        let scn = scenario(1, true, set);
+        run(&scn, 1, async |r: &Rank| {
+            let mut f = open_posix(r).await;
+            let t0 = r.now();
+            r.xfer(
+                &mut f,
+                Op {
+                    access: Access::Write,
+                    coord: Coordination::Independent,
+                    pos: Position::At(0),
+                },
+                3 * MB,
+            )
+            .await
+            .unwrap();
+            r.now() - t0
+        })[0]
+    };
+    let fresh = ["nodes[0].cache.fresh_bw=100MB/s", "nodes[0].cache.warm=1MB"];
+    // 3 MB at the 1 GB/s copy; 2 MB beyond warm memory at 100 MB/s, or 1 MB.
+    assert!(close(time(&fresh), 3e-3 + 20e-3));
+    let limited = time(&[&fresh[..], &["nodes[0].cache.free=1MB"]].concat());
+    assert!(close(limited, 3e-3 + 10e-3), "{limited}");
+}
+
 /// Deleting a file costs `metadata.delete` plus its size over `delete_bw`.
 #[test]
 fn deleting_a_file_costs_its_size_over_delete_bw() {

@@ -245,7 +245,7 @@ pub fn fit_all(r: &ProbeResults, base: &Scenario) -> Fitted {
     fit_pingpong(r, &mut f);
     fit_iozone(r, &mut f);
     fit_two_phase(r, &mut f);
-    fit_fresh(r, &mut f);
+    fit_release(r, &mut f);
     fit_shared_pointer(r, &mut f);
     fit_cache_capacity(r, &mut f);
     fit_ior(r, base, &mut f);
@@ -561,46 +561,64 @@ fn fit_shared_pointer(r: &ProbeResults, f: &mut Fitted) {
     }
 }
 
-/// `nodes.cache.warm` and `nodes.cache.fresh_bw` from the fresh-memory run:
-/// each write's time beyond its system calls and its copy at the fitted
-/// `write_bw`, against the bytes it grew past what the cache had held.
-fn fit_fresh(r: &ProbeResults, f: &mut Fitted) {
-    const KEYS: [&str; 2] = ["nodes.cache.warm", "nodes.cache.fresh_bw"];
-    let (Some(syscall), Some(write_bw)) = (
-        f.get("nodes.syscall").map(|p| p.value),
-        f.get("nodes.cache.write_bw").map(|p| p.value),
-    ) else {
-        f.skip(&KEYS, "needs nodes.syscall and nodes.cache.write_bw".into());
+/// `nodes.cache.release_time`, `nodes.cache.fresh_bw` and `nodes.cache.warm`
+/// from the release probe: rewrites a wait after a delete, at two sizes.
+/// Without the probe, or where freed memory stays backed, the keys keep the
+/// base's values (memory backed for ever, no fresh cost).
+fn fit_release(r: &ProbeResults, f: &mut Fitted) {
+    const KEYS: [&str; 3] = [
+        "nodes.cache.release_time",
+        "nodes.cache.fresh_bw",
+        "nodes.cache.warm",
+    ];
+    if r.release.is_empty() {
+        f.skip(&KEYS, "not probed (no samples)".to_string());
         return;
-    };
-    let mut growth = Vec::new();
-    for run in r.iozone.iter().filter(|run| run.fresh) {
-        let mut peak = 0.0f64;
-        for row in run.rows.iter().filter(|x| x.test == Pass::Write) {
-            let size = row.file_bytes as f64;
-            let copy = row.ops as f64 * syscall + row.bytes as f64 / write_bw;
-            growth.push(piotwin_calibration::Growth {
-                size,
-                peak,
-                extra_s: ((row.seconds - row.fsync_s.unwrap_or(0.0)) - copy).max(0.0),
-            });
-            peak = peak.max(size);
-        }
     }
-    match piotwin_calibration::fit_fresh_memory(&growth, LEVEL) {
+    let rewrites: Vec<piotwin_calibration::Rewrite> = r
+        .release
+        .iter()
+        .map(|s| piotwin_calibration::Rewrite {
+            bytes: s.bytes as f64,
+            wait_s: s.wait_s,
+            seconds: s.seconds,
+        })
+        .collect();
+    match piotwin_calibration::fit_release(&rewrites, LEVEL) {
         Ok(fit) => {
-            let probe = "iozone: writes of growing files back to back, time beyond the copy";
-            let quality = format!("method=grid+ols r2={:.4} n={}", fit.r2, fit.n);
+            let probe = "release: page-cache rewrites a wait after a delete, at two sizes";
+            let ends: Vec<String> = fit
+                .ends
+                .iter()
+                .map(|(b, w, fr)| format!("{b:.0} bytes {w:.4} s right after the delete, {fr:.4} s after the longest wait"))
+                .collect();
+            let ends = ends.join("; ");
+            f.time(
+                KEYS[0],
+                fit.time,
+                probe,
+                format!(
+                    "method=mean n={} of (wait + rewrite/2) / (1 - share still backed); {ends}",
+                    fit.n
+                ),
+            );
+            f.rate(
+                KEYS[1],
+                fit.fresh_rate,
+                probe,
+                format!("difference of the sizes' bytes over that of their (longest − shortest wait) times; interval: each time off by the spread of the repeated quickest rewrites; {ends}"),
+            );
             f.params.push(Param {
-                key: KEYS[0].into(),
+                key: KEYS[2].into(),
                 unit: Unit::Size,
                 value: fit.warm,
                 low: fit.warm,
                 high: fit.warm,
                 probe: probe.into(),
-                quality: format!("{quality}; grid search over the file sizes, no interval"),
+                quality: format!(
+                    "smaller size less its fresh time at the fitted rate; no interval; {ends}"
+                ),
             });
-            f.rate(KEYS[1], fit.rate, probe, quality);
         }
         Err(e) => f.skip(&KEYS, why(&e)),
     }
@@ -664,7 +682,7 @@ fn fit_iozone(r: &ProbeResults, f: &mut Fitted) {
     // Cached files: at least twice the CPU cache, so the copies run at memory
     // speed, and at most 512 MiB (and a quarter of memory), so they stay in
     // memory the node keeps backed: larger files grow into fresh memory, which
-    // `fit_fresh` fits from its own run.
+    // `fit_release` fits from its own probe.
     let cached = |t: Pass| -> Vec<&IozoneRow> {
         let rows = warm
             .iter()
@@ -1065,11 +1083,12 @@ pub(crate) mod tests {
     const BT: f64 = 1.7e9;
     const FFT: f64 = 4.5e9;
     const STATEMENT: f64 = 250e-9;
-    const WARM: u64 = 1200 << 20;
+    const WARM: u64 = 256 << 20;
     const SHARED_PTR: f64 = 3e-6;
     const DELETE: f64 = 40e-6;
     const DELETE_BW: f64 = 4e9;
     const FRESH_BW: f64 = 0.4e9;
+    const RELEASE: f64 = 8.0;
     const NIC_LAT: f64 = 1e-6;
     const NIC_BW: f64 = 4e9;
     const INDEP: f64 = 5e-6;
@@ -1235,34 +1254,26 @@ pub(crate) mod tests {
         }
         // One stalled record-time sample (a daemon woke up).
         warm.rows[0].seconds *= 4.0;
-        // Growing files: 1 MiB records at the cached rate, plus what each grows
-        // past max(WARM, the previous peak) at FRESH_BW.
-        let mut fresh = IozoneRun {
-            cold: false,
-            fresh: true,
-            mpiio_shared: None,
-            rows: Vec::new(),
-        };
-        let mut peak = 0u64;
-        let mut nf = Lcg(0x5851_f42d_4c95_7f2d);
-        for file in [512u64 << 20, 1 << 30, 2 << 30, 4 << 30] {
-            let ops = file >> 20;
-            let grown = file.saturating_sub(peak.max(WARM)) as f64;
-            let t = ops as f64 * (SYSCALL + (1u64 << 20) as f64 / CACHE_W)
-                + grown / FRESH_BW
-                + 0.02 * nf.normal();
-            fresh.rows.push(IozoneRow {
-                test: Pass::Write,
-                file_bytes: file,
-                record_bytes: 1 << 20,
-                seconds: t,
-                bytes: file,
-                ops,
-                kb_s: file as f64 / 1024.0 / t,
-                fsync_s: Some(0.0),
-                dirty_bytes: file,
+        // Rewrites a wait after a delete: the copy at the cached rate, plus
+        // what of the size beyond WARM is no longer backed at FRESH_BW (handed
+        // back linearly over RELEASE, to the middle of the rewrite).
+        let mut nr = Lcg(0x5851_f42d_4c95_7f2d);
+        for &(bytes, wait) in &r.plan.release_steps {
+            let (copy, excess) = (bytes as f64 / CACHE_W, bytes.saturating_sub(WARM) as f64);
+            let mut t = copy + excess / FRESH_BW;
+            for _ in 0..50 {
+                let backed = if wait == 0.0 {
+                    1.0
+                } else {
+                    (1.0 - (wait + t / 2.0) / RELEASE).max(0.0)
+                };
+                t = copy + excess * (1.0 - backed) / FRESH_BW;
+            }
+            r.release.push(crate::calibrate::memcpy::ReleaseSample {
+                bytes,
+                wait_s: wait,
+                seconds: t * (1.0 + 0.002 * nr.normal()),
             });
-            peak = peak.max(file);
         }
         // MPI-IO at explicit offsets and through the shared pointer.
         let mut np2 = Lcg(0x6a09_e667_f3bc_c909);
@@ -1298,7 +1309,7 @@ pub(crate) mod tests {
             }
             pointer_runs.push(run);
         }
-        r.iozone = vec![warm, cold, fresh];
+        r.iozone = vec![warm, cold];
         r.iozone.extend(pointer_runs);
         for ranks in [1usize, 2, 4] {
             for (shape, call) in [("shared-independent", INDEP), ("shared-collective", COLL)] {
@@ -1361,7 +1372,15 @@ pub(crate) mod tests {
         within(&f, "nodes.compute.bt", BT);
         within(&f, "nodes.compute.fft", FFT);
         within(&f, "nodes.fortran_statement", STATEMENT);
-        within(&f, "nodes.cache.fresh_bw", FRESH_BW);
+        // (the release fit's intervals carry the spread of its estimates,
+        // not the noise of the ends it divides by)
+        let fresh = f.get("nodes.cache.fresh_bw").unwrap().value;
+        assert!((fresh / FRESH_BW - 1.0).abs() < 0.05, "fresh_bw {fresh:e}");
+        let release = f.get("nodes.cache.release_time").unwrap().value;
+        assert!(
+            (release / RELEASE - 1.0).abs() < 0.03,
+            "release_time {release}"
+        );
         within(&f, "mpiio.shared_pointer", SHARED_PTR);
         within(&f, "metadata.delete_bw", DELETE_BW);
         assert_eq!(
@@ -1369,7 +1388,7 @@ pub(crate) mod tests {
             (8u64 << 20) as f64
         );
         let warm = f.get("nodes.cache.warm").unwrap().value;
-        assert!((warm - WARM as f64).abs() < 128e6, "warm {warm:e}");
+        assert!((warm - WARM as f64).abs() < 64e6, "warm {warm:e}");
         within(&f, "nodes.syscall", SYSCALL);
         within(&f, "nodes.cache.write_bw", CACHE_W);
         within(&f, "nodes.cache.read_bw", CACHE_R);

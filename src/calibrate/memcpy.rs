@@ -6,7 +6,9 @@
 //! `metadata.delete_bw`, and MADbench2's busy-work loop over loop counts, for
 //! `nodes.compute.flops` (the rate the twin charges plain loops at), and Fortran
 //! direct-access `WRITE` statements over statement counts, for
-//! `nodes.fortran_statement` (the runtime's cost per statement). They run in the
+//! `nodes.fortran_statement` (the runtime's cost per statement), and rewrites a
+//! wait after a delete, for `nodes.cache.release_time` (how long freed
+//! page-cache memory stays backed). They run in the
 //! calibrating process itself: no MPI is involved.
 
 use std::time::Instant;
@@ -76,6 +78,64 @@ pub fn measure_delete(
             });
         }
     }
+    Ok(out)
+}
+
+/// One rewrite of the release probe.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct ReleaseSample {
+    /// Bytes written (the freed file's size and the rewrite's).
+    pub bytes: u64,
+    /// Seconds between the delete and the rewrite.
+    pub wait_s: f64,
+    /// Seconds the rewrite took (page-cache writes, no sync).
+    pub seconds: f64,
+}
+
+/// The release probe: for each step (bytes, wait), writes a file of that
+/// size in `dir`, deletes it, sleeps the wait and times writing another file
+/// of that size into the page cache (then deleted); at the end it waits the
+/// longest wait again, so that what it freed is handed back before the next
+/// probe. A rewrite right after the delete reuses the freed memory; one after
+/// a long wait finds it handed back to the host (free page reporting) and
+/// takes it fresh.
+pub fn measure_release(
+    dir: &std::path::Path,
+    steps: &[(u64, f64)],
+) -> std::io::Result<Vec<ReleaseSample>> {
+    use std::io::Write;
+    let chunk = vec![0x5au8; 1 << 20];
+    let write = |path: &std::path::Path, size: u64| -> std::io::Result<f64> {
+        let t0 = Instant::now();
+        let mut f = std::fs::File::create(path)?;
+        let mut left = size as usize;
+        while left > 0 {
+            let n = left.min(chunk.len());
+            f.write_all(&chunk[..n])?;
+            left -= n;
+        }
+        drop(f);
+        Ok(t0.elapsed().as_secs_f64())
+    };
+    let (freed, rewrite) = (
+        dir.join("release-probe-a.tmp"),
+        dir.join("release-probe-b.tmp"),
+    );
+    let mut out = Vec::with_capacity(steps.len());
+    for &(size, wait) in steps {
+        write(&freed, size)?;
+        std::fs::remove_file(&freed)?;
+        std::thread::sleep(std::time::Duration::from_secs_f64(wait));
+        let seconds = write(&rewrite, size);
+        std::fs::remove_file(&rewrite)?;
+        out.push(ReleaseSample {
+            bytes: size,
+            wait_s: wait,
+            seconds: seconds?,
+        });
+    }
+    let settle = steps.iter().map(|s| s.1).fold(0.0, f64::max);
+    std::thread::sleep(std::time::Duration::from_secs_f64(settle));
     Ok(out)
 }
 

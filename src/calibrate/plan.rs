@@ -91,6 +91,11 @@ pub struct Plan {
     /// Sizes of the files whose deletion is timed.
     #[serde(default)]
     pub delete_sizes: Vec<u64>,
+    /// The release probe's rewrites: (bytes, seconds waited after the
+    /// delete), the shortest and longest wait at each of two sizes, the
+    /// larger also in between.
+    #[serde(default)]
+    pub release_steps: Vec<(u64, f64)>,
     /// memcpy copies per size (and busy-work runs per loop count).
     pub memcpy_reps: usize,
     /// Loop counts of the busy-work probe (MADbench2's loop of 32 multiply-adds).
@@ -275,19 +280,6 @@ impl Plan {
             args: iozone_args(&cold_files, &records, true, &file),
             shape: "cold".into(),
         });
-        // Files growing past the memory the node keeps backed (back to back, so
-        // what one file frees stays backed for the next).
-        let growing: Vec<u64> = match scale {
-            Scale::Tiny => vec![M, 2 * M, 4 * M],
-            Scale::Quick => vec![512 * M, 1 << 30, 2 << 30, 4 << 30],
-            Scale::Full => vec![512 * M, 1 << 30, 2 << 30, 4 << 30, 6 << 30],
-        };
-        steps.push(Step {
-            probe: Probe::Iozone,
-            ranks: 1,
-            args: iozone_args(&growing, &[M], false, &file),
-            shape: "fresh".into(),
-        });
         // MPI-IO with explicit offsets and through the shared file pointer: the
         // difference per call is the pointer's cost.
         let pointer_file = match scale {
@@ -324,10 +316,30 @@ impl Plan {
             Scale::Quick => vec![64 * M, 256 * M, 1 << 30],
             Scale::Full => vec![64 * M, 256 * M, 1 << 30, 2 << 30],
         };
+        // Write, delete, wait, rewrite: how long freed memory stays backed
+        // (free page reporting took ~8 s to hand back a freed GiB here), and
+        // at a second size, what taking it fresh costs.
+        let release_steps = {
+            let (size, waits, long): (u64, &[f64], f64) = match scale {
+                Scale::Tiny => (4 * M, &[0.0, 0.0, 0.05, 0.1], 0.2),
+                Scale::Quick => (1 << 30, &[0.0, 0.0, 1.0, 2.0, 3.0, 4.0, 5.0], 20.0),
+                Scale::Full => (
+                    1 << 30,
+                    &[0.0, 0.0, 1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 8.0],
+                    30.0,
+                ),
+            };
+            // The second size is smaller: both stay below the dirty limits, so
+            // write-back does not take part.
+            let mut steps: Vec<(u64, f64)> = waits.iter().map(|&w| (size, w)).collect();
+            steps.extend([(size, long), (size / 2, 0.0), (size / 2, long)]);
+            steps
+        };
         Plan {
             scale,
             memcpy_sizes,
             delete_sizes,
+            release_steps,
             memcpy_reps,
             busy_loops,
             bt_steps,

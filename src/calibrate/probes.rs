@@ -24,7 +24,8 @@ pub use crate::bench::iozone::Row as IozoneRow;
 pub struct IozoneRun {
     /// True for cold reads (`-I`: the file dropped from the page cache first).
     pub cold: bool,
-    /// True for the fresh-memory run: files growing past the memory backed.
+    /// True for the growing-files run of older calibrations (files growing
+    /// past the memory backed); kept out of the cache fits.
     #[serde(default)]
     pub fresh: bool,
     /// MPI-IO runs for the shared-pointer cost: `Some(false)` explicit offsets,
@@ -97,6 +98,9 @@ pub struct ProbeResults {
     /// File deletions (bytes of the file, seconds of the unlink).
     #[serde(default)]
     pub delete: Vec<CopySample>,
+    /// Rewrites after a delete and a wait (the release probe).
+    #[serde(default)]
+    pub release: Vec<super::memcpy::ReleaseSample>,
     /// MADbench2's busy-work loop over loop counts.
     #[serde(default)]
     pub busy_work: Vec<super::memcpy::FlopSample>,
@@ -131,6 +135,7 @@ impl ProbeResults {
             memcpy: Vec::new(),
             pattern: Vec::new(),
             delete: Vec::new(),
+            release: Vec::new(),
             busy_work: Vec::new(),
             fortran: Vec::new(),
             bt: Vec::new(),

@@ -27,8 +27,8 @@ use std::process::Stdio;
 const DEFAULT_BASE: &str = include_str!("../../scenarios/default.toml");
 
 pub(super) const LONG_ABOUT: &str = "\
-Calibrate the twin from this machine: run the probes for real (memcpy in this
-process; b_eff at 2 and N ranks, IOR-style MPI-IO at 1..N ranks and IOzone-style
+Calibrate the twin from this machine: run the probes for real (memcpy, file
+deletes and rewrites after a delete in this process; b_eff at 2 and N ranks, IOR-style MPI-IO at 1..N ranks and IOzone-style
 under mpiexec), fit every model parameter with its 95 % interval, the probe it came
 from and the fit's quality, and write a scenario the twin runs, plus the raw
 probe results next to it (<out>.probes.json). b_eff_io is never run, and the IOR
@@ -451,16 +451,27 @@ fn probe(inp: &Inputs, plan: Plan, scratch: &Path) -> ProbeResults {
             message: e.to_string(),
         }),
     }
+    // Last of the in-process probes, so that the host reclaiming what it
+    // freed cannot slow the kernels timed before it; it settles before the
+    // MPI probes.
+    match memcpy::measure_release(scratch, &plan.release_steps) {
+        Ok(r) => results.release = r,
+        Err(e) => results.failures.push(StepFailure {
+            step: "release: rewrites after a delete and a wait in the scratch directory".into(),
+            message: e.to_string(),
+        }),
+    }
     progress.step(
         "memcpy",
         &format!(
-            "{} copies, {} data-pattern fills and checks, {} busy-work loops, {} BT and {} FFT kernel runs, {} Fortran runs",
+            "{} copies, {} data-pattern fills and checks, {} busy-work loops, {} BT and {} FFT kernel runs, {} Fortran runs, {} rewrites after a delete",
             results.memcpy.len(),
             results.pattern.len(),
             results.busy_work.len(),
             results.bt.len(),
             results.fft.len(),
-            results.fortran.len()
+            results.fortran.len(),
+            results.release.len()
         ),
     );
     for (i, step) in plan.steps.iter().enumerate() {

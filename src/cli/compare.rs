@@ -38,6 +38,7 @@ use piotwin::report::html::{self, FigureRow, Page};
 use piotwin::report::plot::BarChart;
 use piotwin::report::{RunReport, unit_group, write_atomic};
 use piotwin_sim::Scenario;
+use piotwin_sim::units::fmt_size;
 
 use super::launcher::{Launcher, Relayed};
 use piotwin::run::{CliError, MachineDefault, check_output, install_stop_handlers};
@@ -104,13 +105,16 @@ pub(crate) struct CompareArgs {
     #[arg(long, value_name = "K", default_value_t = 1,
           value_parser = clap::value_parser!(u64).range(1..))]
     repeat: u64,
+    /// Wait this long before each real run (e.g. 20s), so that memory freed by what ran before has gone back to the host and the run starts from the settled machine the twin starts from. Default: 1.5 × the scenario's nodes.cache.release_time where it has one, else no wait.
+    #[arg(long, value_name = "TIME", value_parser = parse_settle)]
+    settle: Option<f64>,
     /// The benchmark's options, as for `piotwin run <BENCH>`.
     #[arg(last = true, value_name = "BENCH OPTIONS", allow_hyphen_values = true)]
     options: Vec<String>,
 }
 
 /// compare's own options that take a value; they may come anywhere on the line.
-const OWN_FLAGS: [&str; 7] = [
+const OWN_FLAGS: [&str; 8] = [
     "--scenario",
     "--ranks",
     "--mpiexec",
@@ -118,7 +122,85 @@ const OWN_FLAGS: [&str; 7] = [
     "--seed",
     "--samples",
     "--repeat",
+    "--settle",
 ];
+
+fn parse_settle(text: &str) -> Result<f64, String> {
+    piotwin_sim::units::parse_time(text).map_err(|e| format!("{e} (a time like \"20s\")"))
+}
+
+/// Seconds to wait before each real run: `--settle`, else 1.5 × the longest
+/// `nodes.cache.release_time` of the scenario (all freed memory handed back, with a margin).
+fn settle_time(args: &CompareArgs, scenario: &Scenario) -> f64 {
+    args.settle.unwrap_or_else(|| {
+        let release = scenario
+            .nodes
+            .iter()
+            .filter_map(|g| g.cache.as_ref())
+            .map(|c| c.release_time)
+            .filter(|t| t.is_finite())
+            .fold(0.0, f64::max);
+        1.5 * release
+    })
+}
+
+/// This host's free memory (`MemFree` of /proc/meminfo), bytes; `None` where
+/// there is none to read.
+fn mem_free() -> Option<u64> {
+    let text = std::fs::read_to_string("/proc/meminfo").ok()?;
+    let line = text.lines().find(|l| l.starts_with("MemFree:"))?;
+    let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    Some(kib * 1024)
+}
+
+fn median(values: &[u64]) -> Option<u64> {
+    let mut v = values.to_vec();
+    v.sort_unstable();
+    v.get(v.len() / 2).copied()
+}
+
+/// The twin's start in the state the real runs found: the median free
+/// memory, for every node group whose page cache pays for fresh memory (on
+/// others free memory changes nothing). Run after a settle, MemFree holds
+/// no recently freed memory: all of it is fresh to the page cache.
+fn start_state(scenario: &Scenario, free: &[u64]) -> Vec<String> {
+    let Some(free) = median(free) else {
+        return Vec::new();
+    };
+    scenario
+        .nodes
+        .iter()
+        .enumerate()
+        .filter(|(_, g)| g.cache.as_ref().is_some_and(|c| c.fresh_bw.is_finite()))
+        .map(|(i, _)| format!("nodes[{i}].cache.free={free}B"))
+        .collect()
+}
+
+/// A side not run because a stop was requested first.
+fn interrupted(name: &str, signal: i32) -> Side {
+    Side {
+        name: name.into(),
+        report: None,
+        failure: Some(format!(
+            "not run: interrupted by {}",
+            stop::signal_name(signal)
+        )),
+        written: Vec::new(),
+        wall_s: 0.0,
+    }
+}
+
+/// Sleeps `seconds` unless a stop is requested meanwhile.
+fn settle(seconds: f64) {
+    let until = Instant::now() + std::time::Duration::from_secs_f64(seconds);
+    while stop::requested().is_none() {
+        let left = until.saturating_duration_since(Instant::now());
+        if left.is_zero() {
+            break;
+        }
+        std::thread::sleep(left.min(std::time::Duration::from_millis(100)));
+    }
+}
 
 /// Options compare sets for each run itself, refused among the benchmark's.
 const SET_BY_COMPARE: [(&str, &str); 6] = [
@@ -705,10 +787,22 @@ pub(super) fn run(args: &CompareArgs) -> Result<(), CliError> {
         ["--json".into(), dir.join(format!("{name}.json")).into()]
     };
     install_stop_handlers()?;
+    let settle_s = settle_time(args, &scenario);
+    if settle_s > 0.0 {
+        eprintln!(
+            "piotwin compare: waiting {settle_s:.3} s before each real run, so that freed memory is back with the host (--settle)"
+        );
+    }
+    let mut free_at_start = Vec::new();
     let measured = if args.repeat == 1 {
+        settle(settle_s);
+        free_at_start.extend(mem_free());
         let mut real_cmd = launcher.command(args.ranks);
         real_cmd.arg(&exe).args(&real).args(json_arg("measured"));
-        run_side("compare", "measured", real_cmd, &measured_dir, &dir)?
+        match stop::requested() {
+            None => run_side("compare", "measured", real_cmd, &measured_dir, &dir)?,
+            Some(signal) => interrupted("measured", signal),
+        }
     } else {
         let mut runs = Vec::new();
         for i in 1..=args.repeat {
@@ -720,26 +814,37 @@ pub(super) fn run(args: &CompareArgs) -> Result<(), CliError> {
             std::fs::create_dir_all(&workdir).map_err(|e| {
                 CliError::Runtime(format!("`{}`: cannot create: {e}", workdir.display()))
             })?;
+            settle(settle_s);
+            if stop::requested().is_some() {
+                break;
+            }
+            free_at_start.extend(mem_free());
             let mut real_cmd = launcher.command(args.ranks);
             real_cmd.arg(&exe).args(&real).args(json_arg(&name));
             runs.push(run_side("compare", &name, real_cmd, &workdir, &dir)?);
         }
         repeated_side(runs, args.repeat, &dir)?
     };
+    let free_sets = start_state(&scenario, &free_at_start);
+    if let Some(free) = median(&free_at_start).filter(|_| !free_sets.is_empty()) {
+        eprintln!(
+            "piotwin compare: the real runs started with {} of free memory (MemFree; median {}): the twin starts so (nodes.cache.free)",
+            free_at_start
+                .iter()
+                .map(|&b| fmt_size(b))
+                .collect::<Vec<_>>()
+                .join(", "),
+            fmt_size(free)
+        );
+    }
+    for set in &free_sets {
+        twin.extend(["--set".into(), set.into()]);
+    }
     let mut twin_cmd = Command::new(&exe);
     twin_cmd.args(&twin).args(json_arg("predicted"));
     let predicted = match stop::requested() {
         None => run_side("compare", "predicted", twin_cmd, &predicted_dir, &dir)?,
-        Some(signal) => Side {
-            name: "predicted".into(),
-            report: None,
-            failure: Some(format!(
-                "not run: interrupted by {}",
-                stop::signal_name(signal)
-            )),
-            written: Vec::new(),
-            wall_s: 0.0,
-        },
+        Some(signal) => interrupted("predicted", signal),
     };
 
     let benchmark = measured
@@ -805,6 +910,9 @@ pub(super) fn run(args: &CompareArgs) -> Result<(), CliError> {
         "seed": seed,
         "samples": args.samples,
         "repeat": args.repeat,
+        "settle_s": settle_s,
+        "mem_free_at_start": free_at_start,
+        "twin_sets": free_sets,
         "resolved": resolved,
         "launcher": launcher_words,
         "metrics": comparison.metrics_json(),

@@ -67,7 +67,8 @@ pub fn collect(dir: &Path) -> Result<Vec<Entry>, String> {
 /// `scenario` (default: `DIR/scenario.toml`, where `validation/<machine>/`
 /// keeps the calibrated scenario its runs were compared with), against the
 /// stored measured report (`<run>/measured.json`). The stored runs' options,
-/// machine defaults and seed are reused: the same workload as measured.
+/// machine defaults, seed and the twin's start state are reused: the same
+/// workload as measured, from the state the real runs found.
 pub fn predict_again(
     dir: &Path,
     scenario: Option<&Path>,
@@ -101,6 +102,11 @@ pub fn predict_again(
             options.push(word(&r["flag"], "resolved flag")?);
             options.push(word(&r["value"], "resolved value")?);
         }
+        // The start state compare gave the twin (the free memory the real runs found).
+        let mut overrides = Vec::new();
+        for o in c["twin_sets"].as_array().into_iter().flatten() {
+            overrides.push(word(o, "twin_sets")?);
+        }
         let bench = crate::whatif::TwinRun {
             benchmark: &word(&c["benchmark"], "benchmark")?,
             options,
@@ -108,7 +114,7 @@ pub fn predict_again(
             ranks: c["ranks"].as_u64().ok_or_else(|| bad("ranks"))?,
             seed: Some(c["seed"].as_u64().ok_or_else(|| bad("seed"))?),
             samples: Some(samples),
-            overrides: Vec::new(),
+            overrides,
         }
         .bench()
         .map_err(|e| format!("`{}`: {e}", path.display()))?;

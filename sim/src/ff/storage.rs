@@ -166,8 +166,13 @@ impl Storage {
             levels.node[1] = (c.bytes, [c.capacity, c.capacity]);
             levels.node_len = 2;
             if nc.fresh.is_some() {
-                // Growing past the backed memory changes the write rate.
-                levels.node[2] = (c.bytes, [nc.backed, nc.backed]);
+                // Growing past the backed memory changes the write rate, and
+                // again past the free memory (reclaim instead).
+                let free_end = match nc.unbacked.is_finite() {
+                    true => nc.backed.saturating_add(nc.unbacked as u64),
+                    false => nc.backed,
+                };
+                levels.node[2] = (c.bytes, [nc.backed, free_end]);
                 levels.node_len = 3;
             }
         }

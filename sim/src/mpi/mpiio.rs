@@ -508,7 +508,9 @@ impl Rank {
     pub async fn drop_cache(&self, file: &mut File) {
         self.sync(file).await;
         let node = self.sim.platform.node_of(self.world_rank);
-        storage::drop_clean(&mut self.sim.storage.borrow_mut(), node, file.inode);
+        let mut storage = self.sim.storage.borrow_mut();
+        storage.release(node, file.inode, self.now());
+        storage::drop_clean(&mut storage, node, file.inode);
     }
 
     /// Current size of `file` in bytes (one server round trip).
@@ -552,11 +554,12 @@ impl Rank {
             let mut m = self.sim.model.borrow_mut();
             let mut size = 0;
             let mut storage = self.sim.storage.borrow_mut();
+            let node = m.platform.node_of(self.world_rank);
             if let Some(inode) = storage.unlink(path) {
                 size = storage.size(inode);
+                storage.release(node, inode, self.now());
                 storage::delete(&mut storage, inode);
             }
-            let node = m.platform.node_of(self.world_rank);
             let cost = match m.md.delete_bw.is_finite() {
                 true => m.md.delete + size as f64 / m.md.delete_bw,
                 false => m.md.delete,

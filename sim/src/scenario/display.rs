@@ -105,6 +105,20 @@ impl fmt::Display for Scenario {
                         fmt_rate(c.fresh_bw)
                     )?;
                 }
+                if c.free.is_finite() {
+                    writeln!(
+                        f,
+                        "    {} free and not backed at the start",
+                        fmt_size(c.free as u64)
+                    )?;
+                }
+                if c.release_time.is_finite() {
+                    writeln!(
+                        f,
+                        "    freed memory beyond that handed back over {}",
+                        fmt_time(c.release_time)
+                    )?;
+                }
                 if c.write_bw != g.compute.memcpy || c.read_bw != g.compute.memcpy {
                     writeln!(
                         f,

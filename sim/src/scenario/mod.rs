@@ -194,6 +194,18 @@ pub struct ClientCache {
     /// default `capacity`): freed cache pages stay backed and are reused at
     /// the normal rate.
     pub warm: u64,
+    /// Time over which freed cache memory is handed back, seconds
+    /// (`release_time`; absent = never): a guest with free page reporting
+    /// returns freed memory to its hypervisor within seconds, so memory the
+    /// cache held beyond `warm` and gave up is warm again only while recent —
+    /// each freed amount is handed back linearly over this time.
+    pub release_time: f64,
+    /// Free memory the node has not backed at the start, bytes (`free`;
+    /// absent = unlimited): the cache grows into it at `fresh_bw`; once it is
+    /// used up the kernel reclaims other cached pages, whose memory is backed,
+    /// so further growth costs nothing extra (Linux's `MemFree`, less what is
+    /// recently freed).
+    pub free: f64,
     /// Largest read-ahead window in bytes (`readahead`; 0 = none; default
     /// 128 KiB, Linux's `read_ahead_kb`): a rank reading a file sequentially
     /// that misses the cache fetches a window beyond its request, growing as

@@ -339,6 +339,11 @@ impl Scenario {
                         capacity,
                         fresh_bw: t.rate_or("fresh_bw", f64::INFINITY)?,
                         warm: t.size_or_zero("warm", capacity)?,
+                        release_time: t.time_or("release_time", f64::INFINITY)?,
+                        free: match t.opt("free") {
+                            Some(_) => t.size("free")? as f64,
+                            None => f64::INFINITY,
+                        },
                         readahead: t.size_or_zero("readahead", 128 << 10)?,
                         dirty_ratio: dirty,
                         dirty_background_ratio: bg,

@@ -329,6 +329,18 @@ const KEYS: &[Key] = &[
         "memory the cache has backed at the start",
     ),
     key(
+        "nodes.cache.release_time",
+        Quantity(Time),
+        Otherwise("for ever"),
+        "time over which freed cache memory beyond `warm` is handed back to the host, linearly (free page reporting); growth into it again costs `fresh_bw`",
+    ),
+    key(
+        "nodes.cache.free",
+        Quantity(Size),
+        Otherwise("unlimited"),
+        "free memory not backed at the start (`MemFree`): growth into it costs `fresh_bw`; beyond it the kernel reclaims backed cache pages, at no extra cost",
+    ),
+    key(
         "nodes.cache.readahead",
         Quantity(Size),
         Value("\"128KiB\""),

@@ -149,12 +149,86 @@ pub(crate) struct NodeCache {
     /// Memory the cache has backed: it grows into fresh memory (at the
     /// `fresh` resource's rate) only beyond this; starts at `warm`.
     pub(crate) backed: u64,
+    /// Memory the node keeps backed whatever the cache gives up, bytes.
+    warm: u64,
+    /// Time over which freed memory beyond `warm` is handed back, seconds
+    /// (infinite: kept for ever).
+    release_time: f64,
+    /// Freed memory being handed back: (when freed, bytes then), oldest first;
+    /// each share left at `t` is `bytes · (1 − (t − freed) / release_time)`.
+    freed: std::collections::VecDeque<(f64, f64)>,
+    /// Time of the last [`NodeCache::release`], and what the cache held
+    /// (at least `warm`) after it.
+    released: (f64, u64),
+    /// Free memory not backed, bytes (infinite: unlimited): fresh growth
+    /// takes from it, memory handed back returns to it.
+    pub(crate) unbacked: f64,
     /// The node's fresh-memory rate, where the scenario gives one.
     pub(crate) fresh: Option<ResourceId>,
     /// Largest read-ahead window, bytes (0: none).
     pub(crate) readahead: u64,
     /// Requests of this many bytes or more bypass the cache (`u64::MAX`: none).
     pub(crate) direct_from: u64,
+}
+
+impl NodeCache {
+    /// The share of memory freed `age` seconds ago not yet handed back.
+    fn unreleased(&self, age: f64) -> f64 {
+        if age < self.release_time {
+            1.0 - age / self.release_time
+        } else {
+            0.0
+        }
+    }
+
+    /// Brings the freed memory up to `now`, before the cache changes what it
+    /// holds. What changed since the last call happened then: a shrink freed
+    /// memory, a growth reused freed memory, the most recently freed first
+    /// (Linux allocates from the head of its free lists and puts the pages
+    /// it reported at their tail). Then each freed share is handed back
+    /// linearly over `release_time` (free page reporting works through the
+    /// free lists at a steady pace), and `backed` is what the cache holds (at
+    /// least `warm`) plus what is left.
+    fn release(&mut self, now: f64) {
+        let floor = self.cache.bytes.max(self.warm);
+        let (then, held) = self.released;
+        if floor < held {
+            self.freed.push_back((then, (held - floor) as f64));
+        } else {
+            let mut grown = (floor - held) as f64;
+            while grown > 0.0
+                && let Some((at, bytes)) = self.freed.back_mut()
+            {
+                let share = 1.0 - (then - *at) / self.release_time;
+                let left = *bytes * share;
+                if left > grown {
+                    *bytes -= grown / share;
+                    grown = 0.0;
+                } else {
+                    grown -= left;
+                    self.freed.pop_back();
+                }
+            }
+        }
+        let left_at = |t: f64| -> f64 {
+            self.freed
+                .iter()
+                .map(|&(at, bytes)| bytes * self.unreleased(t - at))
+                .sum()
+        };
+        let (before, left) = (left_at(then), left_at(now));
+        // What the host took back is free again, and fresh.
+        self.unbacked += before - left;
+        while self
+            .freed
+            .front()
+            .is_some_and(|&(at, _)| self.unreleased(now - at) == 0.0)
+        {
+            self.freed.pop_front();
+        }
+        self.backed = floor + left as u64;
+        self.released = (now, floor);
+    }
 }
 
 /// A rank's sequential reading of one file, for read-ahead (Linux's
@@ -234,6 +308,20 @@ impl Storage {
             .is_some_and(|nc| len < nc.direct_from)
     }
 
+    /// Brings the freed memory of `node`, and of every node holding `file`,
+    /// up to `now` before a request changes what their caches hold (see
+    /// [`NodeCache::release`]); nothing where memory stays backed for ever.
+    pub(crate) fn release(&mut self, node: usize, file: usize, now: f64) {
+        let holders = self.cached_on.get(&file).into_iter().flatten();
+        for n in std::iter::once(&node).chain(holders) {
+            if let Some(nc) = self.nodes[*n].as_mut()
+                && nc.release_time.is_finite()
+            {
+                nc.release(now);
+            }
+        }
+    }
+
     /// Counts a write request of `node` to `file`, for close-to-open consistency.
     pub(crate) fn note_write(&mut self, node: usize, file: usize) {
         let (all, by) = self.writes.entry(file).or_default();
@@ -295,7 +383,15 @@ impl Storage {
         {
             k.fire();
         }
-        let fresh = nc.cache.bytes.saturating_sub(nc.backed);
+        let beyond = nc.cache.bytes.saturating_sub(nc.backed);
+        // Beyond the free memory the kernel reclaims backed pages instead.
+        let fresh = if nc.unbacked.is_finite() {
+            let fresh = (beyond as f64).min(nc.unbacked);
+            nc.unbacked -= fresh;
+            fresh as u64
+        } else {
+            beyond
+        };
         nc.backed = nc.backed.max(nc.cache.bytes);
         fresh
     }
@@ -345,6 +441,11 @@ impl Storage {
                         paused_until: 0.0,
                         inflight: Vec::new(),
                         backed: c.warm,
+                        warm: c.warm,
+                        release_time: c.release_time,
+                        freed: Default::default(),
+                        released: (0.0, c.warm),
+                        unbacked: c.free,
                         // Only where set, so other scenarios' resource ids do not move.
                         fresh: c
                             .fresh_bw
@@ -634,5 +735,63 @@ impl Storage {
         for &(u, end) in queued {
             self.units[u].complete(end);
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn node(warm: u64, release_time: f64) -> NodeCache {
+        NodeCache {
+            cache: Cache::new(1 << 40, 0.2, 0.1),
+            kick: None,
+            throttled: Vec::new(),
+            paused_until: 0.0,
+            inflight: Vec::new(),
+            backed: warm,
+            warm,
+            release_time,
+            freed: Default::default(),
+            released: (0.0, warm),
+            unbacked: f64::INFINITY,
+            fresh: None,
+            readahead: 0,
+            direct_from: u64::MAX,
+        }
+    }
+
+    /// By hand, release time 10 s, warm 100: 1000 bytes held and freed at
+    /// t = 0. At t = 4 a file of 300 grows the cache by 200 into the 600 still
+    /// backed (of 1000 then: 200 / 0.6 of it), and is freed. At t = 5,
+    /// (1000 − 200 / 0.6) · 0.5 = 333.3 of the first and 200 · 0.9 = 180 of
+    /// the second are left. A growth of 400 takes the newest first: the 180,
+    /// then 220 of the 333.3; at t = 7 the first's 113.3 left at t = 5 have
+    /// shrunk to 113.3 · 3/5 = 68.
+    #[test]
+    fn freed_memory_is_handed_back_linearly_and_reused_newest_first() {
+        let mut nc = node(100, 10.0);
+        let hold = |nc: &mut NodeCache, t: f64, bytes: u64, file: usize| {
+            nc.release(t);
+            nc.cache.insert(file, 0, bytes, State::Clean);
+        };
+        let free = |nc: &mut NodeCache, t: f64, file: usize| {
+            nc.release(t);
+            nc.cache.remove_file(file);
+        };
+        hold(&mut nc, 0.0, 1100, 1);
+        free(&mut nc, 0.0, 1);
+        hold(&mut nc, 4.0, 300, 2);
+        free(&mut nc, 4.0, 2);
+        nc.release(5.0);
+        assert_eq!(nc.backed, 100 + 513);
+        hold(&mut nc, 5.0, 500, 3);
+        nc.release(5.0);
+        assert_eq!(nc.backed, 500 + 113);
+        nc.release(7.0);
+        assert_eq!(nc.backed, 500 + 68);
+        // Gone after the release time.
+        nc.release(20.0);
+        assert_eq!((nc.backed, nc.freed.len()), (500, 0));
     }
 }

@@ -266,10 +266,10 @@ pub(crate) async fn io(
             // first, and a write leaves every node's copy stale.
             flush(machine, node, file, a, b).await;
             if access == Access::Write {
-                machine
-                    .storage
-                    .borrow_mut()
-                    .invalidate_everywhere(file, a, b);
+                let now = machine.engine.borrow().now();
+                let mut m = machine.storage.borrow_mut();
+                m.release(node, file, now);
+                m.invalidate_everywhere(file, a, b);
             }
         }
         match (access, cached) {
@@ -307,6 +307,7 @@ pub(crate) async fn io(
                 transfer(machine, 0.0, path, len).await;
                 let (fresh, res) = {
                     let mut m = machine.storage.borrow_mut();
+                    m.release(node, file, machine.engine.borrow().now());
                     let fresh = m.write_cached(node, file, a, b);
                     (fresh, m.nodes[node].as_ref().and_then(|nc| nc.fresh))
                 };
@@ -338,6 +339,7 @@ pub(crate) async fn io(
                 }
                 wait_started(machine, st).await;
                 let mut m = machine.storage.borrow_mut();
+                m.release(node, file, machine.engine.borrow().now());
                 m.cached_on.entry(file).or_default().insert(node);
                 let nc = m.nodes[node].as_mut().expect("cached");
                 for (x, y) in misses {
