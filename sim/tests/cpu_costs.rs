@@ -396,6 +396,21 @@ fn oversubscribed_wakeup_delays_messages() {
     }
 }
 
+/// One independent write of `bytes` at the start of `f`.
+async fn write_at_start(r: &Rank, f: &mut piotwin_sim::File, bytes: u64) {
+    r.xfer(
+        f,
+        Op {
+            access: Access::Write,
+            coord: Coordination::Independent,
+            pos: Position::At(0),
+        },
+        bytes,
+    )
+    .await
+    .unwrap();
+}
+
 /// `/f`, created by this rank alone through POSIX.
 async fn open_posix(r: &Rank) -> piotwin_sim::File {
     r.open("/f", OpenMode::CreateReadWrite, false, Api::Posix)
@@ -414,29 +429,9 @@ fn page_cache_growth_beyond_warm_memory_pays_the_fresh_rate() {
         run(&scn, 1, async |r: &Rank| {
             let mut f = open_posix(r).await;
             let t0 = r.now();
-            r.xfer(
-                &mut f,
-                Op {
-                    access: Access::Write,
-                    coord: Coordination::Independent,
-                    pos: Position::At(0),
-                },
-                2 * MB,
-            )
-            .await
-            .unwrap();
+            write_at_start(r, &mut f, 2 * MB).await;
             let t1 = r.now();
-            r.xfer(
-                &mut f,
-                Op {
-                    access: Access::Write,
-                    coord: Coordination::Independent,
-                    pos: Position::At(0),
-                },
-                2 * MB,
-            )
-            .await
-            .unwrap();
+            write_at_start(r, &mut f, 2 * MB).await;
             [t0, t1, r.now()]
         })[0]
     };
@@ -465,17 +460,7 @@ fn freed_page_cache_memory_is_released_over_release_time() {
             .await
             .unwrap();
         let t0 = r.now();
-        r.xfer(
-            &mut f,
-            Op {
-                access: Access::Write,
-                coord: Coordination::Independent,
-                pos: Position::At(0),
-            },
-            2 * MB,
-        )
-        .await
-        .unwrap();
+        write_at_start(r, &mut f, 2 * MB).await;
         let t1 = r.now();
         r.close(f).await;
         [t0, t1]
@@ -522,17 +507,7 @@ fn fresh_growth_stops_where_free_memory_ends() {
         run(&scn, 1, async |r: &Rank| {
             let mut f = open_posix(r).await;
             let t0 = r.now();
-            r.xfer(
-                &mut f,
-                Op {
-                    access: Access::Write,
-                    coord: Coordination::Independent,
-                    pos: Position::At(0),
-                },
-                3 * MB,
-            )
-            .await
-            .unwrap();
+            write_at_start(r, &mut f, 3 * MB).await;
             r.now() - t0
         })[0]
     };
@@ -551,17 +526,7 @@ fn deleting_a_file_costs_its_size_over_delete_bw() {
         let scn = scenario(1, true, set);
         run(&scn, 1, async |r: &Rank| {
             let mut f = open_posix(r).await;
-            r.xfer(
-                &mut f,
-                Op {
-                    access: Access::Write,
-                    coord: Coordination::Independent,
-                    pos: Position::At(0),
-                },
-                3 * MB,
-            )
-            .await
-            .unwrap();
+            write_at_start(r, &mut f, 3 * MB).await;
             r.close(f).await;
             let t = r.now();
             r.delete("/f").await;

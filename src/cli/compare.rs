@@ -153,18 +153,12 @@ fn mem_free() -> Option<u64> {
     Some(kib * 1024)
 }
 
-fn median(values: &[u64]) -> Option<u64> {
-    let mut v = values.to_vec();
-    v.sort_unstable();
-    v.get(v.len() / 2).copied()
-}
-
-/// The twin's start in the state the real runs found: the median free
+/// The twin's start in the state the real runs found: their median free
 /// memory, for every node group whose page cache pays for fresh memory (on
 /// others free memory changes nothing). Run after a settle, MemFree holds
 /// no recently freed memory: all of it is fresh to the page cache.
-fn start_state(scenario: &Scenario, free: &[u64]) -> Vec<String> {
-    let Some(free) = median(free) else {
+fn start_state(scenario: &Scenario, free: Option<u64>) -> Vec<String> {
+    let Some(free) = free else {
         return Vec::new();
     };
     scenario
@@ -825,8 +819,11 @@ pub(super) fn run(args: &CompareArgs) -> Result<(), CliError> {
         }
         repeated_side(runs, args.repeat, &dir)?
     };
-    let free_sets = start_state(&scenario, &free_at_start);
-    if let Some(free) = median(&free_at_start).filter(|_| !free_sets.is_empty()) {
+    let free_median =
+        piotwin::report::median(&mut free_at_start.iter().map(|&b| b as f64).collect::<Vec<_>>())
+            .map(|m| m as u64);
+    let free_sets = start_state(&scenario, free_median);
+    if let Some(free) = free_median.filter(|_| !free_sets.is_empty()) {
         eprintln!(
             "piotwin compare: the real runs started with {} of free memory (MemFree; median {}): the twin starts so (nodes.cache.free)",
             free_at_start

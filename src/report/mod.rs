@@ -103,7 +103,7 @@ impl Interval {
 }
 
 /// The median of `xs`, sorting them (mean of the two middle values for an even count).
-pub(crate) fn median(xs: &mut [f64]) -> Option<f64> {
+pub fn median(xs: &mut [f64]) -> Option<f64> {
     xs.sort_by(f64::total_cmp);
     let n = xs.len();
     match n {
