@@ -132,17 +132,23 @@ fn parse_cache_size(text: &str) -> Option<u64> {
 
 /// `MemTotal` from the text of `/proc/meminfo`, bytes (the file's `kB` is KiB).
 pub fn parse_mem_total(meminfo: &str) -> Result<u64, String> {
+    meminfo_bytes(meminfo, "MemTotal")
+}
+
+/// A `field` of the text of `/proc/meminfo` (`MemTotal`, `MemFree`, …), bytes.
+pub fn meminfo_bytes(meminfo: &str, field: &str) -> Result<u64, String> {
+    let key = format!("{field}:");
     let line = meminfo
         .lines()
-        .find(|l| l.starts_with("MemTotal:"))
-        .ok_or("/proc/meminfo: no MemTotal line")?;
+        .find(|l| l.starts_with(&key))
+        .ok_or(format!("/proc/meminfo: no {field} line"))?;
     let kib: u64 = line
-        .trim_start_matches("MemTotal:")
+        .trim_start_matches(&key)
         .trim()
         .trim_end_matches("kB")
         .trim()
         .parse()
-        .map_err(|_| format!("/proc/meminfo: cannot read `{line}` (expected `MemTotal: N kB`)"))?;
+        .map_err(|_| format!("/proc/meminfo: cannot read `{line}` (expected `{field}: N kB`)"))?;
     Ok(kib * 1024)
 }
 

@@ -148,9 +148,7 @@ fn settle_time(args: &CompareArgs, scenario: &Scenario) -> f64 {
 /// there is none to read.
 fn mem_free() -> Option<u64> {
     let text = std::fs::read_to_string("/proc/meminfo").ok()?;
-    let line = text.lines().find(|l| l.starts_with("MemFree:"))?;
-    let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
-    Some(kib * 1024)
+    piotwin::calibrate::meminfo_bytes(&text, "MemFree").ok()
 }
 
 /// The twin's start in the state the real runs found: their median free
