@@ -68,10 +68,17 @@ impl Kernel {
             amount: flops,
         }
     }
-    /// Filling or checking `bytes` bytes of a data pattern.
-    pub fn pattern(bytes: u64) -> Kernel {
+    /// Filling `bytes` bytes with a data pattern.
+    pub fn pattern_fill(bytes: u64) -> Kernel {
         Kernel {
             kind: KernelKind::Pattern,
+            amount: bytes as f64,
+        }
+    }
+    /// Checking `bytes` bytes read against their data pattern.
+    pub fn pattern_check(bytes: u64) -> Kernel {
+        Kernel {
+            kind: KernelKind::PatternCheck,
             amount: bytes as f64,
         }
     }

@@ -3,7 +3,7 @@
 
 mod common;
 
-use common::{bad_input, files_in, mpiexec, mpirun, piotwin, read_json, stderr, stdout};
+use common::{bad_input, files_in, mpiexec, mpirun, piotwin, read_json, scenario, stderr, stdout};
 
 #[test]
 fn tiny_real_calibration_writes_a_scenario_the_twin_reads() {
@@ -104,11 +104,72 @@ fn tiny_real_calibration_writes_a_scenario_the_twin_reads() {
     );
 }
 
+/// `--refit`: a stored calibration's probes fitted again, without probing: the
+/// committed workstation calibration gives back its values, the fills and
+/// checks of its older pattern probe apart (there stored in one list).
+#[test]
+fn refit_fits_stored_probes_again() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let stored = scenario("calibrated/vm.toml.probes.json");
+    std::fs::copy(&stored, d.join("old.probes.json")).unwrap();
+    let o = piotwin(
+        d,
+        &[
+            "calibrate",
+            "--refit",
+            "old.probes.json",
+            "--out",
+            "new.toml",
+        ],
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert_eq!(
+        files_in(d),
+        ["new.toml", "new.toml.probes.json", "old.probes.json"]
+    );
+    let new = std::fs::read_to_string(d.join("new.toml")).unwrap();
+    let old = std::fs::read_to_string(scenario("calibrated/vm.toml")).unwrap();
+    let line = |text: &str, key: &str| {
+        text.lines()
+            .find(|l| l.starts_with(&format!("\"{key}\" = ")))
+            .unwrap_or_else(|| panic!("{key} in {text}"))
+            .to_string()
+    };
+    for key in [
+        "nodes.compute.memcpy",
+        "nodes.cache.release_time",
+        "nodes.compute.fft",
+    ] {
+        assert_eq!(line(&new, key), line(&old, key));
+    }
+    assert!(
+        line(&new, "nodes.compute.pattern_check").contains("checked in process"),
+        "{new}"
+    );
+    let check = piotwin(d, &["scenario", "check", "new.toml"]);
+    assert!(check.status.success(), "{}", stderr(&check));
+    // The raw results are written again as they were read.
+    let (a, b) = (
+        read_json(&d.join("old.probes.json")),
+        read_json(&d.join("new.toml.probes.json")),
+    );
+    assert_eq!(a["results"], b["results"]);
+}
+
 #[test]
 fn bad_input_is_refused_before_anything_runs() {
     bad_input(
         &["calibrate", "--check", "no/such.toml"],
         &["--check `no/such.toml`"],
+    );
+    bad_input(
+        &["calibrate", "--refit", "no/such.json", "--out", "x.toml"],
+        &["--refit `no/such.json`", "cannot read it"],
+    );
+    bad_input(
+        &["calibrate", "--refit", "x.json", "--dir", "."],
+        &["--refit", "--dir"],
     );
     bad_input(
         &["calibrate", "--dir", "no/such/dir", "--out", "x.toml"],

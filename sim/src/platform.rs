@@ -684,6 +684,7 @@ impl Platform {
             KernelKind::BtStep => n.rates.bt,
             KernelKind::Flops => n.rates.flops,
             KernelKind::Pattern => n.rates.pattern,
+            KernelKind::PatternCheck => n.rates.pattern_check,
         };
         amount.max(0.0) / rate
     }

@@ -6,7 +6,8 @@
 //! |---|---|---|
 //! | `nodes.compute.memcpy` | memcpy | time = latency + bytes / bw (Huber) |
 //! | `metadata.delete`, `metadata.delete_bw` | unlink of synced cached files over sizes | time = delete + bytes / delete_bw (Huber) |
-//! | `nodes.compute.pattern` | IOR's data pattern, filled and checked | time = latency + bytes / bw (Huber) |
+//! | `nodes.compute.pattern` | IOR's data pattern, filled | time = latency + bytes / bw (Huber) |
+//! | `nodes.compute.pattern_check` | IOR's data pattern, checked | time = latency + bytes / bw (Huber) |
 //! | `nodes.compute.flops` | MADbench2's busy-work loop over loop counts | time = latency + flops / rate (Huber) |
 //! | `nodes.compute.bt` | NPB BT's step (rank 0's cells, several grids and rank counts) over its counted flops | time = latency + flops / rate (Huber) |
 //! | `nodes.compute.fft` | FTIO's FFT kernel over Mini-Square sides | time = latency + flops / rate (Huber) |
@@ -296,12 +297,20 @@ fn fit_memcpy(r: &ProbeResults, f: &mut Fitted) {
         ),
         Err(e) => f.skip(&["metadata.delete", "metadata.delete_bw"], why(&e)),
     }
+    let (fills, checks) = pattern_fills_and_checks(r);
     fit_in_process(
         r,
         f,
-        &r.pattern,
+        &fills,
         "nodes.compute.pattern",
-        "pattern: IOR's data pattern filled and checked in process over sizes",
+        "pattern: IOR's data pattern filled in process over sizes",
+    );
+    fit_in_process(
+        r,
+        f,
+        &checks,
+        "nodes.compute.pattern_check",
+        "pattern: IOR's data pattern checked in process over sizes",
     );
     fit_rate(
         f,
@@ -359,6 +368,26 @@ fn fit_memcpy(r: &ProbeResults, f: &mut Fitted) {
 }
 
 /// A bandwidth from timed in-process work over sizes (beyond the CPU cache).
+/// The pattern probe's fills and checks. Probes files from before the two were
+/// stored apart hold them in one list, a fill then a check per repetition.
+fn pattern_fills_and_checks(
+    r: &ProbeResults,
+) -> (
+    Vec<super::memcpy::CopySample>,
+    Vec<super::memcpy::CopySample>,
+) {
+    if !r.pattern_check.is_empty() {
+        return (r.pattern.clone(), r.pattern_check.clone());
+    }
+    r.pattern
+        .chunks(2)
+        .fold((Vec::new(), Vec::new()), |(mut fills, mut checks), pair| {
+            fills.push(pair[0]);
+            checks.extend(pair.get(1));
+            (fills, checks)
+        })
+}
+
 fn fit_in_process(
     r: &ProbeResults,
     f: &mut Fitted,
@@ -1078,7 +1107,8 @@ pub(crate) mod tests {
     const SYNC: f64 = 1e-3;
     const DEV_W: f64 = 1e9;
     const MEMCPY: f64 = 8e9;
-    const PATTERN: f64 = 3e9;
+    const PATTERN: f64 = 1.5e9;
+    const PATTERN_CHECK: f64 = 3e9;
     const FLOPS: f64 = 6e9;
     const BT: f64 = 1.7e9;
     const FFT: f64 = 4.5e9;
@@ -1156,6 +1186,11 @@ pub(crate) mod tests {
                 });
                 let t = s as f64 / PATTERN + 40e-6 * np.normal();
                 r.pattern.push(CopySample {
+                    bytes: s,
+                    seconds: t,
+                });
+                let t = s as f64 / PATTERN_CHECK + 40e-6 * np.normal();
+                r.pattern_check.push(CopySample {
                     bytes: s,
                     seconds: t,
                 });
@@ -1363,11 +1398,30 @@ pub(crate) mod tests {
     }
 
     #[test]
+    fn older_probes_alternate_fills_and_checks_in_one_list() {
+        let apart = synthetic();
+        let mut one_list = apart.clone();
+        one_list.pattern = apart
+            .pattern
+            .iter()
+            .zip(&apart.pattern_check)
+            .flat_map(|(fill, check)| [*fill, *check])
+            .collect();
+        one_list.pattern_check.clear();
+        let (a, b) = (fit_all(&apart, &base()), fit_all(&one_list, &base()));
+        for key in ["nodes.compute.pattern", "nodes.compute.pattern_check"] {
+            assert_eq!(a.get(key), b.get(key), "{key}");
+        }
+        within(&b, "nodes.compute.pattern", PATTERN);
+    }
+
+    #[test]
     fn synthetic_probes_give_back_their_parameters() {
         let f = fit_all(&synthetic(), &base());
         assert!(f.skipped.is_empty(), "{:?}", f.skipped);
         within(&f, "nodes.compute.memcpy", MEMCPY);
         within(&f, "nodes.compute.pattern", PATTERN);
+        within(&f, "nodes.compute.pattern_check", PATTERN_CHECK);
         within(&f, "nodes.compute.flops", FLOPS);
         within(&f, "nodes.compute.bt", BT);
         within(&f, "nodes.compute.fft", FFT);

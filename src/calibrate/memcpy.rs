@@ -1,8 +1,8 @@
 //! The in-process probes: timed copies over sizes, for the twin's
 //! `nodes.compute.memcpy` (the rate of page-cache copies and intra-node
 //! messages), and IOR's data pattern filled and checked over sizes, for
-//! `nodes.compute.pattern` (what real IOR spends on its data check inside the
-//! timed region), file deletion over file sizes, for `metadata.delete` and
+//! `nodes.compute.pattern` and `nodes.compute.pattern_check` (what real IOR
+//! spends on its fills and checks inside the timed region), file deletion over file sizes, for `metadata.delete` and
 //! `metadata.delete_bw`, and MADbench2's busy-work loop over loop counts, for
 //! `nodes.compute.flops` (the rate the twin charges plain loops at), and Fortran
 //! direct-access `WRITE` statements over statement counts, for
@@ -140,32 +140,34 @@ pub fn measure_release(
 }
 
 /// Fills `reps` times at each size a buffer with IOR's data pattern, and checks
-/// it as often: each fill and each check is one timed sample of its size.
-pub fn measure_pattern(sizes: &[u64], reps: usize) -> Vec<CopySample> {
+/// it as often: each fill and each check is one timed sample of its size;
+/// the fills, and the checks.
+pub fn measure_pattern(sizes: &[u64], reps: usize) -> (Vec<CopySample>, Vec<CopySample>) {
     use crate::bench::common::pattern::{fill, verify};
     let max = sizes.iter().copied().max().unwrap_or(0) as usize;
     let mut buf = vec![0u8; max];
-    let mut out = Vec::with_capacity(2 * sizes.len() * reps);
+    let mut fills = Vec::with_capacity(sizes.len() * reps);
+    let mut checks = Vec::with_capacity(sizes.len() * reps);
     for &s in sizes {
         let b = &mut buf[..s as usize];
         fill(b, 1, 0, 0);
         for rep in 0..reps as u64 {
             let t0 = Instant::now();
             fill(std::hint::black_box(&mut *b), 1, 0, rep * s);
-            out.push(CopySample {
+            fills.push(CopySample {
                 bytes: s,
                 seconds: t0.elapsed().as_secs_f64(),
             });
             let t0 = Instant::now();
             let (bad, _) = verify(std::hint::black_box(&*b), 1, 0, rep * s);
-            out.push(CopySample {
+            checks.push(CopySample {
                 bytes: s,
                 seconds: t0.elapsed().as_secs_f64(),
             });
             assert_eq!(bad, 0, "the pattern checks what it filled");
         }
     }
-    out
+    (fills, checks)
 }
 
 #[cfg(test)]
@@ -189,9 +191,10 @@ mod tests {
 
     #[test]
     fn pattern_samples_a_fill_and_a_check_per_repetition() {
-        let v = super::measure_pattern(&[4096, 65536], 2);
-        assert_eq!(v.len(), 8);
-        assert!(v.iter().all(|s| s.seconds >= 0.0));
+        let (fills, checks) = super::measure_pattern(&[4096, 65536], 2);
+        assert_eq!((fills.len(), checks.len()), (4, 4));
+        assert!(fills.iter().chain(&checks).all(|s| s.seconds >= 0.0));
+        assert_eq!(fills[3].bytes, 65536);
     }
 
     #[test]

@@ -92,9 +92,13 @@ pub struct ProbeResults {
     pub plan: Plan,
     /// memcpy samples.
     pub memcpy: Vec<CopySample>,
-    /// IOR data-pattern samples (fills and checks).
+    /// IOR data-pattern fills (in probes files older than `pattern_check`,
+    /// fills and checks alternating).
     #[serde(default)]
     pub pattern: Vec<CopySample>,
+    /// IOR data-pattern checks.
+    #[serde(default)]
+    pub pattern_check: Vec<CopySample>,
     /// File deletions (bytes of the file, seconds of the unlink).
     #[serde(default)]
     pub delete: Vec<CopySample>,
@@ -134,6 +138,7 @@ impl ProbeResults {
             plan,
             memcpy: Vec::new(),
             pattern: Vec::new(),
+            pattern_check: Vec::new(),
             delete: Vec::new(),
             release: Vec::new(),
             busy_work: Vec::new(),

@@ -41,7 +41,8 @@ Examples:
   piotwin calibrate --dir /tmp --quick
   piotwin calibrate --check scenarios/calibrated/$(hostname).toml
   piotwin calibrate --dir /scratch --out scenarios/calibrated/ws.toml --ranks 4
-  piotwin calibrate --dir /tmp --quick --mpiexec 'mpiexec.mpich'";
+  piotwin calibrate --dir /tmp --quick --mpiexec 'mpiexec.mpich'
+  piotwin calibrate --refit scenarios/calibrated/vm.toml.probes.json --out scenarios/calibrated/vm.toml";
 
 /// How much probing (hidden test knob: `tiny` runs the same steps at the smallest sizes).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -55,8 +56,11 @@ pub(super) enum ScaleArg {
 #[derive(Debug, Args)]
 pub(crate) struct CalibrateArgs {
     /// Scratch directory: probe files go in a new directory inside it, removed at the end.
-    #[arg(long, value_name = "DIR", required_unless_present = "check")]
+    #[arg(long, value_name = "DIR", required_unless_present_any = ["check", "refit"])]
     dir: Option<PathBuf>,
+    /// Fit again from an earlier calibration's raw results (its <out>.probes.json) instead of probing: the same measurements through this version's fits, e.g. after the model gained a parameter.
+    #[arg(long, value_name = "PROBES", conflicts_with_all = ["dir", "check", "quick", "ranks", "mpiexec"])]
+    refit: Option<PathBuf>,
     /// Check instead whether the calibrated scenario FILE still describes this machine (the host, processor, cores and memory its probes file recorded, its age, and calibration's largest memcpy run again against what it measured): exit 0 when fresh, 1 (with the reasons) when stale.
     #[arg(long, value_name = "FILE", conflicts_with_all = ["out", "quick", "ranks", "base"])]
     check: Option<PathBuf>,
@@ -82,19 +86,23 @@ pub(crate) struct CalibrateArgs {
     probe_scale: Option<ScaleArg>,
 }
 
-/// The checked inputs.
+/// The checked inputs of probing.
 struct Inputs {
     dir: PathBuf,
-    out: PathBuf,
-    probes_out: PathBuf,
-    create_out_dir: bool,
     scale: Scale,
     max_ranks: usize,
     launcher: Launcher,
+    machine: Machine,
+}
+
+/// The checked outputs and the base scenario.
+struct Outputs {
+    out: PathBuf,
+    probes_out: PathBuf,
+    create_out_dir: bool,
     base_text: String,
     base_name: String,
     base: Scenario,
-    machine: Machine,
 }
 
 fn usage<T>(m: String) -> Result<T, CliError> {
@@ -116,13 +124,31 @@ impl CalibrateArgs {
         }
         machine.detect_readahead(&dir);
         check_output(&dir.join("probe"), "--dir")?;
+        let scale = match (self.probe_scale, self.quick) {
+            (Some(ScaleArg::Tiny), _) => Scale::Tiny,
+            (Some(ScaleArg::Quick), _) | (None, true) => Scale::Quick,
+            (Some(ScaleArg::Full), _) | (None, false) => Scale::Full,
+        };
+        let max_ranks = self.ranks.map(|r| r as usize).unwrap_or(machine.cores + 2);
+        let launcher = Launcher::resolve(self.mpiexec.as_deref())?;
+        Ok(Inputs {
+            dir,
+            scale,
+            max_ranks,
+            launcher,
+            machine,
+        })
+    }
+
+    /// The outputs (the default named after `host`) and the base scenario.
+    fn outputs(&self, host: &str) -> Result<Outputs, CliError> {
         let (out, create_out_dir) = match &self.out {
             Some(o) => {
                 check_output(o, "--out")?;
                 (o.clone(), false)
             }
             None => {
-                let o = Path::new("scenarios/calibrated").join(format!("{}.toml", machine.host));
+                let o = Path::new("scenarios/calibrated").join(format!("{host}.toml"));
                 let missing = !o.parent().expect("has a parent").exists();
                 if !missing {
                     check_output(&o, "--out (default)")?;
@@ -137,13 +163,6 @@ impl CalibrateArgs {
                 probes_out.display()
             ));
         }
-        let scale = match (self.probe_scale, self.quick) {
-            (Some(ScaleArg::Tiny), _) => Scale::Tiny,
-            (Some(ScaleArg::Quick), _) | (None, true) => Scale::Quick,
-            (Some(ScaleArg::Full), _) | (None, false) => Scale::Full,
-        };
-        let max_ranks = self.ranks.map(|r| r as usize).unwrap_or(machine.cores + 2);
-        let launcher = Launcher::resolve(self.mpiexec.as_deref())?;
         let (base_text, base_name) = match &self.base {
             Some(p) => (
                 std::fs::read_to_string(p).map_err(|e| {
@@ -158,20 +177,28 @@ impl CalibrateArgs {
         };
         let base = Scenario::from_str(&base_text, &base_name)
             .map_err(|e| CliError::Usage(format!("--base `{base_name}`: {e}")))?;
-        Ok(Inputs {
-            dir,
+        Ok(Outputs {
             out,
             probes_out,
             create_out_dir,
-            scale,
-            max_ranks,
-            launcher,
             base_text,
             base_name,
             base,
-            machine,
         })
     }
+}
+
+/// The raw results of `--refit PROBES`.
+fn read_probes(path: &Path) -> Result<ProbeResults, CliError> {
+    let bad = |why: String| CliError::Usage(format!("--refit `{}`: {why}", path.display()));
+    let text = std::fs::read_to_string(path).map_err(|e| bad(format!("cannot read it: {e}")))?;
+    let raw: serde_json::Value =
+        serde_json::from_str(&text).map_err(|e| bad(format!("not JSON: {e}")))?;
+    serde_json::from_value(raw["results"].clone()).map_err(|e| {
+        bad(format!(
+            "its `results` are not a calibration's probe results: {e}"
+        ))
+    })
 }
 
 /// One line per probe step on stderr; a bar above them on a terminal.
@@ -329,25 +356,40 @@ pub(super) fn run(args: &CalibrateArgs) -> Result<(), CliError> {
     if let Some(file) = &args.check {
         return check_freshness(file, args.max_age_days);
     }
-    let inp = args.check()?;
-    let scratch = inp
-        .dir
-        .join(format!("piotwin-calibrate-{}", std::process::id()));
-    std::fs::create_dir(&scratch).map_err(|e| {
-        CliError::Runtime(format!(
-            "cannot create the scratch directory `{}`: {e}",
-            scratch.display()
-        ))
-    })?;
-    let plan = Plan::new(
-        inp.scale,
-        inp.machine.cores,
-        inp.max_ranks,
-        &scratch.display().to_string(),
-    );
-    install_stop_handlers()?;
-    let results = probe(&inp, plan, &scratch);
-    let removed = std::fs::remove_dir_all(&scratch);
+    let (inp, results, removed) = match &args.refit {
+        Some(probes) => {
+            let results = read_probes(probes)?;
+            (args.outputs(&results.machine.host)?, results, Ok(()))
+        }
+        None => {
+            let probing = args.check()?;
+            let inp = args.outputs(&probing.machine.host)?;
+            let scratch = probing
+                .dir
+                .join(format!("piotwin-calibrate-{}", std::process::id()));
+            std::fs::create_dir(&scratch).map_err(|e| {
+                CliError::Runtime(format!(
+                    "cannot create the scratch directory `{}`: {e}",
+                    scratch.display()
+                ))
+            })?;
+            let plan = Plan::new(
+                probing.scale,
+                probing.machine.cores,
+                probing.max_ranks,
+                &scratch.display().to_string(),
+            );
+            install_stop_handlers()?;
+            let results = probe(&probing, plan, &scratch);
+            let removed = std::fs::remove_dir_all(&scratch).map_err(|e| {
+                format!(
+                    "cannot remove the scratch directory `{}`: {e}",
+                    scratch.display()
+                )
+            });
+            (inp, results, removed)
+        }
+    };
     let fitted = fits::fit_all(&results, &inp.base);
     let text = writer::render(&inp.base_text, &inp.base_name, &fitted, &results, None)
         .map_err(CliError::Runtime)?;
@@ -403,12 +445,7 @@ pub(super) fn run(args: &CalibrateArgs) -> Result<(), CliError> {
         inp.out.display(),
         inp.probes_out.display()
     );
-    if let Err(e) = removed {
-        return Err(CliError::Runtime(format!(
-            "cannot remove the scratch directory `{}`: {e}",
-            scratch.display()
-        )));
-    }
+    removed.map_err(CliError::Runtime)?;
     if let Some(signal) = stop::requested() {
         return Err(CliError::interrupted(
             signal,
@@ -429,7 +466,8 @@ fn probe(inp: &Inputs, plan: Plan, scratch: &Path) -> ProbeResults {
     let mut results = ProbeResults::new(inp.machine.clone(), plan.clone());
     let mut progress = Progress::new(plan.steps.len() + 1);
     results.memcpy = memcpy::measure(&plan.memcpy_sizes, plan.memcpy_reps);
-    results.pattern = memcpy::measure_pattern(&plan.memcpy_sizes, plan.memcpy_reps);
+    (results.pattern, results.pattern_check) =
+        memcpy::measure_pattern(&plan.memcpy_sizes, plan.memcpy_reps);
     results.busy_work = memcpy::measure_busy_work(&plan.busy_loops, plan.memcpy_reps);
     results.bt = memcpy::measure_bt(&plan.bt_steps, plan.kernel_reps);
     results.fft = memcpy::measure_fft(&plan.fft_sides, plan.kernel_reps);
@@ -464,9 +502,10 @@ fn probe(inp: &Inputs, plan: Plan, scratch: &Path) -> ProbeResults {
     progress.step(
         "memcpy",
         &format!(
-            "{} copies, {} data-pattern fills and checks, {} busy-work loops, {} BT and {} FFT kernel runs, {} Fortran runs, {} rewrites after a delete",
+            "{} copies, {} data-pattern fills and {} checks, {} busy-work loops, {} BT and {} FFT kernel runs, {} Fortran runs, {} rewrites after a delete",
             results.memcpy.len(),
             results.pattern.len(),
+            results.pattern_check.len(),
             results.busy_work.len(),
             results.bt.len(),
             results.fft.len(),

@@ -294,10 +294,14 @@ pub enum KernelKind {
     BtStep,
     /// Anything else; `amount` in flops.
     Flops,
-    /// Generating or checking a benchmark's data pattern (IOR's per-byte pattern
-    /// filled before each write and compared after each read); `amount` in bytes.
-    /// Real runs do it inside the timed region, so the twin charges it too.
+    /// Generating a benchmark's data pattern (IOR's per-byte pattern filled
+    /// before each write); `amount` in bytes. Real runs do it inside the timed
+    /// region, so the twin charges it too.
     Pattern,
+    /// Checking data read against its pattern (IOR's compare after each read,
+    /// BTIO's verification sums); `amount` in bytes. It reads where filling
+    /// writes, so it runs at its own rate.
+    PatternCheck,
 }
 
 /// How often a repetition (`IoCtx::repeat`) runs its body.

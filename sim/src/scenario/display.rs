@@ -40,6 +40,13 @@ impl fmt::Display for Scenario {
             if g.compute.pattern.is_finite() {
                 writeln!(f, "      data pattern {}", fmt_rate(g.compute.pattern))?;
             }
+            if g.compute.pattern_check != g.compute.pattern {
+                writeln!(
+                    f,
+                    "      pattern check {}",
+                    fmt_rate(g.compute.pattern_check)
+                )?;
+            }
             if g.memory_bw != g.compute.memcpy {
                 writeln!(f, "      memory bus {} per node", fmt_rate(g.memory_bw))?;
             }

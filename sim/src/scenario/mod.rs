@@ -164,9 +164,12 @@ pub struct ComputeRates {
     pub bt: f64,
     /// Any other kernel, in flop/s.
     pub flops: f64,
-    /// Generating or checking a benchmark's data pattern, bytes/s (`pattern`;
-    /// absent = infinite: the pattern costs nothing, as in datasheet scenarios).
+    /// Generating a benchmark's data pattern, bytes/s (`pattern`; absent =
+    /// infinite: the pattern costs nothing, as in datasheet scenarios).
     pub pattern: f64,
+    /// Checking data read against its pattern, bytes/s (`pattern_check`;
+    /// absent = `pattern`).
+    pub pattern_check: f64,
 }
 
 /// A client node's page cache, modelled on Linux's write-back (`vm.dirty_ratio`,

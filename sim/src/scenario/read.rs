@@ -323,6 +323,7 @@ impl Scenario {
             let c = n.sub("compute", &schema::children("nodes.compute", None))?;
             let memory = n.size("memory")?;
             let memcpy = c.rate("memcpy")?;
+            let pattern = c.rate_or("pattern", f64::INFINITY)?;
             let cache = match n.sub_opt("cache", &schema::children("nodes.cache", None))? {
                 Some(t) => {
                     let dirty = t.fraction_or("dirty_ratio", 0.2)?;
@@ -371,7 +372,8 @@ impl Scenario {
                     fft: c.flops("fft")?,
                     bt: c.flops("bt")?,
                     flops: c.flops("flops")?,
-                    pattern: c.rate_or("pattern", f64::INFINITY)?,
+                    pattern,
+                    pattern_check: c.rate_or("pattern_check", pattern)?,
                 },
                 cache,
                 syscall: n.time_or("syscall", 0.0)?,

@@ -284,7 +284,13 @@ const KEYS: &[Key] = &[
         "nodes.compute.pattern",
         Quantity(Rate),
         Otherwise("free"),
-        "filling and checking a benchmark's data pattern per core (IOR does it inside its timed region)",
+        "filling a benchmark's data pattern per core (IOR does it inside its timed region)",
+    ),
+    key(
+        "nodes.compute.pattern_check",
+        Quantity(Rate),
+        Otherwise("`pattern`"),
+        "checking data read against its pattern per core",
     ),
     key(
         "nodes.cache.capacity",

@@ -580,7 +580,7 @@ impl BtioProgram {
             for d in 0..dump {
                 f.read(ctx, &layout, d).await?;
                 let sums = ctx
-                    .compute(Kernel::pattern(layout.bytes()), || {
+                    .compute(Kernel::pattern_check(layout.bytes()), || {
                         let state = solver.state();
                         let state = state.as_ref()?;
                         let stream = f.storage.doubles()?;

@@ -192,7 +192,7 @@ impl Ior {
             }
             let off = p.offset(role, ranks, q);
             if access == Access::Write {
-                ctx.compute(Kernel::pattern(p.transfer), || {
+                ctx.compute(Kernel::pattern_fill(p.transfer), || {
                     if let Some(b) = buf.bytes_mut() {
                         fill(b, p.seed, file_id, off);
                     }
@@ -223,7 +223,7 @@ impl Ior {
             }
             if access == Access::Read {
                 let checked = ctx
-                    .compute(Kernel::pattern(p.transfer), || {
+                    .compute(Kernel::pattern_check(p.transfer), || {
                         buf.bytes().map(|b| verify(b, p.seed, file_id, off))
                     })
                     .await;

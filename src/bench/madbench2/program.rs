@@ -366,7 +366,7 @@ impl<'a, C: IoCtx> RankRun<'a, C> {
             return;
         }
         self.ctx
-            .compute(Kernel::pattern(bytes), || {
+            .compute(Kernel::pattern_fill(bytes), || {
                 if let Some(b) = buf.bytes_mut() {
                     fill(b, matrix, rank, slot);
                 }
@@ -382,7 +382,7 @@ impl<'a, C: IoCtx> RankRun<'a, C> {
         };
         let verification = &mut self.verification;
         self.ctx
-            .compute(Kernel::pattern(buf.len() as u64), || {
+            .compute(Kernel::pattern_check(buf.len() as u64), || {
                 if let Some(b) = buf.bytes() {
                     check(b, matrix, rank, slot, offset, verification);
                 }
