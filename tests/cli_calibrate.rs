@@ -227,6 +227,10 @@ fn pingpong_runs_for_real_and_checks_its_data() {
             "1,4k,1m",
             "--barriers",
             "10",
+            "--polled",
+            "2",
+            "--polled-copies",
+            "4k,1m",
             "--json",
             "pp.json",
         ],
@@ -238,7 +242,16 @@ fn pingpong_runs_for_real_and_checks_its_data() {
     assert_eq!(r["benchmark"], "pingpong");
     assert_eq!(r["mode"], "real");
     let rows = r["tables"]["pingpong"]["rows"].as_array().unwrap();
-    assert_eq!(rows.len(), 4);
+    // 3 sizes, the barrier, a copy and a step row per polled copy size (2 ranks of 3)
+    assert_eq!(rows.len(), 8);
+    let polled: Vec<_> = rows.iter().filter(|r| r[0] == "polled_step").collect();
+    assert_eq!(polled.len(), 2);
+    assert!(
+        polled
+            .iter()
+            .all(|r| r[5] == 2 && r[4].as_f64().unwrap() > 0.0),
+        "{polled:?}"
+    );
     assert!(r["errors"].as_array().unwrap().is_empty());
     assert!(r["metrics"]["bandwidth_mb_s"].as_f64().unwrap() > 0.0);
 }
@@ -329,6 +342,68 @@ fn pingpong_two_phase_test_runs_in_both_modes() {
     );
 }
 
+/// The polled test in the twin, 4 ranks on 2 cores, 2 taking part: a 1 MB
+/// copy at 1 GB/s takes 1 ms while the waiting ranks idle, 2 ms while they
+/// poll (each rank holds half a core); a step adds the barrier's one message
+/// step: the wake-up of 4 ranks' steps (5 ms) idle, the polled one (1 ms)
+/// polling.
+#[test]
+fn pingpong_polled_test_in_the_twin() {
+    let dir = tempfile::tempdir().unwrap();
+    let run = |json: &str, waiting: &str| {
+        let sc = scenario("default.toml");
+        let o = piotwin(
+            dir.path(),
+            &[
+                "run",
+                "pingpong",
+                "--sim",
+                sc.to_str().unwrap(),
+                "--ranks",
+                "4",
+                "--sizes",
+                "1",
+                "--barriers",
+                "1",
+                "--polled",
+                "2",
+                "--polled-copies",
+                "1000000",
+                "--set",
+                "nodes[0].cores=2",
+                "--set",
+                "nodes[0].compute.memcpy=1GB/s",
+                "--set",
+                "nodes[0].nic_latency=0s",
+                "--set",
+                "nodes[0].oversubscribed_wakeup=5ms",
+                "--set",
+                "nodes[0].polled_wakeup=1ms",
+                "--set",
+                &format!("nodes[0].waiting_ranks={waiting}"),
+                "--json",
+                json,
+            ],
+        );
+        assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+        let r = read_json(&dir.path().join(json));
+        let rows = r["tables"]["pingpong"]["rows"].as_array().unwrap().clone();
+        let time = |test: &str| {
+            rows.iter()
+                .find(|r| r[0] == test)
+                .unwrap_or_else(|| panic!("{test} in {rows:?}"))[4]
+                .as_f64()
+                .unwrap()
+        };
+        (time("polled_copy"), time("polled_step"))
+    };
+    let close = |a: f64, b: f64| (a - b).abs() < 1e-9;
+    let (copy, step) = run("idle.json", "idle");
+    assert!(close(copy, 1e-3) && close(step, 6e-3), "{copy} {step}");
+    let (copy, step) = run("poll.json", "poll");
+    assert!(close(copy, 2e-3) && close(step, 3e-3), "{copy} {step}");
+}
+
 #[test]
 fn pingpong_refuses_a_single_rank() {
     bad_input(
@@ -346,5 +421,20 @@ fn pingpong_refuses_a_single_rank() {
             "1",
         ],
         &["at least 2 ranks"],
+    );
+    bad_input(
+        &[
+            "run",
+            "pingpong",
+            "--sim",
+            scenario.to_str().unwrap(),
+            "--ranks",
+            "2",
+            "--polled",
+            "2",
+            "--polled-copies",
+            "1m",
+        ],
+        &["--polled", "2", "leave some of the 2 to wait"],
     );
 }

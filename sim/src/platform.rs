@@ -37,13 +37,24 @@
 //! busy-polls, so a message to a rank that is descheduled is answered only at
 //! its next time slice; every message step to a rank of an oversubscribed node
 //! costs `nodes.oversubscribed_wakeup` more.
+//!
+//! With `nodes.waiting_ranks = "poll"` the ranks waiting in MPI busy-poll:
+//! every rank of an oversubscribed node is always runnable, so each holds
+//! cores / ranks of a core whether it works or waits (the kernel balances
+//! runnable processes over the cores; measured here: 2 ranks copying while 2
+//! others wait in a barrier copy at half the speed of 2 ranks alone, 2 of 3
+//! at two thirds). Its CPU work is then a flow over a share of its own, of
+//! that capacity. A message step wakes a descheduled rank only where the
+//! communicator has more ranks on the node than cores: fewer are scheduled
+//! together (2 ranks' barrier while 2 others poll takes microseconds, all 4
+//! ranks' barrier 8 ms on 2 cores).
 
 use std::collections::BTreeMap;
 
 use crate::flow::{FlowNet, ResourceId};
 use piotwin_types::{Access, KernelKind};
 
-use crate::scenario::{ComputeRates, Placement, Scenario, Torus};
+use crate::scenario::{ComputeRates, Placement, Scenario, Torus, WaitingRanks};
 
 pub(crate) struct Node {
     tx: ResourceId,
@@ -57,12 +68,19 @@ pub(crate) struct Node {
     /// More ranks than cores on this node: CPU work shares the cores.
     oversubscribed: bool,
     cores: usize,
+    /// Ranks placed on this node.
+    ranks: usize,
+    /// What its ranks waiting in MPI do when it is oversubscribed.
+    waiting: WaitingRanks,
     /// CPU seconds per system call.
     syscall: f64,
     /// CPU seconds per Fortran data-transfer statement.
     fortran_statement: f64,
     /// Extra latency of a message to a rank on this node when it is oversubscribed, in s.
     wakeup: f64,
+    /// As `wakeup`, of a step among no more of the node's ranks than cores
+    /// while its other ranks poll, in s.
+    polled_wakeup: f64,
     /// Per-core page-cache copy rates (write, read) in B/s.
     cache_bw: [f64; 2],
     /// The node's rate for messages received into (unpacked, index 0) and sent
@@ -378,9 +396,12 @@ impl Platform {
                     rates: g.compute.clone(),
                     oversubscribed: false,
                     cores: g.cores,
+                    ranks: 0,
+                    waiting: g.waiting_ranks,
                     syscall: g.syscall,
                     fortran_statement: g.fortran_statement,
                     wakeup: g.oversubscribed_wakeup,
+                    polled_wakeup: g.polled_wakeup,
                     cache_bw: g
                         .cache
                         .as_ref()
@@ -430,6 +451,7 @@ impl Platform {
         }
         for (n, node) in nodes.iter_mut().enumerate() {
             node.oversubscribed = on_node[n] > cores[n];
+            node.ranks = on_node[n];
         }
         let servers = (0..scn.server.count)
             .map(|i| ServerNet {
@@ -455,7 +477,8 @@ impl Platform {
     /// (so the ids of the others, and the results without sharing, stay as
     /// they were): the cores of each node that is oversubscribed or whose
     /// page-cache copy rates are below its memory bus, with its ranks bound to
-    /// them round robin.
+    /// them round robin; on an oversubscribed node whose waiting ranks poll, a
+    /// share of cores / ranks of a core per rank instead.
     pub(crate) fn add_cpus<T>(&mut self, flows: &mut FlowNet<T>) {
         let needs = |n: &Node| {
             n.oversubscribed
@@ -465,11 +488,12 @@ impl Platform {
         if !self.nodes.iter().any(needs) {
             return;
         }
+        let polled = |n: &Node| n.oversubscribed && n.waiting == WaitingRanks::Poll;
         let cores: Vec<Vec<ResourceId>> = self
             .nodes
             .iter()
             .enumerate()
-            .map(|(i, n)| match needs(n) {
+            .map(|(i, n)| match needs(n) && !polled(n) {
                 true => (0..n.cores)
                     .map(|c| flows.add_resource(format!("node{i}.core{c}"), 1.0))
                     .collect(),
@@ -480,9 +504,16 @@ impl Platform {
         self.rank_cpu = (0..self.rank_node.len())
             .map(|r| {
                 let ni = self.node_of(r);
+                let n = &self.nodes[ni];
                 let k = placed[ni];
                 placed[ni] += 1;
-                cores[ni].get(k % self.nodes[ni].cores).copied()
+                match polled(n) {
+                    true => Some(flows.add_resource(
+                        format!("node{ni}.rank{k}.share"),
+                        n.cores as f64 / n.ranks as f64,
+                    )),
+                    false => cores[ni].get(k % n.cores).copied(),
+                }
             })
             .collect();
     }
@@ -525,13 +556,6 @@ impl Platform {
     /// CPU seconds of one Fortran data-transfer statement on `node`.
     pub(crate) fn fortran_statement(&self, node: usize) -> f64 {
         self.nodes[node].fortran_statement
-    }
-
-    /// Extra latency of a message step to a rank on `node` (its wake-up when
-    /// the node is oversubscribed), in s.
-    fn wakeup(&self, node: usize) -> f64 {
-        let n = &self.nodes[node];
-        if n.oversubscribed { n.wakeup } else { 0.0 }
     }
 
     /// Node index of world rank `rank`.
@@ -577,11 +601,39 @@ impl Platform {
         2.0 * (n.nic_latency + self.routes[n.switch][self.servers[0].switch].latency)
     }
 
-    /// A point-to-point message from world rank `src` to `dst`: (latency, path).
-    /// Within a node it crosses the memory bus (and the sender's core, which copies
-    /// it at `memcpy`, where the bus is faster); otherwise both NICs and the switch.
-    /// A receiver on an oversubscribed node adds its wake-up to the latency.
-    pub(crate) fn p2p(&self, src: usize, dst: usize) -> (f64, Vec<(ResourceId, f64)>) {
+    /// The wake-up of a message step among `members` (world ranks of a
+    /// communicator) to a rank of each oversubscribed node they are on, by
+    /// node (sorted): `oversubscribed_wakeup`; where waiting ranks poll, that
+    /// only with more of the members on the node than cores, else
+    /// `polled_wakeup`.
+    pub(crate) fn wakes(&self, members: &[usize]) -> Vec<(u32, f64)> {
+        let mut on_node: BTreeMap<usize, usize> = BTreeMap::new();
+        for &r in members {
+            *on_node.entry(self.node_of(r)).or_default() += 1;
+        }
+        on_node
+            .into_iter()
+            .filter(|&(ni, _)| self.nodes[ni].oversubscribed)
+            .map(|(ni, count)| {
+                let n = &self.nodes[ni];
+                let crowded = n.waiting == WaitingRanks::Idle || count > n.cores;
+                (ni as u32, if crowded { n.wakeup } else { n.polled_wakeup })
+            })
+            .collect()
+    }
+
+    /// A point-to-point message from world rank `src` to `dst` of a
+    /// communicator with wake-ups `wakes` ([`Platform::wakes`]): (latency,
+    /// path). Within a node it crosses the memory bus (and the sender's core,
+    /// which copies it at `memcpy`, where the bus is faster); otherwise both
+    /// NICs and the switch. A receiver on an oversubscribed node adds its
+    /// wake-up to the latency.
+    pub(crate) fn p2p(
+        &self,
+        src: usize,
+        dst: usize,
+        wakes: &[(u32, f64)],
+    ) -> (f64, Vec<(ResourceId, f64)>) {
         let (a, b) = (self.node_of(src), self.node_of(dst));
         let na = &self.nodes[a];
         let (lat, path) = if a == b {
@@ -600,14 +652,14 @@ impl Platform {
             path.push((nb.rx, 1.0));
             (na.nic_latency + r.latency + nb.nic_latency, path)
         };
-        if self.nodes[b].oversubscribed {
-            (lat + self.wakeup(b), path)
-        } else {
-            (lat, path)
+        match wakes.binary_search_by_key(&(b as u32), |&(n, _)| n) {
+            Ok(i) => (lat + wakes[i].1, path),
+            Err(_) => (lat, path),
         }
     }
 
-    /// A message of a two-phase exchange from world rank `src` to `dst`:
+    /// A message of a two-phase exchange from world rank `src` to `dst` of the
+    /// file's communicator, with its wake-ups `wakes`:
     /// [`Platform::p2p`], and where the aggregator's node (the receiver `dst` of
     /// a write's exchange, the sender `src` of a read's) is oversubscribed and
     /// models it, through that node's derived-datatype rate (the aggregator
@@ -617,8 +669,9 @@ impl Platform {
         src: usize,
         dst: usize,
         access: Access,
+        wakes: &[(u32, f64)],
     ) -> (f64, Vec<(ResourceId, f64)>) {
-        let (lat, mut path) = self.p2p(src, dst);
+        let (lat, mut path) = self.p2p(src, dst, wakes);
         let (aggregator, side) = match access {
             Access::Write => (dst, 0),
             Access::Read => (src, 1),
@@ -636,8 +689,8 @@ impl Platform {
 
     /// (latency, bandwidth) of one message step among `members` (world ranks) for
     /// collective cost models: the slowest pair's figures (a step to a rank on an
-    /// oversubscribed node includes its wake-up).
-    pub(crate) fn message_params(&self, members: &[usize]) -> (f64, f64) {
+    /// oversubscribed node includes its wake-up of `wakes`, [`Platform::wakes`]).
+    pub(crate) fn message_params(&self, members: &[usize], wakes: &[(u32, f64)]) -> (f64, f64) {
         let first = self.node_of(members[0]);
         let one_node = members.iter().all(|&r| self.node_of(r) == first);
         let mut lat: f64 = 0.0;
@@ -661,11 +714,9 @@ impl Platform {
                 bw = bw.min(n.nic_bw).min(self.net_bw);
             }
         }
-        let wake = members
+        let wake = wakes
             .iter()
-            .map(|&r| self.node_of(r))
-            .filter(|&ni| self.nodes[ni].oversubscribed)
-            .map(|ni| self.wakeup(ni))
+            .map(|&(_, w)| w)
             .fold(None, |a: Option<f64>, w| Some(a.map_or(w, |a| a.max(w))));
         match wake {
             Some(w) => (lat + w, bw),

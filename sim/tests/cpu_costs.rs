@@ -660,3 +660,39 @@ fn pattern_checks_run_at_their_own_rate() {
     let t = run(&scenario(1, false, &both[..1]), 1, prog);
     assert!(close(t[0].0, 10e-3) && close(t[0].1, 10e-3), "{t:?}");
 }
+
+/// Four ranks on two cores, ranks 0 and 1 splitting off to compute 1 s of work
+/// each and meet in their own barrier while ranks 2 and 3 wait in the world's.
+/// Idle waiting ranks leave them a core each: 1 s; every step on the node
+/// wakes a rank (10 ms each, 1 step of the 2-rank barrier): 1.01 s. Polling
+/// waiting ranks keep their share, so 0 and 1 get half a core: 2 s, and their
+/// 2-rank barrier wakes no one (2 ranks of the communicator on 2 cores): 2 s.
+/// The world barrier after it (4 ranks on 2 cores: 2 steps of 10 ms) costs
+/// 20 ms either way.
+#[test]
+fn polling_ranks_keep_their_share_and_wake_only_crowded_communicators() {
+    let prog = async |r: &Rank| {
+        let sub = r.split(Some(usize::from(r.rank() >= 2)), 0).await.unwrap();
+        let t0 = r.now();
+        if r.rank() < 2 {
+            sub.compute(KernelKind::Flops, 1e9).await;
+            sub.barrier().await;
+        }
+        let done = r.now() - t0;
+        r.barrier().await;
+        (done, r.now() - t0 - done)
+    };
+    let wake = "nodes[0].oversubscribed_wakeup=10ms";
+    let idle = run(&scenario(2, false, &[wake]), 4, prog);
+    let poll = run(
+        &scenario(2, false, &[wake, "nodes[0].waiting_ranks=poll"]),
+        4,
+        prog,
+    );
+    for r in 0..2 {
+        assert!(close(idle[r].0, 1.01), "{idle:?}");
+        assert!(close(poll[r].0, 2.0), "{poll:?}");
+    }
+    assert!(close(idle[0].1 + idle[0].0, 1.01 + 20e-3), "{idle:?}");
+    assert!(close(poll[0].1 + poll[0].0, 2.0 + 20e-3), "{poll:?}");
+}

@@ -40,7 +40,7 @@ use std::fmt::Write as _;
 use serde::{Deserialize, Serialize};
 
 use crate::bench::common::options::{OptionError, opt_err};
-use crate::ctx::{IoBuf, IoCtx, OpenOptions, RankProgram, ReduceOp};
+use crate::ctx::{IoBuf, IoCtx, Kernel, OpenOptions, RankProgram, ReduceOp};
 use crate::report::{Mode, RunReport, Table, default_headline};
 use piotwin_types::{Access, Api, Coordination, Datatype, Op, OpenMode, Position, Scope, View};
 

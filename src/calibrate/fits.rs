@@ -15,6 +15,7 @@
 //! | `nodes.nic_latency`, `nodes.nic_bw` | b_eff, 2 ranks, its `MPI_Sendrecv` loops | exchange time (loop time / 2 loops) = latency + bytes / bw (Huber) |
 //! | `nodes.oversubscribed_wakeup` | b_eff's `MPI_Sendrecv` exchanges of 1 byte | mean exchange at N > cores ranks − mean at 2 ranks |
 //! | `nodes.oversubscribed_unpack_bw`, `nodes.oversubscribed_pack_bw` | pingpong's two-phase test (`write_at_all`, `read_at_all` through an interleaved view) at N > cores ranks over call sizes | call time − the aggregator's page-cache copy = intercept + exchanged bytes / bw (Huber); exchanged: the (N − 1)/N of a call's bytes that reach the node's one aggregator |
+//! | `nodes.waiting_ranks` (a choice), `nodes.polled_wakeup` | pingpong's polled test at N > cores ranks: `cores` ranks copy, then copy and meet in a barrier, while the others wait | `poll` where the largest copy ran below the midpoint of a whole core and cores / N of one (against `nodes.compute.memcpy`), else `idle`; with `poll`, the mean of (step − copy) / barrier steps over sizes and runs (Student t) |
 //! | `nodes.syscall`, `nodes.cache.write_bw` | IOzone write, cached files | time per record = latency + record / bw (Huber) |
 //! | `nodes.cache.read_bw` | IOzone re-read | as above |
 //! | `nodes.cache.capacity` | IOzone re-read over file sizes | cache knee (two plateaus of log bandwidth), else `MemTotal` |
@@ -91,6 +92,9 @@ pub struct Fitted {
     pub skipped: BTreeMap<String, String>,
     /// Further findings for `[source]`: topic → note.
     pub notes: BTreeMap<String, String>,
+    /// Keys set to one of their words (not numbers): key → (word, why).
+    #[serde(default)]
+    pub choices: BTreeMap<String, (String, String)>,
     /// How much repeated IOR probes differed (`[run_to_run]`), where any repeated.
     #[serde(default)]
     pub run_to_run: Option<RunToRun>,
@@ -246,6 +250,7 @@ pub fn fit_all(r: &ProbeResults, base: &Scenario) -> Fitted {
     fit_pingpong(r, &mut f);
     fit_iozone(r, &mut f);
     fit_two_phase(r, &mut f);
+    fit_polled(r, &mut f);
     fit_release(r, &mut f);
     fit_shared_pointer(r, &mut f);
     fit_cache_capacity(r, &mut f);
@@ -550,6 +555,81 @@ fn fit_two_phase(r: &ProbeResults, f: &mut Fitted) {
             }
             Err(e) => f.skip(&[key], why(&e)),
         }
+    }
+}
+
+/// `nodes.waiting_ranks` and `nodes.polled_wakeup` from pingpong's polled test
+/// at more ranks than cores (`cores` ranks copy and synchronise while the
+/// others wait). Whether waiting ranks take their share of the cores shows in
+/// the largest copy (small ones finish within a time slice): at the in-process
+/// `memcpy` rate alone it would take `bytes / memcpy`; sharing the cores with
+/// every rank, N / cores times that. A step less a copy is the barrier's
+/// ceil(log2 cores) message steps; their mean over sizes and runs is the
+/// wake-up of a step while the others poll (the runs differ: two ranks are
+/// scheduled together or out of phase, whichever the kernel set up).
+fn fit_polled(r: &ProbeResults, f: &mut Fitted) {
+    const KEYS: [&str; 1] = ["nodes.polled_wakeup"];
+    let cores = r.machine.cores as u64;
+    let rows = |test: &str| -> Vec<&PingRow> {
+        r.pingpong
+            .iter()
+            .filter(|p| p.test == test && p.ranks > cores && p.active > 0 && p.active <= cores)
+            .collect()
+    };
+    let (copies, steps) = (rows("polled_copy"), rows("polled_step"));
+    let Some(memcpy) = f.get("nodes.compute.memcpy").map(|p| p.value) else {
+        f.skip(&KEYS, "nodes.compute.memcpy not fitted".into());
+        return;
+    };
+    let Some(largest) = copies.iter().map(|p| p.bytes).max() else {
+        f.skip(
+            &KEYS,
+            format!("no pingpong --polled run at more ranks than cores ({cores}): give --ranks above {cores}"),
+        );
+        return;
+    };
+    let ranks = copies[0].ranks;
+    let shares: Vec<f64> = copies
+        .iter()
+        .filter(|p| p.bytes == largest)
+        .map(|p| p.bytes as f64 / memcpy / p.seconds)
+        .collect();
+    let share = shares.iter().sum::<f64>() / shares.len() as f64;
+    let polled_share = cores as f64 / ranks as f64;
+    let poll = share < (1.0 + polled_share) / 2.0;
+    let probe = format!(
+        "pingpong --polled: {} of {ranks} ranks on {cores} cores copy, then copy and meet in a barrier, while the others wait",
+        copies[0].active
+    );
+    let found = format!(
+        "{probe}: the {largest}-byte copies ran at {share:.2} of a core at nodes.compute.memcpy ({memcpy:.4e} B/s; mean of {}), against {polled_share:.2} with every rank sharing the cores",
+        shares.len()
+    );
+    let word = if poll { "poll" } else { "idle" };
+    f.choices
+        .insert("nodes.waiting_ranks".into(), (word.into(), found.clone()));
+    if !poll {
+        f.skip(&KEYS, format!("waiting ranks idle: {found}"));
+        return;
+    }
+    // Each step row after the copy row of its size and run.
+    let extras: Vec<f64> = copies
+        .iter()
+        .zip(&steps)
+        .filter(|(c, s)| c.bytes == s.bytes && c.active == s.active)
+        .map(|(c, s)| (s.seconds - c.seconds) / piotwin_sim::collective_steps(s.active as usize))
+        .collect();
+    match mean_estimate(&extras, LEVEL) {
+        Ok(est) => f.time(
+            KEYS[0],
+            est,
+            &probe,
+            format!(
+                "method=mean n={} of (step - copy) / barrier steps over sizes and runs",
+                extras.len()
+            ),
+        ),
+        Err(e) => f.skip(&KEYS, why(&e)),
     }
 }
 
@@ -1124,6 +1204,7 @@ pub(crate) mod tests {
     const INDEP: f64 = 5e-6;
     const COLL: f64 = 40e-6;
     const WAKEUP: f64 = 4e-3;
+    const POLLED_WAKEUP: f64 = 1e-3;
     const OPEN_STEPS: f64 = 12.0;
     const UNPACK: f64 = 110e6;
     const PACK: f64 = 160e6;
@@ -1248,6 +1329,30 @@ pub(crate) mod tests {
                         bytes,
                         iterations: 5,
                         seconds: t,
+                        active: 0,
+                    });
+                }
+            }
+        }
+        // pingpong's polled test at 4 ranks, 2 taking part: copies at half a
+        // core (every rank shares the cores), a barrier step POLLED_WAKEUP more.
+        for _ in 0..3 {
+            for bytes in [64u64 << 10, 1 << 20, 8 << 20] {
+                let copy = 2.0 * bytes as f64 / MEMCPY;
+                for (test, seconds) in [
+                    ("polled_copy", copy),
+                    (
+                        "polled_step",
+                        copy + POLLED_WAKEUP * (1.0 + 0.2 * nt.normal()),
+                    ),
+                ] {
+                    r.pingpong.push(PingRow {
+                        test: test.into(),
+                        ranks: 4,
+                        bytes,
+                        iterations: 20,
+                        seconds,
+                        active: 2,
                     });
                 }
             }
@@ -1453,6 +1558,8 @@ pub(crate) mod tests {
         within(&f, "mpiio.independent_call", INDEP);
         within(&f, "mpiio.collective_call", COLL);
         within(&f, "nodes.oversubscribed_wakeup", WAKEUP);
+        assert_eq!(f.choices["nodes.waiting_ranks"].0, "poll");
+        within(&f, "nodes.polled_wakeup", POLLED_WAKEUP);
         within(&f, "nodes.oversubscribed_unpack_bw", UNPACK);
         within(&f, "nodes.oversubscribed_pack_bw", PACK);
         // The ranks <= cores opens only (those at 4 ranks wait for wake-ups).
@@ -1471,6 +1578,25 @@ pub(crate) mod tests {
         assert!(f.notes["calibration.collective_call_by_ranks"].contains("4 ranks"));
     }
 
+    /// Copies at the speed of a whole core with 4 ranks on 2: the waiting
+    /// ranks leave the cores to the others, and no polled wake-up is fitted.
+    #[test]
+    fn idle_waiting_ranks_are_found_idle() {
+        let mut r = synthetic();
+        for p in r
+            .pingpong
+            .iter_mut()
+            .filter(|p| p.test.starts_with("polled"))
+        {
+            p.seconds /= 2.0;
+        }
+        let f = fit_all(&r, &base());
+        let (word, why) = &f.choices["nodes.waiting_ranks"];
+        assert_eq!(word, "idle");
+        assert!(why.contains("ran at 1.00 of a core"), "{why}");
+        assert!(f.skipped["nodes.polled_wakeup"].contains("waiting ranks idle"));
+    }
+
     #[test]
     fn a_missing_probe_is_skipped_with_its_reason() {
         let mut r = synthetic();
@@ -1481,6 +1607,8 @@ pub(crate) mod tests {
         assert!(f.skipped["nodes.syscall"].contains("no IOzone"));
         assert!(f.skipped["nodes.oversubscribed_wakeup"].contains("more ranks than cores"));
         assert!(f.skipped["nodes.oversubscribed_pack_bw"].contains("--two-phase"));
+        assert!(f.skipped["nodes.polled_wakeup"].contains("--polled"));
+        assert!(!f.choices.contains_key("nodes.waiting_ranks"));
         assert!(
             f.get("mpiio.independent_call")
                 .unwrap()

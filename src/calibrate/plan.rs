@@ -189,6 +189,38 @@ impl Plan {
                 shape: "oversubscribed".into(),
             });
         }
+        // Where max_ranks oversubscribes the cores, what the waiting ranks do:
+        // pingpong's polled test, `cores` ranks copying and meeting while the
+        // others wait, in separate jobs (the kernel schedules the taking part
+        // together or out of phase, differently from job to job).
+        if max_ranks > cores {
+            let (copies, jobs) = match scale {
+                Scale::Tiny => ("64k,1m", 1),
+                Scale::Quick => ("64k,1m,8m", 3),
+                Scale::Full => ("64k,1m,8m", 5),
+            };
+            for _ in 0..jobs {
+                steps.push(Step {
+                    probe: Probe::Pingpong,
+                    ranks: max_ranks,
+                    args: s(&[
+                        "--sizes",
+                        "1",
+                        "--barriers",
+                        "10",
+                        "--polled",
+                        &cores.to_string(),
+                        "--polled-copies",
+                        copies,
+                        "--iterations",
+                        "100",
+                        "--bytes-per-size",
+                        "64m",
+                    ]),
+                    shape: "polled".into(),
+                });
+            }
+        }
         // Two-phase collective I/O where max_ranks oversubscribes the cores: the
         // exchange through derived datatypes (pingpong's two-phase test; bytes per
         // rank of each call, several 64 KiB blocks each so the views interleave).

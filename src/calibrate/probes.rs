@@ -174,6 +174,8 @@ impl ProbeResults {
                         bytes: num(&r, "bytes")? as u64,
                         iterations: num(&r, "iterations")? as u64,
                         seconds: num(&r, "seconds")?,
+                        // (reports before the polled test have no column)
+                        active: r.get("active").and_then(Value::as_u64).unwrap_or(0),
                     });
                 }
             }

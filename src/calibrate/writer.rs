@@ -217,6 +217,13 @@ pub fn render(
             Value::String(format!("not calibrated ({why}); {kept}")),
         );
     }
+    for (k, (word, why)) in &fitted.choices {
+        set_path(&mut root, k, Value::String(word.clone()))?;
+        source.insert(
+            k.clone(),
+            Value::String(format!("measured: `{word}`, as {why}")),
+        );
+    }
     for (k, note) in &fitted.notes {
         source.insert(k.clone(), Value::String(note.clone()));
     }
@@ -335,6 +342,16 @@ mod tests {
         assert!(s.source["calibration.held_out"].contains("b_eff_io"));
         assert!(s.source["nodes.compute.memcpy"].starts_with("measured: memcpy"));
         assert!(s.source.contains_key("base.general"));
+        // A key set to a word: in the scenario, with where it came from.
+        assert_eq!(
+            s.nodes[0].waiting_ranks,
+            piotwin_sim::scenario::WaitingRanks::Poll
+        );
+        assert!(
+            s.source["nodes.waiting_ranks"].starts_with("measured: `poll`, as pingpong --polled"),
+            "{}",
+            s.source["nodes.waiting_ranks"]
+        );
         // Every fitted key has its [calibration] entry with an interval and a quality.
         let t: Table = text.parse().unwrap();
         let calib = t["calibration"].as_table().unwrap();

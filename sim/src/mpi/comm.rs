@@ -18,6 +18,9 @@ pub(crate) struct Comm {
     pub(crate) id: u32,
     /// World ranks, indexed by rank in this communicator.
     pub(crate) members: Vec<usize>,
+    /// The wake-up of a message step to a rank of each oversubscribed node of
+    /// the members, by node (sorted; `Platform::wakes`).
+    pub(crate) wakes: Vec<(u32, f64)>,
     /// Message latency (s) and bandwidth (B/s) for the collective cost models.
     pub(crate) lat: f64,
     pub(crate) bw: f64,
@@ -260,8 +263,8 @@ impl Rank {
         let (s, r) = {
             let mut m = self.sim.model.borrow_mut();
             let mut e = self.sim.engine.borrow_mut();
-            let s = post_message(&mut m, &mut e, self.comm.id, me, to, Some(bytes));
-            let r = post_message(&mut m, &mut e, self.comm.id, from, me, None);
+            let s = post_message(&mut m, &mut e, &self.comm, me, to, Some(bytes));
+            let r = post_message(&mut m, &mut e, &self.comm, from, me, None);
             (s, r)
         };
         self.count_message(to, Some(bytes));
@@ -283,17 +286,16 @@ impl Rank {
         let posted: Vec<(Signal, Wait)> = {
             let mut m = self.sim.model.borrow_mut();
             let mut e = self.sim.engine.borrow_mut();
-            let id = self.comm.id;
             let mut posted = Vec::with_capacity(sends.len() + recvs.len());
             for &source in recvs {
                 let from = self.comm.members[source];
-                let s = post_message(&mut m, &mut e, id, from, me, None);
+                let s = post_message(&mut m, &mut e, &self.comm, from, me, None);
                 posted.push((s, Wait::Recv { from }));
                 self.count_message(from, None);
             }
             for &(dest, bytes) in sends {
                 let to = self.comm.members[dest];
-                let s = post_message(&mut m, &mut e, id, me, to, Some(bytes));
+                let s = post_message(&mut m, &mut e, &self.comm, me, to, Some(bytes));
                 posted.push((s, Wait::Send { to }));
                 self.count_message(to, Some(bytes));
             }
@@ -336,7 +338,7 @@ impl Rank {
         let s = {
             let mut m = self.sim.model.borrow_mut();
             let mut e = self.sim.engine.borrow_mut();
-            post_message(&mut m, &mut e, self.comm.id, me, to, Some(bytes))
+            post_message(&mut m, &mut e, &self.comm, me, to, Some(bytes))
         };
         self.count_message(to, Some(bytes));
         self.wait(&s, Wait::Send { to }).await;
@@ -348,7 +350,7 @@ impl Rank {
         let r = {
             let mut m = self.sim.model.borrow_mut();
             let mut e = self.sim.engine.borrow_mut();
-            post_message(&mut m, &mut e, self.comm.id, from, me, None)
+            post_message(&mut m, &mut e, &self.comm, from, me, None)
         };
         self.count_message(from, None);
         self.wait(&r, Wait::Recv { from }).await;
@@ -360,12 +362,12 @@ impl Rank {
 pub(crate) fn post_message(
     m: &mut Model,
     e: &mut Engine,
-    comm: u32,
+    comm: &Comm,
     from: usize,
     to: usize,
     bytes: Option<u64>,
 ) -> Signal {
-    let key = (comm, from, to);
+    let key = (comm.id, from, to);
     let mb = m.mail.entry(key).or_default();
     let matched = match bytes {
         Some(b) => mb.recvs.pop_front().map(|s| (s, b)),
@@ -373,7 +375,7 @@ pub(crate) fn post_message(
     };
     let sig = match matched {
         Some((s, b)) => {
-            let (lat, path) = m.platform.p2p(from, to);
+            let (lat, path) = m.platform.p2p(from, to, &comm.wakes);
             e.transfer(lat, path, b as f64, s.clone());
             s
         }

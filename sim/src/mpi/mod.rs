@@ -158,11 +158,13 @@ pub(crate) struct Model {
 
 impl Model {
     pub(crate) fn new_comm(&mut self, members: Vec<usize>) -> Rc<Comm> {
-        let (lat, bw) = self.platform.message_params(&members);
+        let wakes = self.platform.wakes(&members);
+        let (lat, bw) = self.platform.message_params(&members, &wakes);
         self.next_comm += 1;
         Rc::new(Comm {
             id: self.next_comm - 1,
             members,
+            wakes,
             lat,
             bw,
         })

@@ -200,9 +200,12 @@ impl Rank {
     ) -> Signal {
         let s = {
             let mm = self.sim.model.borrow();
-            let (lat, path) = mm
-                .platform
-                .exchange(self.world_rank, file.comm.members[to], access);
+            let (lat, path) = mm.platform.exchange(
+                self.world_rank,
+                file.comm.members[to],
+                access,
+                &file.comm.wakes,
+            );
             self.sim.engine.borrow_mut().send(lat, path, bytes as f64)
         };
         io.post(m, target, s.clone());

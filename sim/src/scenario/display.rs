@@ -143,6 +143,14 @@ impl fmt::Display for Scenario {
                     fmt_time(g.fortran_statement)
                 )?;
             }
+            if g.waiting_ranks == WaitingRanks::Poll {
+                writeln!(
+                    f,
+                    "  ranks waiting in MPI on `{}` busy-poll when it runs more ranks than cores ({} wake-up of a step among no more ranks than cores)",
+                    g.name,
+                    fmt_time(g.polled_wakeup)
+                )?;
+            }
             if g.syscall > 0.0 || g.oversubscribed_wakeup > 0.0 {
                 writeln!(
                     f,

@@ -139,6 +139,13 @@ pub struct NodeGroup {
     /// MPICH busy-polls, so a descheduled receiver answers only at its next
     /// time slice. 0 = none (the default).
     pub oversubscribed_wakeup: f64,
+    /// What ranks waiting in MPI do on an oversubscribed node (`waiting_ranks`).
+    pub waiting_ranks: WaitingRanks,
+    /// With `waiting_ranks = poll`: the extra latency, in seconds, of a message
+    /// step among no more of the node's ranks than cores while its other ranks
+    /// poll (the ranks of the step are not always scheduled together). 0 = none
+    /// (the default).
+    pub polled_wakeup: f64,
     /// On an oversubscribed node, the rate in bytes/s at which messages received
     /// into a derived datatype move, over the whole node: two-phase collective
     /// writes' exchange, where each aggregator receives the ranks' interleaved
@@ -151,6 +158,22 @@ pub struct NodeGroup {
     /// (two-phase collective reads' exchange, the aggregators sending the pieces
     /// of their collective buffer).
     pub oversubscribed_pack_bw: f64,
+}
+
+/// What a rank waiting in MPI (for a message, in a collective) does on a node
+/// running more ranks than cores.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum WaitingRanks {
+    /// It leaves the cores to the ranks with work (`idle`, the default); every
+    /// message step to a rank of the node costs `oversubscribed_wakeup`.
+    Idle,
+    /// It busy-polls (`poll`, MPICH's progress engine): every rank of the node
+    /// is always runnable, so each holds cores / ranks of a core, whether it
+    /// works or waits; a message step costs `oversubscribed_wakeup` only where
+    /// its communicator has more ranks on the node than cores (fewer are
+    /// scheduled together, as measured: 2 ranks' barrier while 2 others wait
+    /// in another takes microseconds, all 4 ranks' barrier 8 ms on 2 cores).
+    Poll,
 }
 
 /// Per-core compute rates, one per kernel kind.

@@ -379,6 +379,9 @@ impl Scenario {
                 syscall: n.time_or("syscall", 0.0)?,
                 fortran_statement: n.time_or("fortran_statement", 0.0)?,
                 oversubscribed_wakeup: n.time_or("oversubscribed_wakeup", 0.0)?,
+                waiting_ranks: [WaitingRanks::Idle, WaitingRanks::Poll]
+                    [n.choice("waiting_ranks", &["idle", "poll"], 0)?],
+                polled_wakeup: n.time_or("polled_wakeup", 0.0)?,
                 oversubscribed_unpack_bw: n.rate_or("oversubscribed_unpack_bw", f64::INFINITY)?,
                 oversubscribed_pack_bw: n.rate_or("oversubscribed_pack_bw", f64::INFINITY)?,
             });

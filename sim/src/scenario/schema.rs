@@ -245,6 +245,18 @@ const KEYS: &[Key] = &[
         "extra latency of every message step to a rank on a node running more ranks than cores (MPICH busy-polls)",
     ),
     key(
+        "nodes.waiting_ranks",
+        Choice(&["idle", "poll"]),
+        Value("\"idle\""),
+        "on a node running more ranks than cores, what ranks waiting in MPI do: idle (the cores go to ranks with work; every message step costs the wake-up) or poll (MPICH busy-polls: every rank holds cores/ranks of a core at all times; a step costs the wake-up only where its communicator has more ranks on the node than cores, else `polled_wakeup`)",
+    ),
+    key(
+        "nodes.polled_wakeup",
+        Quantity(Time),
+        Value("\"0s\""),
+        "with waiting_ranks = poll, extra latency of a message step among no more of a node's ranks than cores while its other ranks poll",
+    ),
+    key(
         "nodes.oversubscribed_unpack_bw",
         Quantity(Rate),
         Otherwise("not modelled"),

@@ -24,7 +24,15 @@ every rank sees one shared file (-o) through an interleaved view (blocks of
 write_at_all calls of that many bytes per rank, then read_at_all of the same
 bytes, each after a barrier; rows twophase_write and twophase_read give the
 mean call time (maximum over ranks) and the bytes of one call over all ranks.
-The file is deleted at the end; real runs check what they read back.";
+The file is deleted at the end; real runs check what they read back.
+
+With --polled A, before that: the first A ranks, in a communicator of their own,
+time for each size of --polled-copies n copies of a buffer, then n steps of a
+copy and a barrier among them, while the other ranks wait in a barrier of all;
+rows polled_copy and polled_step give the mean time of a copy and of a step.
+With more ranks than cores this shows what waiting ranks do (MPICH busy-polls:
+they keep their share of the cores) and what a barrier among no more ranks
+than cores costs meanwhile. Real runs check the last copy.";
 
 /// The examples after the help.
 pub const AFTER_HELP: &str = "\
@@ -32,6 +40,7 @@ Examples:
   mpiexec -n 2 piotwin run pingpong --sizes 1,1k,64k,1m,4m --json pp.json
   mpiexec -n 4 piotwin run pingpong --sizes 1 --barriers 2000
   mpiexec -n 4 piotwin run pingpong --sizes 1 --two-phase 256k,1m,4m -o /scratch/pp.dat
+  mpiexec -n 4 piotwin run pingpong --sizes 1 --polled 2 --polled-copies 64k,1m,8m
   piotwin run pingpong --sim scenarios/default.toml --ranks 2";
 
 /// A comma-separated list of sizes, bytes.
@@ -70,6 +79,12 @@ pub struct PingpongArgs {
     /// The two-phase test's file (created and deleted).
     #[arg(short = 'o', long, value_name = "PATH", default_value = "pingpong.dat")]
     file: String,
+    /// Then time copies and copy-and-barrier steps on the first N ranks while the others wait (the polled test); no test without it.
+    #[arg(long, value_name = "N", requires = "polled_copies")]
+    polled: Option<u64>,
+    /// Bytes of each copy of the polled test, comma-separated.
+    #[arg(long, value_name = "SIZES", value_parser = sizes_arg, requires = "polled")]
+    polled_copies: Option<SizeList>,
     #[allow(missing_docs)]
     #[command(flatten)]
     pub common: CommonArgs,
@@ -92,6 +107,11 @@ impl PingpongArgs {
                 .map_or_else(Vec::new, |l| l.0.clone()),
             two_phase_block: self.two_phase_block,
             file: self.file.clone(),
+            polled: self.polled.unwrap_or(0),
+            polled_copies: self
+                .polled_copies
+                .as_ref()
+                .map_or_else(Vec::new, |l| l.0.clone()),
         };
         let ranks = common.ranks().or_else(crate::run::job_size).unwrap_or(1);
         params

@@ -66,6 +66,7 @@ impl Pingpong {
                         r.bytes.into(),
                         r.iterations.into(),
                         r.seconds.into(),
+                        r.active.into(),
                     ]
                 })
                 .collect(),

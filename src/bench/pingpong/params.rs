@@ -23,6 +23,12 @@ pub struct PingpongParams {
     /// The two-phase test's file (created, then deleted).
     #[serde(default = "default_file")]
     pub file: String,
+    /// Ranks taking part in the polled test (the first ones; 0: no test).
+    #[serde(default)]
+    pub polled: u64,
+    /// Bytes of each copy of the polled test.
+    #[serde(default)]
+    pub polled_copies: Vec<u64>,
 }
 
 fn default_block() -> u64 {
@@ -37,6 +43,12 @@ impl PingpongParams {
     /// Exchanges timed for a message of `size` bytes (see the module docs).
     pub fn exchanges(&self, size: u64) -> u64 {
         (self.bytes_per_size / size.max(1)).clamp(4, self.iterations.max(4))
+    }
+
+    /// Copies (and steps) timed per copy size of the polled test: about
+    /// `bytes_per_size` bytes, 20 to `iterations`.
+    pub fn polled_steps(&self, bytes: u64) -> u64 {
+        (self.bytes_per_size / bytes.max(1)).clamp(20, self.iterations.max(20))
     }
 
     /// Collective calls timed per two-phase size of `per_rank` bytes on `ranks`
@@ -83,6 +95,31 @@ impl PingpongParams {
                     "each size must be a positive multiple of --two-phase-block ({} bytes), at most 1 GiB",
                     self.two_phase_block
                 ),
+            ));
+        }
+        if self.polled >= ranks {
+            return Err(opt_err(
+                "--polled",
+                self.polled,
+                &format!("the ranks taking part must leave some of the {ranks} to wait"),
+            ));
+        }
+        if self.polled > 0 && self.polled_copies.is_empty() {
+            return Err(opt_err(
+                "--polled-copies",
+                "",
+                "give the copy sizes of the polled test, e.g. --polled-copies 64k,1m,8m",
+            ));
+        }
+        if let Some(s) = self
+            .polled_copies
+            .iter()
+            .find(|&&s| s == 0 || s > (1 << 30))
+        {
+            return Err(opt_err(
+                "--polled-copies",
+                s,
+                "each copy must be 1 byte to 1 GiB",
             ));
         }
         if self.iterations == 0 || self.barriers == 0 {

@@ -15,6 +15,9 @@ pub struct PingRow {
     pub iterations: u64,
     /// Time of one operation, seconds: the maximum over ranks of elapsed / iterations.
     pub seconds: f64,
+    /// Ranks taking part (the polled test's first ranks); 0: all of them.
+    #[serde(default)]
+    pub active: u64,
 }
 
 /// What every rank returns (the rows are the same on every rank).
@@ -39,7 +42,7 @@ pub(super) fn pattern(rank: usize, i: usize) -> u8 {
 }
 
 /// The report's table columns.
-pub const COLUMNS: [&str; 5] = ["test", "ranks", "bytes", "iterations", "seconds"];
+pub const COLUMNS: [&str; 6] = ["test", "ranks", "bytes", "iterations", "seconds", "active"];
 
 impl RankProgram for Pingpong {
     type Output = PingpongOutput;
@@ -91,6 +94,7 @@ impl RankProgram for Pingpong {
                 bytes,
                 iterations: k,
                 seconds,
+                active: 0,
             });
             if ctx.stop_requested().await.is_some() {
                 return out;
@@ -109,7 +113,11 @@ impl RankProgram for Pingpong {
             bytes: 0,
             iterations: self.params.barriers,
             seconds,
+            active: 0,
         });
+        if self.params.polled > 0 && ctx.stop_requested().await.is_none() {
+            self.polled(ctx, &mut out).await;
+        }
         if !self.params.two_phase.is_empty() && ctx.stop_requested().await.is_none() {
             self.two_phase(ctx, &mut out).await;
         }
@@ -123,6 +131,75 @@ fn call_pattern(rank: usize, call: u64, i: usize) -> u8 {
 }
 
 impl Pingpong {
+    /// The polled test: the first `polled` ranks, in a communicator of their
+    /// own, time for each copy size `n` copies of it (a copy of a buffer into
+    /// another), then `n` steps of a copy and a barrier among them, while the
+    /// other ranks wait in the world's barrier. Rows `polled_copy` and
+    /// `polled_step`: the mean time of a copy, of a step (maximum over the
+    /// taking part). With more ranks than cores, a copy's time says whether
+    /// the waiting ranks take their share of the cores (MPICH busy-polls) and a
+    /// step's time less a copy's what a barrier among no more ranks than cores
+    /// costs while they do. Real runs check the last copy. The rows are on the
+    /// ranks that took part (rank 0 always does).
+    async fn polled<C: IoCtx>(&self, ctx: &C, out: &mut PingpongOutput) {
+        let (rank, size) = (ctx.rank(), ctx.size());
+        let active = self.params.polled;
+        let sub = ctx.split(Some(usize::from(rank as u64 >= active)), 0).await;
+        if let Some(sub) = sub.filter(|_| (rank as u64) < active) {
+            for &bytes in &self.params.polled_copies {
+                let n = self.params.polled_steps(bytes);
+                let mut src = ctx.alloc(bytes as usize);
+                let mut dst = ctx.alloc(bytes as usize);
+                if let Some(b) = src.bytes_mut() {
+                    for (i, x) in b.iter_mut().enumerate() {
+                        *x = pattern(rank, i);
+                    }
+                }
+                let copy = async |dst: &mut C::Buf| {
+                    sub.compute(Kernel::memcpy(bytes), || {
+                        if let (Some(from), Some(to)) = (src.bytes(), dst.bytes_mut()) {
+                            to.copy_from_slice(from);
+                        }
+                    })
+                    .await;
+                };
+                sub.barrier().await;
+                let t0 = sub.wtime();
+                for _ in 0..n {
+                    copy(&mut dst).await;
+                }
+                let copied = (sub.wtime() - t0) / n as f64;
+                sub.barrier().await;
+                let t0 = sub.wtime();
+                for _ in 0..n {
+                    copy(&mut dst).await;
+                    sub.barrier().await;
+                }
+                let stepped = (sub.wtime() - t0) / n as f64;
+                if let Some(b) = dst.bytes()
+                    && let Some(i) = (0..b.len()).find(|&i| b[i] != pattern(rank, i))
+                {
+                    out.mismatches.push(format!(
+                        "rank {rank}: polled test, {bytes}-byte copy: byte {i} is {}, expected {}",
+                        b[i],
+                        pattern(rank, i)
+                    ));
+                }
+                for (test, mine) in [("polled_copy", copied), ("polled_step", stepped)] {
+                    out.rows.push(PingRow {
+                        test: test.into(),
+                        ranks: size as u64,
+                        bytes,
+                        iterations: n,
+                        seconds: sub.allreduce_f64(mine, ReduceOp::Max).await,
+                        active,
+                    });
+                }
+            }
+        }
+        ctx.barrier().await;
+    }
+
     /// The two-phase test: every rank sees the file through an interleaved view
     /// (blocks of `two_phase_block` bytes, rank r's at `(r + k·ranks)·block`), so
     /// ROMIO's interleave test chooses collective buffering; for each size, calls
@@ -224,6 +301,7 @@ impl Pingpong {
                     bytes: per_rank * size as u64,
                     iterations: calls,
                     seconds,
+                    active: 0,
                 });
             }
             if ctx.stop_requested().await.is_some() {

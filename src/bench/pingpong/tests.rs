@@ -11,6 +11,8 @@ fn params() -> PingpongParams {
         two_phase: Vec::new(),
         two_phase_block: 64 << 10,
         file: "pingpong.dat".into(),
+        polled: 0,
+        polled_copies: Vec::new(),
     }
 }
 
