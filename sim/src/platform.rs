@@ -44,10 +44,12 @@
 //! runnable processes over the cores; measured here: 2 ranks copying while 2
 //! others wait in a barrier copy at half the speed of 2 ranks alone, 2 of 3
 //! at two thirds). Its CPU work is then a flow over a share of its own, of
-//! that capacity. A message step wakes a descheduled rank only where the
-//! communicator has more ranks on the node than cores: fewer are scheduled
-//! together (2 ranks' barrier while 2 others poll takes microseconds, all 4
-//! ranks' barrier 8 ms on 2 cores).
+//! that capacity. A message step pays the wake-up only where its
+//! communicator has more ranks on the node than cores (all 4 ranks' barrier:
+//! 8 ms on 2 cores); among fewer it costs `nodes.polled_wakeup`, a mean over
+//! jobs: measured, 2 ranks stepping while 2 others poll run together in some
+//! jobs (a barrier in microseconds) and out of phase in others (each barrier
+//! waits a time slice, 8 ms), whichever way the kernel placed them.
 
 use std::collections::BTreeMap;
 

@@ -170,9 +170,8 @@ pub enum WaitingRanks {
     /// It busy-polls (`poll`, MPICH's progress engine): every rank of the node
     /// is always runnable, so each holds cores / ranks of a core, whether it
     /// works or waits; a message step costs `oversubscribed_wakeup` only where
-    /// its communicator has more ranks on the node than cores (fewer are
-    /// scheduled together, as measured: 2 ranks' barrier while 2 others wait
-    /// in another takes microseconds, all 4 ranks' barrier 8 ms on 2 cores).
+    /// its communicator has more ranks on the node than cores, else
+    /// `polled_wakeup` (see `crate::platform`).
     Poll,
 }
 
