@@ -357,6 +357,84 @@ fn the_twin_starts_from_the_free_memory_the_real_run_found() {
     );
 }
 
+/// `--rates-now`: before each of 2 real runs the in-process rates are
+/// measured again; the twin starts from their medians (recorded with the free
+/// memory in `twin_sets`), and their scratch file is gone.
+#[test]
+fn the_twin_starts_from_the_rates_measured_before_the_runs() {
+    let Some(launcher) = launcher_line() else {
+        panic!("no MPI launcher: real-mode tests need mpiexec");
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let o = piotwin(
+        dir.path(),
+        &[
+            "compare",
+            "--rates-now",
+            "--repeat",
+            "2",
+            "ior",
+            "--scenario",
+            default_scenario().as_str(),
+            "--ranks",
+            "2",
+            "--mpiexec",
+            &launcher,
+            "--out",
+            "c",
+            "-b",
+            "1m",
+            "-t",
+            "64k",
+            "-o",
+            "ior.dat",
+        ],
+    );
+    assert_eq!(o.status.code(), Some(0), "{}\n{}", stdout(&o), stderr(&o));
+    let cmp = read_json(&dir.path().join("c/compare.json"));
+    let checks = cmp["rates_at_start"].as_array().unwrap();
+    assert_eq!(checks.len(), 2, "{cmp}");
+    let memcpy: Vec<f64> = checks
+        .iter()
+        .map(|c| c["compute.memcpy"].as_f64().unwrap())
+        .collect();
+    assert!(memcpy.iter().all(|&m| m > 1e8), "{memcpy:?}");
+    let sets: Vec<&str> = cmp["twin_sets"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s.as_str().unwrap())
+        .collect();
+    for key in [
+        "compute.memcpy",
+        "compute.pattern_check",
+        "compute.bt",
+        "cache.write_bw",
+    ] {
+        assert!(
+            sets.iter()
+                .any(|s| s.starts_with(&format!("nodes[0].{key}="))),
+            "{key} in {sets:?}"
+        );
+    }
+    // The median of two is their mean, as the report's medians.
+    let set = sets
+        .iter()
+        .find(|s| s.starts_with("nodes[0].compute.memcpy="))
+        .unwrap();
+    let want = 0.5 * (memcpy[0] + memcpy[1]);
+    let got = piotwin_sim::units::parse_rate(set.split_once('=').unwrap().1).unwrap();
+    assert!((got / want - 1.0).abs() < 1e-3, "{set} against {memcpy:?}");
+    for run in ["run-1", "run-2"] {
+        let left: Vec<String> = std::fs::read_dir(dir.path().join("c/measured").join(run))
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .filter(|n| n.starts_with("piotwin-rates"))
+            .collect();
+        assert!(left.is_empty(), "{left:?}");
+    }
+}
+
 #[test]
 fn failed_real_run_keeps_what_it_finished() {
     let Some(launcher) = launcher_line() else {

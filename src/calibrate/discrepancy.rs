@@ -115,7 +115,7 @@ mod tests {
         let rows: Vec<IorRow> = serde_json::from_value(r["ior"].clone()).unwrap();
         for file in [
             "scenarios/calibrated/vm.toml",
-            "validation/vm/scenario.toml",
+            "validation/vm-b/scenario.toml",
         ] {
             let path = root.join(file);
             let s = Scenario::load(&path).unwrap();

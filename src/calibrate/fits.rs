@@ -1141,7 +1141,7 @@ pub(crate) mod tests {
         let fitted = run_to_run(&rows).unwrap();
         for file in [
             "scenarios/calibrated/vm.toml",
-            "validation/vm/scenario.toml",
+            "validation/vm-b/scenario.toml",
         ] {
             let s = Scenario::load(&root.join(file)).unwrap();
             let stored = s
