@@ -43,9 +43,9 @@ demo: build
 	  $(BIN) calibrate --quick --dir $$scratch --out $(CAL) || exit 1; rmdir $$scratch; fi
 	@out=$$(mktemp -d -t piotwin-demo.XXXXXX); \
 	echo; echo "== piotwin compare ior --scenario $(CAL) --ranks $(RANKS) $(DEMO_IOR)"; \
-	$(BIN) compare ior --scenario $(CAL) --ranks $(RANKS) --out $$out/ior $(VALIDATE_RATES) $(DEMO_IOR) -o ior.dat || exit 1; \
+	$(BIN) compare ior --scenario $(CAL) --ranks $(RANKS) --out $$out/ior $(DEMO_IOR) -o ior.dat || exit 1; \
 	echo; echo "== piotwin compare b_eff_io --scenario $(CAL) --ranks 2 $(DEMO_BEFF)"; \
-	$(BIN) compare b_eff_io --scenario $(CAL) --ranks 2 --out $$out/b_eff_io $(VALIDATE_RATES) $(DEMO_BEFF) || exit 1
+	$(BIN) compare b_eff_io --scenario $(CAL) --ranks 2 --out $$out/b_eff_io $(DEMO_BEFF) || exit 1
 
 # Held-out accuracy of the calibrated twin: b_eff_io at -T 60 on 1, 2 and 4 ranks, IOR shapes
 # calibration never runs, BTIO class A (full, simple, epio), MADbench2 and FTIO on 4 ranks,
@@ -66,11 +66,7 @@ VALIDATE_REPEAT ?= 3
 # metric gets its predicted 95 % interval, and the summary the coverage (0: no intervals).
 VALIDATE_SAMPLES ?= 32
 VALIDATE_SAMPLING = $(if $(filter-out 0,$(VALIDATE_SAMPLES)),--samples $(VALIDATE_SAMPLES))
-# The in-process rates (memcpy, data pattern, busy-work, BT, FFT, page-cache copies) measured
-# again before each real run, the twin started from them: this guest's speed drifts by tens of
-# per cent within an hour (scenarios/calibrated/README.md). VALIDATE_RATES= keeps calibration's.
-VALIDATE_RATES ?= --rates-now
-VALIDATE_COMPARE = $(BIN) compare --scenario $(CAL) --repeat $(VALIDATE_REPEAT) $(VALIDATE_SAMPLING) $(VALIDATE_RATES)
+VALIDATE_COMPARE = $(BIN) compare --scenario $(CAL) --repeat $(VALIDATE_REPEAT) $(VALIDATE_SAMPLING)
 # b_eff_io frees all it wrote (~19 GB at -T 60) at its end; a guest with free page reporting
 # takes longer than 1.5 x release_time to hand that much back (12 GiB freed: a 4 GiB rewrite
 # took 1.74 s 13 s later, 5.21 s 40 s later), so its repetitions wait longer.

@@ -22,7 +22,6 @@ pub mod freshness;
 pub mod memcpy;
 pub mod plan;
 pub mod probes;
-pub mod spot;
 pub mod writer;
 
 use serde::{Deserialize, Serialize};

@@ -108,9 +108,6 @@ pub(crate) struct CompareArgs {
     /// Wait this long before each real run (e.g. 20s), so that memory freed by what ran before has gone back to the host and the run starts from the settled machine the twin starts from. Default: 1.5 × the scenario's nodes.cache.release_time where it has one, else no wait.
     #[arg(long, value_name = "TIME", value_parser = parse_settle)]
     settle: Option<f64>,
-    /// Before each real run, measure this host's in-process rates again (memcpy, IOR's data pattern filled and checked, MADbench2's busy-work, BT's step, FTIO's FFT, the page cache's rewrite and re-read of a 64 MiB file in the run's directory; about a second) and start the twin from their medians: for a machine whose speed drifts between calibration and runs.
-    #[arg(long)]
-    rates_now: bool,
     /// The benchmark's options, as for `piotwin run <BENCH>`.
     #[arg(last = true, value_name = "BENCH OPTIONS", allow_hyphen_values = true)]
     options: Vec<String>,
@@ -169,51 +166,6 @@ fn start_state(scenario: &Scenario, free: Option<u64>) -> Vec<String> {
         .filter(|(_, g)| g.cache.as_ref().is_some_and(|c| c.fresh_bw.is_finite()))
         .map(|(i, _)| format!("nodes[{i}].cache.free={free}B"))
         .collect()
-}
-
-/// The in-process rates now ([`piotwin::calibrate::spot`]) measured in `dir`,
-/// by key; a failure is said and leaves them out.
-fn rates_now(dir: &Path) -> Option<Vec<(String, f64, piotwin::calibrate::fits::Unit)>> {
-    match piotwin::calibrate::spot::rates(dir) {
-        Ok(r) => Some(
-            r.into_iter()
-                .map(|r| (r.key.to_string(), r.value, r.unit))
-                .collect(),
-        ),
-        Err(e) => {
-            eprintln!("piotwin compare: --rates-now: cannot measure the page cache: {e}");
-            None
-        }
-    }
-}
-
-/// The twin's rates from the spot checks before the real runs: each key's
-/// median, for every node group (and its page cache, where it has one).
-fn rate_state(
-    scenario: &Scenario,
-    checks: &[Vec<(String, f64, piotwin::calibrate::fits::Unit)>],
-) -> Vec<String> {
-    let Some(first) = checks.first() else {
-        return Vec::new();
-    };
-    let mut sets = Vec::new();
-    for (i, g) in scenario.nodes.iter().enumerate() {
-        for (key, _, unit) in first {
-            if key.starts_with("cache.") && g.cache.is_none() {
-                continue;
-            }
-            let mut v: Vec<f64> = checks
-                .iter()
-                .flat_map(|c| c.iter().filter(|(k, ..)| k == key).map(|&(_, v, _)| v))
-                .collect();
-            let median = piotwin::report::median(&mut v).expect("a check has every key");
-            sets.push(format!(
-                "nodes[{i}].{key}={}",
-                piotwin::calibrate::writer::format_value(*unit, median)
-            ));
-        }
-    }
-    sets
 }
 
 /// A side not run because a stop was requested first.
@@ -280,9 +232,7 @@ pub(super) fn normalize_compare_args(argv: Vec<OsString>) -> Vec<OsString> {
             break;
         }
         let flag = w.split('=').next().unwrap_or_default();
-        if flag == "--rates-now" {
-            own.push(w);
-        } else if OWN_FLAGS.contains(&flag) {
+        if OWN_FLAGS.contains(&flag) {
             let takes_next = !w.contains('=');
             own.push(w);
             if takes_next && let Some(v) = it.next() {
@@ -836,13 +786,9 @@ pub(super) fn run(args: &CompareArgs) -> Result<(), CliError> {
         );
     }
     let mut free_at_start = Vec::new();
-    let mut rates_at_start = Vec::new();
     let measured = if args.repeat == 1 {
         settle(settle_s);
         free_at_start.extend(mem_free());
-        if args.rates_now {
-            rates_at_start.extend(rates_now(&measured_dir));
-        }
         let mut real_cmd = launcher.command(args.ranks);
         real_cmd.arg(&exe).args(&real).args(json_arg("measured"));
         match stop::requested() {
@@ -865,9 +811,6 @@ pub(super) fn run(args: &CompareArgs) -> Result<(), CliError> {
                 break;
             }
             free_at_start.extend(mem_free());
-            if args.rates_now {
-                rates_at_start.extend(rates_now(&workdir));
-            }
             let mut real_cmd = launcher.command(args.ranks);
             real_cmd.arg(&exe).args(&real).args(json_arg(&name));
             runs.push(run_side("compare", &name, real_cmd, &workdir, &dir)?);
@@ -877,8 +820,8 @@ pub(super) fn run(args: &CompareArgs) -> Result<(), CliError> {
     let free_median =
         piotwin::report::median(&mut free_at_start.iter().map(|&b| b as f64).collect::<Vec<_>>())
             .map(|m| m as u64);
-    let mut twin_sets = start_state(&scenario, free_median);
-    if let Some(free) = free_median.filter(|_| !twin_sets.is_empty()) {
+    let free_sets = start_state(&scenario, free_median);
+    if let Some(free) = free_median.filter(|_| !free_sets.is_empty()) {
         eprintln!(
             "piotwin compare: the real runs started with {} of free memory (MemFree; median {}): the twin starts so (nodes.cache.free)",
             free_at_start
@@ -889,15 +832,7 @@ pub(super) fn run(args: &CompareArgs) -> Result<(), CliError> {
             fmt_size(free)
         );
     }
-    let rate_sets = rate_state(&scenario, &rates_at_start);
-    if !rate_sets.is_empty() {
-        eprintln!(
-            "piotwin compare: the in-process rates before the real runs (--rates-now; medians): the twin starts from {}",
-            rate_sets.join(", ")
-        );
-    }
-    twin_sets.extend(rate_sets);
-    for set in &twin_sets {
+    for set in &free_sets {
         twin.extend(["--set".into(), set.into()]);
     }
     let mut twin_cmd = Command::new(&exe);
@@ -972,11 +907,7 @@ pub(super) fn run(args: &CompareArgs) -> Result<(), CliError> {
         "repeat": args.repeat,
         "settle_s": settle_s,
         "mem_free_at_start": free_at_start,
-        "rates_at_start": rates_at_start
-            .iter()
-            .map(|c| c.iter().map(|(k, v, _)| (k.clone(), *v)).collect::<std::collections::BTreeMap<_, _>>())
-            .collect::<Vec<_>>(),
-        "twin_sets": twin_sets,
+        "twin_sets": free_sets,
         "resolved": resolved,
         "launcher": launcher_words,
         "metrics": comparison.metrics_json(),
