@@ -411,30 +411,14 @@ fn pingpong_refuses_a_single_rank() {
         &["--sim `x.toml`"],
     );
     let scenario = common::scenario("default.toml");
-    bad_input(
-        &[
-            "run",
-            "pingpong",
-            "--sim",
-            scenario.to_str().unwrap(),
-            "--ranks",
-            "1",
-        ],
-        &["at least 2 ranks"],
-    );
-    bad_input(
-        &[
-            "run",
-            "pingpong",
-            "--sim",
-            scenario.to_str().unwrap(),
-            "--ranks",
-            "2",
-            "--polled",
-            "2",
-            "--polled-copies",
-            "1m",
-        ],
+    let refused = |options: &[&str], expect: &[&str]| {
+        let mut args = vec!["run", "pingpong", "--sim", scenario.to_str().unwrap()];
+        args.extend(options);
+        bad_input(&args, expect);
+    };
+    refused(&["--ranks", "1"], &["at least 2 ranks"]);
+    refused(
+        &["--ranks", "2", "--polled", "2", "--polled-copies", "1m"],
         &["--polled", "2", "leave some of the 2 to wait"],
     );
 }

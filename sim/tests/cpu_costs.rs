@@ -1,7 +1,8 @@
 //! The client-CPU terms of the twin on hand-computed cases: per-call MPI-IO
 //! and system-call costs, page-cache copy rates, processor sharing on an
-//! oversubscribed node and its wake-up latency, fresh memory for a growing page
-//! cache, deletion by size; every term off by default (0 / absent gives
+//! oversubscribed node and its wake-up latency, waiting ranks that poll, data
+//! patterns filled and checked at their own rates, fresh memory for a growing
+//! page cache, deletion by size; every term off by default (0 / absent gives
 //! bit-identical times to leaving the key out).
 
 mod common;

@@ -25,7 +25,15 @@
 //! mode) each rank fills its buffer with its own pattern and checks after the
 //! exchanges that it holds its own (even `k`) or its partner's (odd `k`) pattern.
 //!
-//! The two-phase test (after the barriers): one shared file seen by every rank
+//! The polled test (after the barriers, with `polled` = A > 0): the first A
+//! ranks, in a communicator of their own, time per copy size copies of a
+//! buffer, then steps of a copy and a barrier among them, while the others
+//! wait in the world's barrier; with more ranks than cores it shows whether
+//! waiting ranks take their share of the cores and what a barrier among no
+//! more ranks than cores costs meanwhile (`nodes.waiting_ranks`,
+//! `nodes.polled_wakeup`). Real runs check the last copy.
+//!
+//! The two-phase test (after the polled one): one shared file seen by every rank
 //! through an interleaved view (rank r's blocks of `two_phase_block` bytes at
 //! `(r + k·ranks)·block`), so that ROMIO's interleave test picks collective
 //! buffering; per size, 3 to 10 `write_at_all` calls of that many bytes per

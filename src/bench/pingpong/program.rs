@@ -20,7 +20,8 @@ pub struct PingRow {
     pub active: u64,
 }
 
-/// What every rank returns (the rows are the same on every rank).
+/// What every rank returns (the rows are the same on every rank, but for the
+/// polled test's: only on the ranks that took part).
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct PingpongOutput {
     /// One row per size, then the barrier row.
