@@ -16,6 +16,32 @@ fn launcher_line() -> Option<String> {
     common::mpiexec().map(|w| w.join(" "))
 }
 
+/// `piotwin compare ior` in `dir` of 2 ranks writing and reading 1 MiB in
+/// 64 KiB transfers of `ior.dat`, launched by `launcher`, into `dir/c`, with
+/// compare's further `options`.
+fn compare_small_ior(
+    dir: &Path,
+    scenario: &str,
+    launcher: &str,
+    options: &[&str],
+) -> std::process::Output {
+    let mut args = vec![
+        "compare",
+        "ior",
+        "--scenario",
+        scenario,
+        "--ranks",
+        "2",
+        "--mpiexec",
+        launcher,
+        "--out",
+        "c",
+    ];
+    args.extend(options);
+    args.extend(["-b", "1m", "-t", "64k", "-o", "ior.dat"]);
+    piotwin(dir, &args)
+}
+
 /// b_eff_io without `-MB`: the memory per process defaults from the machine, so
 /// compare resolves it once (this host's, as the real run takes it) and both runs
 /// get that value: one workload on both sides, printed and recorded.
@@ -246,29 +272,7 @@ fn repeated_real_runs_give_the_median_and_its_band() {
     };
     let dir = tempfile::tempdir().unwrap();
     let sc = default_scenario();
-    let o = piotwin(
-        dir.path(),
-        &[
-            "compare",
-            "ior",
-            "--scenario",
-            &sc,
-            "--ranks",
-            "2",
-            "--repeat",
-            "3",
-            "--mpiexec",
-            &launcher,
-            "--out",
-            "c",
-            "-b",
-            "1m",
-            "-t",
-            "64k",
-            "-o",
-            "ior.dat",
-        ],
-    );
+    let o = compare_small_ior(dir.path(), &sc, &launcher, &["--repeat", "3"]);
     let out = stdout(&o);
     assert_eq!(o.status.code(), Some(0), "{out}\n{}", stderr(&o));
     let c = dir.path().join("c");
@@ -317,27 +321,7 @@ fn the_twin_starts_from_the_free_memory_the_real_run_found() {
             "[nodes.cache]\nfresh_bw = \"1GB/s\"\nwarm = \"64MiB\"\nrelease_time = \"0.2s\"",
         );
     std::fs::write(dir.path().join("vm.toml"), text).unwrap();
-    let o = piotwin(
-        dir.path(),
-        &[
-            "compare",
-            "ior",
-            "--scenario",
-            "vm.toml",
-            "--ranks",
-            "2",
-            "--mpiexec",
-            &launcher,
-            "--out",
-            "c",
-            "-b",
-            "1m",
-            "-t",
-            "64k",
-            "-o",
-            "ior.dat",
-        ],
-    );
+    let o = compare_small_ior(dir.path(), "vm.toml", &launcher, &[]);
     assert_eq!(o.status.code(), Some(0), "{}\n{}", stdout(&o), stderr(&o));
     let cmp = read_json(&dir.path().join("c/compare.json"));
     assert!(
@@ -446,6 +430,8 @@ fn bad_input_is_refused_before_anything_runs() {
         v.extend(rest.iter().map(|s| s.to_string()));
         v
     };
+    // `compare ior` on 2 ranks of the default scenario, then `rest`.
+    let ior2 = |rest: &[&str]| with(&[&["ior", "--scenario", &sc, "--ranks", "2"], rest].concat());
     bad_input(
         &with(&["bonnie", "--scenario", &sc, "--ranks", "2"]),
         &["unknown benchmark `bonnie`", "ior", "b_eff_io"],
@@ -463,30 +449,14 @@ fn bad_input_is_refused_before_anything_runs() {
         &with(&["ior", "--scenario", "nowhere.toml", "--ranks", "2"]),
         &["--scenario `nowhere.toml`"],
     );
-    bad_input(
-        &with(&["ior", "--scenario", &sc, "--ranks", "2", "-b", "1x"]),
-        &["for the twin run", "1x"],
-    );
-    bad_input(
-        &with(&[
-            "ior",
-            "--scenario",
-            &sc,
-            "--ranks",
-            "2",
-            "-b",
-            "1m",
-            "-t",
-            "3k",
-        ]),
-        &["benchmark's options"],
-    );
+    bad_input(&ior2(&["-b", "1x"]), &["for the twin run", "1x"]);
+    bad_input(&ior2(&["-b", "1m", "-t", "3k"]), &["benchmark's options"]);
     bad_input(
         &with(&["btio", "--scenario", &sc, "--ranks", "2", "--class", "S"]),
         &["square"],
     );
     bad_input(
-        &with(&["ior", "--scenario", &sc, "--ranks", "2", "--json", "x.json"]),
+        &ior2(&["--json", "x.json"]),
         &["`--json` among the benchmark's options"],
     );
     bad_input(
@@ -504,39 +474,15 @@ fn bad_input_is_refused_before_anything_runs() {
         &["-p `scratch`", "relative paths"],
     );
     bad_input(
-        &with(&[
-            "ior",
-            "--scenario",
-            &sc,
-            "--ranks",
-            "2",
-            "--mpiexec",
-            "mpiexec 'open",
-        ]),
+        &ior2(&["--mpiexec", "mpiexec 'open"]),
         &["--mpiexec", "single quote"],
     );
     bad_input(
-        &with(&[
-            "ior",
-            "--scenario",
-            &sc,
-            "--ranks",
-            "2",
-            "--mpiexec",
-            "no-such-launcher-x",
-        ]),
+        &ior2(&["--mpiexec", "no-such-launcher-x"]),
         &["--mpiexec `no-such-launcher-x`", "cannot start"],
     );
     bad_input(
-        &with(&[
-            "ior",
-            "--scenario",
-            &sc,
-            "--ranks",
-            "2",
-            "--settle",
-            "5 parsecs",
-        ]),
+        &ior2(&["--settle", "5 parsecs"]),
         &["--settle", "5 parsecs", "a time like"],
     );
     // Under a launcher: compare must be the one that launches.
