@@ -29,7 +29,8 @@ CAL ?= scenarios/calibrated/$(HOST).toml
 DEMO_BEFF := -T 10 -MB 256
 
 # Quick calibration of this host, then IOR and a short b_eff_io run for real and in the
-# calibrated twin, side by side. $(CAL) is reused while `piotwin calibrate --check` finds it
+# calibrated twin, side by side, the twin's rates measured again right before the real runs
+# (compare --refresh-rates). $(CAL) is reused while `piotwin calibrate --check` finds it
 # fresh (same host, processor, cores and memory as its probes file recorded, at most 30 days
 # old, and a quick memcpy inside its calibrated interval); a stale one is kept as
 # $(CAL).stale and this host is calibrated anew.
@@ -42,10 +43,10 @@ demo: build
 	  echo "== piotwin calibrate --quick --dir $$scratch --out $(CAL)"; \
 	  $(BIN) calibrate --quick --dir $$scratch --out $(CAL) || exit 1; rmdir $$scratch; fi
 	@out=$$(mktemp -d -t piotwin-demo.XXXXXX); \
-	echo; echo "== piotwin compare ior --scenario $(CAL) --ranks $(RANKS) $(DEMO_IOR)"; \
-	$(BIN) compare ior --scenario $(CAL) --ranks $(RANKS) --out $$out/ior $(DEMO_IOR) -o ior.dat || exit 1; \
-	echo; echo "== piotwin compare b_eff_io --scenario $(CAL) --ranks 2 $(DEMO_BEFF)"; \
-	$(BIN) compare b_eff_io --scenario $(CAL) --ranks 2 --out $$out/b_eff_io $(DEMO_BEFF) || exit 1
+	echo; echo "== piotwin compare ior --scenario $(CAL) --ranks $(RANKS) --refresh-rates $(DEMO_IOR)"; \
+	$(BIN) compare ior --scenario $(CAL) --ranks $(RANKS) --refresh-rates --out $$out/ior $(DEMO_IOR) -o ior.dat || exit 1; \
+	echo; echo "== piotwin compare b_eff_io --scenario $(CAL) --ranks 2 --refresh-rates $(DEMO_BEFF)"; \
+	$(BIN) compare b_eff_io --scenario $(CAL) --ranks 2 --refresh-rates --out $$out/b_eff_io $(DEMO_BEFF) || exit 1
 
 # Held-out accuracy of the calibrated twin: b_eff_io at -T 60 on 1, 2 and 4 ranks, IOR shapes
 # calibration never runs, BTIO class A (full, simple, epio), MADbench2 and FTIO on 4 ranks,
@@ -66,7 +67,11 @@ VALIDATE_REPEAT ?= 3
 # metric gets its predicted 95 % interval, and the summary the coverage (0: no intervals).
 VALIDATE_SAMPLES ?= 32
 VALIDATE_SAMPLING = $(if $(filter-out 0,$(VALIDATE_SAMPLES)),--samples $(VALIDATE_SAMPLES))
-VALIDATE_COMPARE = $(BIN) compare --scenario $(CAL) --repeat $(VALIDATE_REPEAT) $(VALIDATE_SAMPLING)
+# The guest's speed drifts between calibration and the runs: before each real run, compare
+# measures calibration's rate probes again and the twin takes the rates moved as their fits
+# moved (VALIDATE_REFRESH= judges the calibration as it stands).
+VALIDATE_REFRESH ?= --refresh-rates
+VALIDATE_COMPARE = $(BIN) compare --scenario $(CAL) --repeat $(VALIDATE_REPEAT) $(VALIDATE_SAMPLING) $(VALIDATE_REFRESH)
 # b_eff_io frees all it wrote (~19 GB at -T 60) at its end; a guest with free page reporting
 # takes longer than 1.5 x release_time to hand that much back (12 GiB freed: a 4 GiB rewrite
 # took 1.74 s 13 s later, 5.21 s 40 s later), so its repetitions wait longer.

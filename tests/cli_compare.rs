@@ -341,6 +341,80 @@ fn the_twin_starts_from_the_free_memory_the_real_run_found() {
     );
 }
 
+/// `--refresh-rates` on the committed calibration: its rate probes run again
+/// before the real run, and the twin takes each calibrated rate moved as its
+/// fit moved (value = calibrated × now / then), recorded so that a stored run
+/// predicts again the same; the IOzone step's report stays, its file does not.
+#[test]
+fn the_twin_takes_the_rates_measured_again_before_the_real_run() {
+    let Some(launcher) = launcher_line() else {
+        panic!("no MPI launcher: real-mode tests need mpiexec");
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let calibrated = scenario("calibrated/vm.toml");
+    std::fs::copy(&calibrated, dir.path().join("vm.toml")).unwrap();
+    std::fs::copy(
+        format!("{}.probes.json", calibrated.display()),
+        dir.path().join("vm.toml.probes.json"),
+    )
+    .unwrap();
+    let o = compare_small_ior(
+        dir.path(),
+        "vm.toml",
+        &launcher,
+        &["--refresh-rates", "--settle", "0s"],
+    );
+    assert_eq!(o.status.code(), Some(0), "{}\n{}", stdout(&o), stderr(&o));
+    assert!(
+        stderr(&o).contains("rates measured again"),
+        "{}",
+        stderr(&o)
+    );
+    let cmp = read_json(&dir.path().join("c/compare.json"));
+    let refreshed = cmp["rates_refreshed"].as_array().unwrap();
+    let keys: Vec<&str> = refreshed
+        .iter()
+        .map(|r| r["key"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        keys,
+        [
+            "nodes[0].compute.memcpy",
+            "nodes[0].compute.pattern",
+            "nodes[0].compute.pattern_check",
+            "nodes[0].compute.flops",
+            "nodes[0].compute.bt",
+            "nodes[0].compute.fft",
+            "nodes[0].cache.write_bw",
+            "nodes[0].cache.read_bw"
+        ]
+    );
+    let sets: Vec<&str> = cmp["twin_sets"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s.as_str().unwrap())
+        .collect();
+    assert!(sets[0].starts_with("nodes[0].cache.free="), "{sets:?}");
+    for (r, set) in refreshed.iter().zip(&sets[1..]) {
+        let f = |k: &str| r[k].as_f64().unwrap();
+        let (key, value) = set.split_once('=').unwrap();
+        assert_eq!(key, r["key"].as_str().unwrap());
+        let number: f64 = value
+            .trim_matches('"')
+            .trim_end_matches(r["unit"].as_str().unwrap())
+            .parse()
+            .unwrap();
+        let expect = f("calibrated") * f("now") / f("then");
+        assert!((number / expect - 1.0).abs() < 1e-9, "{set}: {expect}");
+        // Fits of this machine and of the stored probes: both real rates.
+        assert!(f("now") > 0.0 && f("then") > 0.0);
+    }
+    let measured = dir.path().join("c/measured");
+    assert!(measured.join("refresh-iozone-1.json").is_file());
+    assert!(!measured.join("refresh-iozone-1.tmp").exists());
+}
+
 #[test]
 fn failed_real_run_keeps_what_it_finished() {
     let Some(launcher) = launcher_line() else {
@@ -484,6 +558,15 @@ fn bad_input_is_refused_before_anything_runs() {
     bad_input(
         &ior2(&["--settle", "5 parsecs"]),
         &["--settle", "5 parsecs", "a time like"],
+    );
+    // The default scenario was not calibrated: no probes file to refresh from.
+    bad_input(
+        &ior2(&["--refresh-rates"]),
+        &[
+            "--refresh-rates `",
+            "default.toml.probes.json`",
+            "cannot read it",
+        ],
     );
     // Under a launcher: compare must be the one that launches.
     let dir = tempfile::tempdir().unwrap();

@@ -22,6 +22,7 @@ pub mod freshness;
 pub mod memcpy;
 pub mod plan;
 pub mod probes;
+pub mod refresh;
 pub mod writer;
 
 use serde::{Deserialize, Serialize};

@@ -188,9 +188,9 @@ impl CalibrateArgs {
     }
 }
 
-/// The raw results of `--refit PROBES`.
-fn read_probes(path: &Path) -> Result<ProbeResults, CliError> {
-    let bad = |why: String| CliError::Usage(format!("--refit `{}`: {why}", path.display()));
+/// The raw results of a calibration's probes file (given by `option`).
+pub(super) fn read_probes(path: &Path, option: &str) -> Result<ProbeResults, CliError> {
+    let bad = |why: String| CliError::Usage(format!("{option} `{}`: {why}", path.display()));
     let text = std::fs::read_to_string(path).map_err(|e| bad(format!("cannot read it: {e}")))?;
     let raw: serde_json::Value =
         serde_json::from_str(&text).map_err(|e| bad(format!("not JSON: {e}")))?;
@@ -243,7 +243,7 @@ impl Progress {
 }
 
 /// Runs one launched step; its JSON report text, or why not.
-fn launch(launcher: &Launcher, step: &Step, json: &Path) -> Result<String, String> {
+pub(super) fn launch(launcher: &Launcher, step: &Step, json: &Path) -> Result<String, String> {
     let exe = std::env::current_exe().map_err(|e| format!("cannot find this program: {e}"))?;
     let mut run = Relayed::spawn(
         launcher
@@ -358,7 +358,7 @@ pub(super) fn run(args: &CalibrateArgs) -> Result<(), CliError> {
     }
     let (inp, results, removed) = match &args.refit {
         Some(probes) => {
-            let results = read_probes(probes)?;
+            let results = read_probes(probes, "--refit")?;
             (args.outputs(&results.machine.host)?, results, Ok(()))
         }
         None => {

@@ -33,6 +33,8 @@ use std::process::{Command, Stdio};
 use std::time::Instant;
 
 use clap::{Args, CommandFactory, Parser};
+use piotwin::calibrate::probes::ProbeResults;
+use piotwin::calibrate::refresh::{self, Refreshed};
 use piotwin::report::compare::{Comparison, Kind};
 use piotwin::report::html::{self, FigureRow, Page};
 use piotwin::report::plot::BarChart;
@@ -108,6 +110,9 @@ pub(crate) struct CompareArgs {
     /// Wait this long before each real run (e.g. 20s), so that memory freed by what ran before has gone back to the host and the run starts from the settled machine the twin starts from. Default: 1.5 × the scenario's nodes.cache.release_time where it has one, else no wait.
     #[arg(long, value_name = "TIME", value_parser = parse_settle)]
     settle: Option<f64>,
+    /// Measure the machine's rates again before the real runs (calibration's in-process kernels and its warm IOzone step, fitted as calibration fits them) and give the twin each calibrated rate moved as its fit moved: for a guest whose speed drifts. Needs the calibration's probes file, SCENARIO.probes.json.
+    #[arg(long)]
+    refresh_rates: bool,
     /// The benchmark's options, as for `piotwin run <BENCH>`.
     #[arg(last = true, value_name = "BENCH OPTIONS", allow_hyphen_values = true)]
     options: Vec<String>,
@@ -124,6 +129,9 @@ const OWN_FLAGS: [&str; 8] = [
     "--repeat",
     "--settle",
 ];
+
+/// compare's own switches (no value); they may come anywhere on the line too.
+const OWN_SWITCHES: [&str; 1] = ["--refresh-rates"];
 
 fn parse_settle(text: &str) -> Result<f64, String> {
     piotwin_sim::units::parse_time(text).map_err(|e| format!("{e} (a time like \"20s\")"))
@@ -166,6 +174,54 @@ fn start_state(scenario: &Scenario, free: Option<u64>) -> Vec<String> {
         .filter(|(_, g)| g.cache.as_ref().is_some_and(|c| c.fresh_bw.is_finite()))
         .map(|(i, _)| format!("nodes[{i}].cache.free={free}B"))
         .collect()
+}
+
+/// `--refresh-rates`: calibration's rate probes run again now (the in-process
+/// kernels, then its warm IOzone step under `dir`), and the calibrated rates moved as their fits moved
+/// (see `piotwin::calibrate::refresh`); the IOzone report is kept as
+/// `dir/<name>.json`. A failed IOzone step leaves the page
+/// cache's rates as calibrated, and says so.
+fn refresh_rates(
+    stored: &ProbeResults,
+    scenario: &Scenario,
+    launcher: &Launcher,
+    dir: &Path,
+    name: &str,
+) -> Vec<Refreshed> {
+    let t0 = Instant::now();
+    let mut now = refresh::measure_in_process(stored);
+    let file = dir.join(format!("{name}.tmp"));
+    if let Some(step) = refresh::warm_iozone(stored, &file.display().to_string()) {
+        let json = dir.join(format!("{name}.json"));
+        let outcome = super::calibrate::launch(launcher, &step, &json)
+            .and_then(|text| now.add_report(&step, &text));
+        if let Err(e) = outcome {
+            eprintln!(
+                "piotwin compare: --refresh-rates: `{}` failed ({e}); the page cache's rates stay as calibrated",
+                step.describe()
+            );
+        }
+        // IOzone removes its file; a stopped one may not have.
+        let _ = std::fs::remove_file(&file);
+    }
+    let refreshed = refresh::refreshed(stored, &now, scenario);
+    eprintln!(
+        "piotwin compare: rates measured again ({:.1} s), the twin takes them: {}",
+        t0.elapsed().as_secs_f64(),
+        refreshed
+            .iter()
+            .map(|r| format!(
+                "{} {:.4e} -> {:.4e} {} (x{:.3})",
+                r.key,
+                r.calibrated,
+                r.value(),
+                r.unit,
+                r.now / r.then
+            ))
+            .collect::<Vec<_>>()
+            .join(", ")
+    );
+    refreshed
 }
 
 /// A side not run because a stop was requested first.
@@ -232,7 +288,9 @@ pub(super) fn normalize_compare_args(argv: Vec<OsString>) -> Vec<OsString> {
             break;
         }
         let flag = w.split('=').next().unwrap_or_default();
-        if OWN_FLAGS.contains(&flag) {
+        if OWN_SWITCHES.contains(&w.as_str()) {
+            own.push(w);
+        } else if OWN_FLAGS.contains(&flag) {
             let takes_next = !w.contains('=');
             own.push(w);
             if takes_next && let Some(v) = it.next() {
@@ -721,6 +779,13 @@ pub(super) fn run(args: &CompareArgs) -> Result<(), CliError> {
         .map_err(|e| CliError::Usage(format!("--scenario `{}`: {e}", args.scenario.display())))?;
     let scenario_path = std::fs::canonicalize(&args.scenario)
         .map_err(|e| CliError::Usage(format!("--scenario `{}`: {e}", args.scenario.display())))?;
+    let stored_probes = match args.refresh_rates {
+        true => {
+            let path = PathBuf::from(format!("{}.probes.json", args.scenario.display()));
+            Some(super::calibrate::read_probes(&path, "--refresh-rates")?)
+        }
+        false => None,
+    };
     let seed = args.seed.unwrap_or(scenario.seed);
     let launcher = Launcher::resolve(args.mpiexec.as_deref())?;
     let cwd = std::env::current_dir()
@@ -786,7 +851,24 @@ pub(super) fn run(args: &CompareArgs) -> Result<(), CliError> {
         );
     }
     let mut free_at_start = Vec::new();
+    // Before each real run's settle, so the probes' own files are long freed when it starts.
+    let mut refreshes: Vec<Vec<Refreshed>> = Vec::new();
+    let mut refresh = |i: u64| {
+        if let Some(stored) = &stored_probes
+            && stop::requested().is_none()
+        {
+            let file = format!("refresh-iozone-{i}");
+            refreshes.push(refresh_rates(
+                stored,
+                &scenario,
+                &launcher,
+                &measured_dir,
+                &file,
+            ));
+        }
+    };
     let measured = if args.repeat == 1 {
+        refresh(1);
         settle(settle_s);
         free_at_start.extend(mem_free());
         let mut real_cmd = launcher.command(args.ranks);
@@ -806,6 +888,7 @@ pub(super) fn run(args: &CompareArgs) -> Result<(), CliError> {
             std::fs::create_dir_all(&workdir).map_err(|e| {
                 CliError::Runtime(format!("`{}`: cannot create: {e}", workdir.display()))
             })?;
+            refresh(i);
             settle(settle_s);
             if stop::requested().is_some() {
                 break;
@@ -832,7 +915,18 @@ pub(super) fn run(args: &CompareArgs) -> Result<(), CliError> {
             fmt_size(free)
         );
     }
-    for set in &free_sets {
+    let refreshed = refresh::median(&refreshes);
+    if refreshes.len() > 1 {
+        eprintln!(
+            "piotwin compare: the twin takes each refreshed rate's median over the {} measurements",
+            refreshes.len()
+        );
+    }
+    let twin_sets: Vec<String> = free_sets
+        .into_iter()
+        .chain(refreshed.iter().map(Refreshed::as_override))
+        .collect();
+    for set in &twin_sets {
         twin.extend(["--set".into(), set.into()]);
     }
     let mut twin_cmd = Command::new(&exe);
@@ -907,7 +1001,8 @@ pub(super) fn run(args: &CompareArgs) -> Result<(), CliError> {
         "repeat": args.repeat,
         "settle_s": settle_s,
         "mem_free_at_start": free_at_start,
-        "twin_sets": free_sets,
+        "twin_sets": twin_sets,
+        "rates_refreshed": refreshed,
         "resolved": resolved,
         "launcher": launcher_words,
         "metrics": comparison.metrics_json(),
@@ -1005,6 +1100,7 @@ mod tests {
             "--ranks=2",
             "-t",
             "64k",
+            "--refresh-rates",
             "--seed",
             "3",
         ]));
@@ -1016,6 +1112,7 @@ mod tests {
                 "--scenario",
                 "s.toml",
                 "--ranks=2",
+                "--refresh-rates",
                 "--seed",
                 "3",
                 "ior",
