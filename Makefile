@@ -27,10 +27,13 @@ build: deps
 HOST := $(shell hostname)
 CAL ?= scenarios/calibrated/$(HOST).toml
 DEMO_BEFF := -T 10 -MB 256
+# Real runs per comparison: the measured value is their median, shown with its min-max band
+# (run-to-run noise here is tens of percent; one run cannot judge a prediction).
+DEMO_REPEAT ?= 3
 
 # Quick calibration of this host, then IOR and a short b_eff_io run for real and in the
-# calibrated twin, side by side, the twin's rates measured again right before the real runs
-# (compare --refresh-rates). $(CAL) is reused while `piotwin calibrate --check` finds it
+# calibrated twin, side by side: each real side run DEMO_REPEAT times (median and min-max
+# band), the twin's rates measured again right before each real run (compare --refresh-rates). $(CAL) is reused while `piotwin calibrate --check` finds it
 # fresh (same host, processor, cores and memory as its probes file recorded, at most 30 days
 # old, and a quick memcpy inside its calibrated interval); a stale one is kept as
 # $(CAL).stale and this host is calibrated anew.
@@ -43,10 +46,10 @@ demo: build
 	  echo "== piotwin calibrate --quick --dir $$scratch --out $(CAL)"; \
 	  $(BIN) calibrate --quick --dir $$scratch --out $(CAL) || exit 1; rmdir $$scratch; fi
 	@out=$$(mktemp -d -t piotwin-demo.XXXXXX); \
-	echo; echo "== piotwin compare ior --scenario $(CAL) --ranks $(RANKS) --refresh-rates $(DEMO_IOR)"; \
-	$(BIN) compare ior --scenario $(CAL) --ranks $(RANKS) --refresh-rates --out $$out/ior $(DEMO_IOR) -o ior.dat || exit 1; \
-	echo; echo "== piotwin compare b_eff_io --scenario $(CAL) --ranks 2 --refresh-rates $(DEMO_BEFF)"; \
-	$(BIN) compare b_eff_io --scenario $(CAL) --ranks 2 --refresh-rates --out $$out/b_eff_io $(DEMO_BEFF) || exit 1
+	echo; echo "== piotwin compare ior --scenario $(CAL) --ranks $(RANKS) --repeat $(DEMO_REPEAT) --refresh-rates $(DEMO_IOR)"; \
+	$(BIN) compare ior --scenario $(CAL) --ranks $(RANKS) --repeat $(DEMO_REPEAT) --refresh-rates --out $$out/ior $(DEMO_IOR) -o ior.dat || exit 1; \
+	echo; echo "== piotwin compare b_eff_io --scenario $(CAL) --ranks 2 --repeat $(DEMO_REPEAT) --refresh-rates $(DEMO_BEFF)"; \
+	$(BIN) compare b_eff_io --scenario $(CAL) --ranks 2 --repeat $(DEMO_REPEAT) --refresh-rates --out $$out/b_eff_io $(DEMO_BEFF) || exit 1
 
 # Held-out accuracy of the calibrated twin: b_eff_io at -T 60 on 1, 2 and 4 ranks, IOR shapes
 # calibration never runs, BTIO class A (full, simple, epio), MADbench2 and FTIO on 4 ranks,
