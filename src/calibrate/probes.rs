@@ -153,6 +153,23 @@ impl ProbeResults {
         }
     }
 
+    /// Results for `plan` on `machine` holding its in-process kernels, timed
+    /// now at the plan's sizes and repetitions: memcpy, the data pattern's
+    /// fills and checks, busy-work, BT's step and the FFT.
+    pub fn with_kernels(machine: Machine, plan: Plan) -> ProbeResults {
+        use super::memcpy::{measure, measure_bt, measure_busy_work, measure_fft, measure_pattern};
+        let mut r = ProbeResults::new(machine, plan);
+        let p = &r.plan;
+        let memcpy = measure(&p.memcpy_sizes, p.memcpy_reps);
+        let (pattern, pattern_check) = measure_pattern(&p.memcpy_sizes, p.memcpy_reps);
+        let busy_work = measure_busy_work(&p.busy_loops, p.memcpy_reps);
+        let bt = measure_bt(&p.bt_steps, p.kernel_reps);
+        let fft = measure_fft(&p.fft_sides, p.kernel_reps);
+        (r.memcpy, r.pattern, r.pattern_check) = (memcpy, pattern, pattern_check);
+        (r.busy_work, r.bt, r.fft) = (busy_work, bt, fft);
+        r
+    }
+
     /// Adds the rows of `step`'s JSON run report (its text).
     pub fn add_report(&mut self, step: &Step, json: &str) -> Result<(), String> {
         let report: Value =

@@ -20,7 +20,6 @@ use piotwin_sim::Scenario;
 use piotwin_sim::scenario::KeyKind;
 
 use super::fits::fit_all;
-use super::memcpy;
 use super::plan::{Probe, Step};
 use super::probes::ProbeResults;
 
@@ -79,15 +78,7 @@ pub fn warm_iozone(stored: &ProbeResults, file: &str) -> Option<Step> {
 /// The in-process kernels of the stored calibration run again at its sizes and
 /// repetitions, into results of the same machine and plan (no launched step).
 pub fn measure_in_process(stored: &ProbeResults) -> ProbeResults {
-    let plan = &stored.plan;
-    let mut now = ProbeResults::new(stored.machine.clone(), plan.clone());
-    now.memcpy = memcpy::measure(&plan.memcpy_sizes, plan.memcpy_reps);
-    (now.pattern, now.pattern_check) =
-        memcpy::measure_pattern(&plan.memcpy_sizes, plan.memcpy_reps);
-    now.busy_work = memcpy::measure_busy_work(&plan.busy_loops, plan.memcpy_reps);
-    now.bt = memcpy::measure_bt(&plan.bt_steps, plan.kernel_reps);
-    now.fft = memcpy::measure_fft(&plan.fft_sides, plan.kernel_reps);
-    now
+    ProbeResults::with_kernels(stored.machine.clone(), stored.plan.clone())
 }
 
 /// The refreshed keys: every key of [`REFRESHED`] that the scenario holds as

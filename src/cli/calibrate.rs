@@ -463,14 +463,8 @@ pub(super) fn run(args: &CalibrateArgs) -> Result<(), CliError> {
 
 /// Runs the plan's steps; what they measured and what failed.
 fn probe(inp: &Inputs, plan: Plan, scratch: &Path) -> ProbeResults {
-    let mut results = ProbeResults::new(inp.machine.clone(), plan.clone());
+    let mut results = ProbeResults::with_kernels(inp.machine.clone(), plan.clone());
     let mut progress = Progress::new(plan.steps.len() + 1);
-    results.memcpy = memcpy::measure(&plan.memcpy_sizes, plan.memcpy_reps);
-    (results.pattern, results.pattern_check) =
-        memcpy::measure_pattern(&plan.memcpy_sizes, plan.memcpy_reps);
-    results.busy_work = memcpy::measure_busy_work(&plan.busy_loops, plan.memcpy_reps);
-    results.bt = memcpy::measure_bt(&plan.bt_steps, plan.kernel_reps);
-    results.fft = memcpy::measure_fft(&plan.fft_sides, plan.kernel_reps);
     #[cfg(feature = "mpi")]
     let fortran = memcpy::measure_fortran(scratch, &memcpy::FORTRAN_PROBE_COUNTS, plan.memcpy_reps);
     #[cfg(not(feature = "mpi"))]
