@@ -177,9 +177,9 @@ fn start_state(scenario: &Scenario, free: Option<u64>) -> Vec<String> {
 }
 
 /// `--refresh-rates`: calibration's rate probes run again now (the in-process
-/// kernels, then its warm IOzone step under `dir`), and the calibrated rates moved as their fits moved
-/// (see `piotwin::calibrate::refresh`); the IOzone report is kept as
-/// `dir/<name>.json`. A failed IOzone step leaves the page
+/// kernels, then its warm IOzone step under `dir`, its report kept as
+/// `dir/<name>.json`), and the calibrated rates moved as their fits moved (see
+/// `piotwin::calibrate::refresh`). A failed IOzone step leaves the page
 /// cache's rates as calibrated, and says so.
 fn refresh_rates(
     stored: &ProbeResults,
