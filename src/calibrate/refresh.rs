@@ -5,8 +5,8 @@
 //! one the runs meet.
 //!
 //! The rate probes of the calibration run again exactly as its plan ran them
-//! (the in-process kernels at its sizes and repetitions, and its warm IOzone
-//! step), are fitted by the same fits, and each refreshed key becomes
+//! (the in-process kernels at its sizes and repetitions,
+//! [`ProbeResults::with_kernels`], and its warm IOzone step, [`warm_iozone`]), are fitted by the same fits, and each refreshed key becomes
 //! `calibrated value × (fit now / fit of the stored probes)`. A ratio of the same
 //! probe fitted the same way, not a spot rate at one size: copies here run at
 //! 26 GB/s at 1 MiB and 8 GB/s at 64 MiB, so one size says little of a fit over
@@ -75,12 +75,6 @@ pub fn warm_iozone(stored: &ProbeResults, file: &str) -> Option<Step> {
     Some(step)
 }
 
-/// The in-process kernels of the stored calibration run again at its sizes and
-/// repetitions, into results of the same machine and plan (no launched step).
-pub fn measure_in_process(stored: &ProbeResults) -> ProbeResults {
-    ProbeResults::with_kernels(stored.machine.clone(), stored.plan.clone())
-}
-
 /// The refreshed keys: every key of [`REFRESHED`] that the scenario holds as
 /// calibrated and that both the stored probes and `now` fit.
 pub fn refreshed(stored: &ProbeResults, now: &ProbeResults, scenario: &Scenario) -> Vec<Refreshed> {
@@ -108,8 +102,9 @@ pub fn refreshed(stored: &ProbeResults, now: &ProbeResults, scenario: &Scenario)
         .collect()
 }
 
-/// Several refreshes of one comparison as one: each key's median `now` (the
-/// upper middle of an even count), for the keys every refresh measured.
+/// Several refreshes of one comparison as one: each key's median `now` (as
+/// the measured side's median, [`crate::report::median`]), for the keys every
+/// refresh measured.
 pub fn median(runs: &[Vec<Refreshed>]) -> Vec<Refreshed> {
     let Some(first) = runs.first() else {
         return Vec::new();
@@ -121,9 +116,8 @@ pub fn median(runs: &[Vec<Refreshed>]) -> Vec<Refreshed> {
                 .iter()
                 .map(|run| run.iter().find(|x| x.key == r.key).map(|x| x.now))
                 .collect::<Option<_>>()?;
-            now.sort_by(f64::total_cmp);
             Some(Refreshed {
-                now: now[now.len() / 2],
+                now: crate::report::median(&mut now)?,
                 ..r.clone()
             })
         })

@@ -189,7 +189,7 @@ fn refresh_rates(
     name: &str,
 ) -> Vec<Refreshed> {
     let t0 = Instant::now();
-    let mut now = refresh::measure_in_process(stored);
+    let mut now = ProbeResults::with_kernels(stored.machine.clone(), stored.plan.clone());
     let file = dir.join(format!("{name}.tmp"));
     if let Some(step) = refresh::warm_iozone(stored, &file.display().to_string()) {
         let json = dir.join(format!("{name}.json"));
