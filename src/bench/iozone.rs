@@ -50,7 +50,7 @@ use std::fmt::Write as _;
 
 use serde::{Deserialize, Serialize};
 
-use crate::bench::common::agree::{first_mismatch, lowest_rank};
+use crate::bench::common::agree::{first_failure, first_mismatch};
 use crate::bench::common::options::{OptionError, SizeError, format_size, parse_size};
 use crate::bench::common::pattern::{Mismatch, fill, permute};
 use crate::ctx::{

@@ -1,7 +1,7 @@
 //! The per-rank program.
 
 use super::*;
-use crate::bench::common::agree::lowest_rank;
+use crate::bench::common::agree::first_failure;
 
 /// One access of one repetition, reduced over all ranks.
 #[derive(Debug, Clone, PartialEq)]
@@ -263,7 +263,7 @@ impl RankProgram for Ior {
 
     async fn run<C: IoCtx>(&self, ctx: &C) -> IorOutput {
         let p = &self.params;
-        let (rank, ranks) = (ctx.rank() as u64, ctx.size() as u64);
+        let ranks = ctx.size() as u64;
         let mut out = IorOutput::default();
         let mut hints = None;
         'reps: for iter in 0..p.repetitions {
@@ -285,24 +285,16 @@ impl RankProgram for Ior {
                         ..Stamps::default()
                     }
                 };
-                // Agree on failure first: every rank then takes the same path.
-                let failed = lowest_rank(ctx, st.error.is_some()).await;
-                if let Some(who) = failed {
-                    let who = who as u64;
-                    out.failure = Some(match &st.error {
-                        Some(e) if who == rank => format!(
-                            "repetition {iter}, {}: rank {rank}: {e}",
-                            access_name(access)
-                        ),
-                        _ => format!(
-                            "repetition {iter}, {}: rank {who} failed (see that rank's message)",
-                            access_name(access)
-                        ),
-                    });
+                // Agree on failure first: every rank then takes the same path,
+                // with the failing rank's message.
+                let step = format!("repetition {iter}, {}", access_name(access));
+                let failed = first_failure(ctx, &step, st.error.as_ref().map_or(Ok(()), Err)).await;
+                if let Err(f) = &failed {
+                    out.failure = Some(f.0.clone());
                 }
                 // A failed access, or one a signal may have cut short, is not a
                 // result; its test file is removed all the same (best effort).
-                if failed.is_some() || ctx.stop_requested().await.is_some() {
+                if failed.is_err() || ctx.stop_requested().await.is_some() {
                     if wrote && !p.keep_file {
                         let _ = self.remove(ctx).await;
                     }
@@ -349,16 +341,9 @@ impl RankProgram for Ior {
             }
             if wrote && !p.keep_file {
                 ctx.barrier().await;
-                let e = self.remove(ctx).await.err();
-                if let Some(failed) = lowest_rank(ctx, e.is_some()).await {
-                    out.failure = Some(match e {
-                        Some(e) => {
-                            format!("repetition {iter}, removing the test file: rank {rank}: {e}")
-                        }
-                        None => format!(
-                            "repetition {iter}, removing the test file: rank {failed} failed"
-                        ),
-                    });
+                let step = format!("repetition {iter}, removing the test file");
+                if let Err(f) = first_failure(ctx, &step, self.remove(ctx).await).await {
+                    out.failure = Some(f.0);
                     break;
                 }
             }

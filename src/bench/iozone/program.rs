@@ -390,19 +390,6 @@ impl Iozone {
         let name = self.params.file_name(ctx.rank() as u64, ctx.size() as u64);
         ctx.delete(&name).await.err().map(|e| e.to_string())
     }
-
-    /// The message for a failure agreed at rank `who`.
-    pub(super) fn failure_text(
-        ctx_rank: u64,
-        who: u64,
-        what: &str,
-        error: &Option<String>,
-    ) -> String {
-        match error {
-            Some(e) if who == ctx_rank => format!("{what}: rank {who}: {e}"),
-            _ => format!("{what}: rank {who} failed (see that rank's message)"),
-        }
-    }
 }
 
 impl RankProgram for Iozone {
@@ -417,17 +404,18 @@ impl RankProgram for Iozone {
         let passes = p.passes();
         'combos: for (k, &(s, r)) in combos.iter().enumerate() {
             // A fresh file for this file × record size.
-            let removed = self.remove(ctx).await;
-            if let Some(who) = lowest_rank(ctx, removed.is_some()).await.map(|w| w as u64) {
-                let what = format!("removing the old test file before {}", combo_name(s, r));
-                out.failure = Some(Self::failure_text(rank, who, &what, &removed));
+            let removed = self.remove(ctx).await.map_or(Ok(()), Err);
+            let what = format!("removing the old test file before {}", combo_name(s, r));
+            if let Err(f) = first_failure(ctx, &what, removed).await {
+                out.failure = Some(f.0);
                 break;
             }
             for &pass in &passes {
                 let st = self.pass(ctx, pass, (s, r), &mut hints).await;
-                if let Some(who) = lowest_rank(ctx, st.error.is_some()).await.map(|w| w as u64) {
-                    let what = format!("{} of {}", pass.name(), combo_name(s, r));
-                    out.failure = Some(Self::failure_text(rank, who, &what, &st.error));
+                let what = format!("{} of {}", pass.name(), combo_name(s, r));
+                let failed = st.error.as_ref().map_or(Ok(()), Err);
+                if let Err(f) = first_failure(ctx, &what, failed).await {
+                    out.failure = Some(f.0);
                     break 'combos;
                 }
                 if ctx.stop_requested().await.is_some() {
@@ -495,16 +483,11 @@ impl RankProgram for Iozone {
         if !p.keep {
             // Delete what this run created, even after a failure.
             ctx.barrier().await;
-            let removed = self.remove(ctx).await;
-            if let Some(who) = lowest_rank(ctx, removed.is_some()).await.map(|w| w as u64)
+            let removed = self.remove(ctx).await.map_or(Ok(()), Err);
+            if let Err(f) = first_failure(ctx, "removing the test file", removed).await
                 && out.failure.is_none()
             {
-                out.failure = Some(Self::failure_text(
-                    rank,
-                    who,
-                    "removing the test file",
-                    &removed,
-                ));
+                out.failure = Some(f.0);
             }
         }
         out.hints = hints.unwrap_or_default();
