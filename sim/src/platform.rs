@@ -74,9 +74,8 @@ pub(crate) struct Node {
     ranks: usize,
     /// What its ranks waiting in MPI do when it is oversubscribed.
     waiting: WaitingRanks,
-    /// CPU seconds per system call of a write and of a read.
+    /// CPU seconds per system call.
     syscall: f64,
-    read_syscall: f64,
     /// CPU seconds per Fortran data-transfer statement.
     fortran_statement: f64,
     /// Extra latency of a message to a rank on this node when it is oversubscribed, in s.
@@ -402,7 +401,6 @@ impl Platform {
                     ranks: 0,
                     waiting: g.waiting_ranks,
                     syscall: g.syscall,
-                    read_syscall: g.read_syscall,
                     fortran_statement: g.fortran_statement,
                     wakeup: g.oversubscribed_wakeup,
                     polled_wakeup: g.polled_wakeup,
@@ -552,12 +550,9 @@ impl Platform {
         path
     }
 
-    /// CPU seconds of one `access` system call on `node`.
-    pub(crate) fn syscall(&self, node: usize, access: Access) -> f64 {
-        match access {
-            Access::Write => self.nodes[node].syscall,
-            Access::Read => self.nodes[node].read_syscall,
-        }
+    /// CPU seconds of one system call on `node`.
+    pub(crate) fn syscall(&self, node: usize) -> f64 {
+        self.nodes[node].syscall
     }
 
     /// CPU seconds of one Fortran data-transfer statement on `node`.

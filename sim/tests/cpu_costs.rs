@@ -195,47 +195,6 @@ fn posix_calls_pay_the_syscall_only() {
     );
 }
 
-/// A read pays `nodes.read_syscall` where given, else `nodes.syscall`: one rank
-/// writes 4 requests of 4 KiB and reads them back; each phase's time grows by
-/// its 4 calls' cost, 4 × 2 µs for the writes, 4 × 0.5 µs (or 4 × 2 µs) for the reads.
-#[test]
-fn reads_pay_their_own_syscall_where_given() {
-    let program = async |r: &Rank| {
-        let mut f = r
-            .open("/f", OpenMode::CreateReadWrite, false, Api::Posix)
-            .await
-            .unwrap();
-        let mut t = [0.0; 3];
-        t[0] = r.now();
-        for (k, access) in [Access::Write, Access::Read].into_iter().enumerate() {
-            for i in 0..4 {
-                let op = Op {
-                    access,
-                    coord: Coordination::Independent,
-                    pos: Position::At(i * 4096),
-                };
-                r.xfer(&mut f, op, 4096).await.unwrap();
-            }
-            t[k + 1] = r.now();
-        }
-        r.close(f).await;
-        t
-    };
-    let phases = |t: &[f64; 3]| [t[1] - t[0], t[2] - t[1]];
-    let base = phases(&run(&scenario(1, false, &[]), 1, program)[0]);
-    for (set, read) in [
-        (&["nodes[0].syscall=2us"][..], 2e-6),
-        (
-            &["nodes[0].syscall=2us", "nodes[0].read_syscall=500ns"][..],
-            0.5e-6,
-        ),
-    ] {
-        let with = phases(&run(&scenario(1, false, set), 1, program)[0]);
-        assert!(close(with[0] - base[0], 4.0 * 2e-6), "writes {set:?}");
-        assert!(close(with[1] - base[1], 4.0 * read), "reads {set:?}");
-    }
-}
-
 /// A Fortran unit pays `nodes.fortran_statement` per statement on top of the system
 /// call: 4 direct-access accesses of 4096 bytes with RECL=512 are 32 statements;
 /// and a sequential unit puts each record behind its predecessor's markers.

@@ -17,7 +17,7 @@
 //! | `nodes.oversubscribed_unpack_bw`, `nodes.oversubscribed_pack_bw` | pingpong's two-phase test (`write_at_all`, `read_at_all` through an interleaved view) at N > cores ranks over call sizes | call time − the aggregator's page-cache copy = intercept + exchanged bytes / bw (Huber); exchanged: the (N − 1)/N of a call's bytes that reach the node's one aggregator |
 //! | `nodes.waiting_ranks` (a choice), `nodes.polled_wakeup` | pingpong's polled test at N > cores ranks: `cores` ranks copy, then copy and meet in a barrier, while the others wait | `poll` where the largest copy ran below the midpoint of a whole core and cores / N of one (against `nodes.compute.memcpy`), else `idle`; with `poll`, the mean of (step − copy) / barrier steps over sizes and runs (Student t) |
 //! | `nodes.syscall`, `nodes.cache.write_bw` | IOzone write, cached files | time per record = latency + record / bw (Huber) |
-//! | `nodes.read_syscall`, `nodes.cache.read_bw` | IOzone re-read | as above |
+//! | `nodes.cache.read_bw` | IOzone re-read | as above |
 //! | `nodes.cache.capacity` | IOzone re-read over file sizes | cache knee (two plateaus of log bandwidth), else `MemTotal` |
 //! | `server.device.read_latency`, `read_bw` | IOzone cold read (`-I`) | time per record = latency + record / bw (Huber) |
 //! | `metadata.sync`, `server.device.write_bw` | IOzone `fsync_s` | fsync time = sync + dirty bytes / bw (Huber) |
@@ -760,9 +760,8 @@ fn per_record(rows: &[&IozoneRow]) -> Vec<(f64, f64)> {
 }
 
 fn fit_iozone(r: &ProbeResults, f: &mut Fitted) {
-    const ALL: [&str; 8] = [
+    const ALL: [&str; 7] = [
         "nodes.syscall",
-        "nodes.read_syscall",
         "nodes.cache.write_bw",
         "nodes.cache.read_bw",
         "server.device.read_latency",
@@ -821,7 +820,7 @@ fn fit_iozone(r: &ProbeResults, f: &mut Fitted) {
     );
     one(
         f,
-        (Some("nodes.read_syscall"), Some("nodes.cache.read_bw")),
+        (None, Some("nodes.cache.read_bw")),
         cached(Pass::Reread),
         "iozone: re-read of cached files, time per record over record sizes",
     );
@@ -1181,7 +1180,6 @@ pub(crate) mod tests {
     }
 
     pub(crate) const SYSCALL: f64 = 2e-6;
-    const READ_SYSCALL: f64 = 0.6e-6;
     const CACHE_W: f64 = 3e9;
     const CACHE_R: f64 = 6e9;
     const DEV_R: f64 = 1.5e9;
@@ -1388,7 +1386,7 @@ pub(crate) mod tests {
                 let fsync = SYNC + file as f64 / DEV_W + 2e-3 * n.normal();
                 let w = SYSCALL + rec as f64 / CACHE_W + 0.05e-6 * n.normal();
                 warm.rows.push(row(Pass::Write, w, fsync));
-                let rr = READ_SYSCALL + rec as f64 / CACHE_R + 0.05e-6 * n.normal();
+                let rr = SYSCALL + rec as f64 / CACHE_R + 0.05e-6 * n.normal();
                 warm.rows.push(row(Pass::Reread, rr, 0.0));
                 let c = DEV_LAT + rec as f64 / DEV_R + 2e-6 * n.normal();
                 cold.rows.push(row(Pass::Read, c, 0.0));
@@ -1551,7 +1549,6 @@ pub(crate) mod tests {
         let warm = f.get("nodes.cache.warm").unwrap().value;
         assert!((warm - WARM as f64).abs() < 64e6, "warm {warm:e}");
         within(&f, "nodes.syscall", SYSCALL);
-        within(&f, "nodes.read_syscall", READ_SYSCALL);
         within(&f, "nodes.cache.write_bw", CACHE_W);
         within(&f, "nodes.cache.read_bw", CACHE_R);
         within(&f, "server.device.read_latency", DEV_LAT);

@@ -70,7 +70,7 @@ pub(crate) async fn fs_io(
     let syscalls = {
         let m = sim.model.borrow();
         let calls = ext.iter().filter(|e| e.1 > 0).count();
-        calls as f64 * m.platform.syscall(m.platform.node_of(world_rank), access)
+        calls as f64 * m.platform.syscall(m.platform.node_of(world_rank))
     };
     if syscalls > 0.0 {
         cpu(sim, world_rank, syscalls).await;

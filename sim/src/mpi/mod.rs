@@ -24,8 +24,7 @@
 //!   per independent MPI-IO data call, `mpiio.collective_call` per collective
 //!   one (on top of its modelled messages), `mpiio.open`/`close` per rank of an
 //!   MPI-IO open and close, and `nodes.syscall` per file-system request (each
-//!   `pwrite`, and each `pread` unless `nodes.read_syscall` prices reads,
-//!   whether the program's POSIX call or one ROMIO issues).
+//!   `pread`/`pwrite`, whether the program's POSIX call or one ROMIO issues).
 //!   They are what small requests on one node cost (IOR at 1-64 KiB is bound
 //!   by them, not by the devices); all default to 0. Being part of an
 //!   iteration's virtual time, they are in the fast-forward's Δ.

@@ -151,14 +151,10 @@ impl fmt::Display for Scenario {
                     fmt_time(g.polled_wakeup)
                 )?;
             }
-            if g.syscall > 0.0 || g.read_syscall > 0.0 || g.oversubscribed_wakeup > 0.0 {
-                let reads = match g.read_syscall == g.syscall {
-                    true => String::new(),
-                    false => format!(" ({} per read)", fmt_time(g.read_syscall)),
-                };
+            if g.syscall > 0.0 || g.oversubscribed_wakeup > 0.0 {
                 writeln!(
                     f,
-                    "  CPU costs on `{}`: {} per system call{reads}, {} wake-up of a rank on an oversubscribed node",
+                    "  CPU costs on `{}`: {} per system call, {} wake-up of a rank on an oversubscribed node",
                     g.name,
                     fmt_time(g.syscall),
                     fmt_time(g.oversubscribed_wakeup)

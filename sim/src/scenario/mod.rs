@@ -52,7 +52,7 @@
 //! ```
 //!
 //! Optional keys that are off by default model the client's CPU (see
-//! `scenarios/README.md`): `[[nodes]] syscall`, `read_syscall`, `oversubscribed_wakeup`,
+//! `scenarios/README.md`): `[[nodes]] syscall`, `oversubscribed_wakeup`,
 //! `[nodes.cache] write_bw`, `read_bw`, `[mpiio] independent_call`,
 //! `collective_call`, `open`, `close`. The `[calibration]` table records what
 //! `piotwin calibrate` fitted ([`Calibrated`]); its key paths are checked
@@ -129,10 +129,6 @@ pub struct NodeGroup {
     /// file-system request a rank issues, whether a POSIX call or one ROMIO
     /// makes for it. 0 = free (the default).
     pub syscall: f64,
-    /// As `syscall`, of one read (`pread`): a read from the page cache skips
-    /// a write's page allocation and dirtying, so it costs less per call.
-    /// Unset = `syscall`.
-    pub read_syscall: f64,
     /// CPU time of one Fortran data-transfer statement (`WRITE`/`READ` of an
     /// unformatted unit) in the Fortran runtime above its system calls (unit lock,
     /// statement set-up, record positioning, the I/O list into the unit's buffer),

@@ -324,7 +324,6 @@ impl Scenario {
             let memory = n.size("memory")?;
             let memcpy = c.rate("memcpy")?;
             let pattern = c.rate_or("pattern", f64::INFINITY)?;
-            let syscall = n.time_or("syscall", 0.0)?;
             let cache = match n.sub_opt("cache", &schema::children("nodes.cache", None))? {
                 Some(t) => {
                     let dirty = t.fraction_or("dirty_ratio", 0.2)?;
@@ -377,8 +376,7 @@ impl Scenario {
                     pattern_check: c.rate_or("pattern_check", pattern)?,
                 },
                 cache,
-                syscall,
-                read_syscall: n.time_or("read_syscall", syscall)?,
+                syscall: n.time_or("syscall", 0.0)?,
                 fortran_statement: n.time_or("fortran_statement", 0.0)?,
                 oversubscribed_wakeup: n.time_or("oversubscribed_wakeup", 0.0)?,
                 waiting_ranks: [WaitingRanks::Idle, WaitingRanks::Poll]

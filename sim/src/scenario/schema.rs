@@ -230,13 +230,7 @@ const KEYS: &[Key] = &[
         "nodes.syscall",
         Quantity(Time),
         Value("\"0s\""),
-        "CPU time of one `pwrite` (and of a `pread`, unless `read_syscall` is given) on a core, per file-system request a rank issues",
-    ),
-    key(
-        "nodes.read_syscall",
-        Quantity(Time),
-        Otherwise("`syscall`"),
-        "CPU time of one `pread` on a core, per file-system read a rank issues (a cached read skips a write's page allocation and dirtying)",
+        "CPU time of one `pread`/`pwrite` on a core, per file-system request a rank issues",
     ),
     key(
         "nodes.fortran_statement",
