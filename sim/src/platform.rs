@@ -36,7 +36,9 @@
 //! Oversubscription also delays communication: MPICH's progress engine
 //! busy-polls, so a message to a rank that is descheduled is answered only at
 //! its next time slice; every message step to a rank of an oversubscribed node
-//! costs `nodes.oversubscribed_wakeup` more.
+//! costs `nodes.oversubscribed_wakeup` more, and twice that for a message
+//! above `nodes.eager_limit`, which MPI sends by rendezvous (the receiver's
+//! answer to the request to send is one more hand-off).
 //!
 //! With `nodes.waiting_ranks = "poll"` the ranks waiting in MPI busy-poll:
 //! every rank of an oversubscribed node is always runnable, so each holds
@@ -83,6 +85,8 @@ pub(crate) struct Node {
     /// As `wakeup`, of a step among no more of the node's ranks than cores
     /// while its other ranks poll, in s.
     polled_wakeup: f64,
+    /// The largest message sent eagerly; a larger one pays its wake-up twice.
+    eager_limit: u64,
     /// Per-core page-cache copy rates (write, read) in B/s.
     cache_bw: [f64; 2],
     /// The node's rate for messages received into (unpacked, index 0) and sent
@@ -404,6 +408,7 @@ impl Platform {
                     fortran_statement: g.fortran_statement,
                     wakeup: g.oversubscribed_wakeup,
                     polled_wakeup: g.polled_wakeup,
+                    eager_limit: g.eager_limit,
                     cache_bw: g
                         .cache
                         .as_ref()
@@ -624,17 +629,20 @@ impl Platform {
             .collect()
     }
 
-    /// A point-to-point message from world rank `src` to `dst` of a
+    /// A point-to-point message of `bytes` from world rank `src` to `dst` of a
     /// communicator with wake-ups `wakes` ([`Platform::wakes`]): (latency,
     /// path). Within a node it crosses the memory bus (and the sender's core,
     /// which copies it at `memcpy`, where the bus is faster); otherwise both
     /// NICs and the switch. A receiver on an oversubscribed node adds its
-    /// wake-up to the latency.
+    /// wake-up to the latency, twice for a message above the node's
+    /// `eager_limit` (the rendezvous: the receiver answers the request to
+    /// send, then the data follows).
     pub(crate) fn p2p(
         &self,
         src: usize,
         dst: usize,
         wakes: &[(u32, f64)],
+        bytes: u64,
     ) -> (f64, Vec<(ResourceId, f64)>) {
         let (a, b) = (self.node_of(src), self.node_of(dst));
         let na = &self.nodes[a];
@@ -655,6 +663,7 @@ impl Platform {
             (na.nic_latency + r.latency + nb.nic_latency, path)
         };
         match wakes.binary_search_by_key(&(b as u32), |&(n, _)| n) {
+            Ok(i) if bytes > self.nodes[b].eager_limit => (lat + 2.0 * wakes[i].1, path),
             Ok(i) => (lat + wakes[i].1, path),
             Err(_) => (lat, path),
         }
@@ -672,8 +681,9 @@ impl Platform {
         dst: usize,
         access: Access,
         wakes: &[(u32, f64)],
+        bytes: u64,
     ) -> (f64, Vec<(ResourceId, f64)>) {
-        let (lat, mut path) = self.p2p(src, dst, wakes);
+        let (lat, mut path) = self.p2p(src, dst, wakes, bytes);
         let (aggregator, side) = match access {
             Access::Write => (dst, 0),
             Access::Read => (src, 1),

@@ -397,6 +397,32 @@ fn oversubscribed_wakeup_delays_messages() {
     }
 }
 
+/// Above `nodes.eager_limit` a message goes by rendezvous and waits for the
+/// wake-up twice: 2 ranks on 1 core exchange 8 KiB (1 ms more than free
+/// wake-ups) and 8 KiB + 1 (2 ms more); with no limit both pay 1 ms.
+#[test]
+fn a_rendezvous_message_wakes_its_receiver_twice() {
+    let prog = async |r: &Rank| {
+        let t0 = r.now();
+        r.sendrecv(8192, 1 - r.rank(), 1 - r.rank()).await;
+        let t1 = r.now();
+        r.sendrecv(8193, 1 - r.rank(), 1 - r.rank()).await;
+        (t1 - t0, r.now() - t1)
+    };
+    let base = run(&scenario(1, false, &[]), 2, prog);
+    let wake = "nodes[0].oversubscribed_wakeup=1ms";
+    for (set, above) in [
+        (&[wake][..], 1e-3),
+        (&[wake, "nodes[0].eager_limit=8KiB"][..], 2e-3),
+    ] {
+        let with = run(&scenario(1, false, set), 2, prog);
+        for (b, w) in base.iter().zip(&with) {
+            assert!(close(w.0 - b.0, 1e-3), "eager {set:?}: {b:?} {w:?}");
+            assert!(close(w.1 - b.1, above), "rendezvous {set:?}: {b:?} {w:?}");
+        }
+    }
+}
+
 /// One independent write of `bytes` at the start of `f`.
 async fn write_at_start(r: &Rank, f: &mut piotwin_sim::File, bytes: u64) {
     r.xfer(

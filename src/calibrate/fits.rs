@@ -14,6 +14,7 @@
 //! | `nodes.fortran_statement` | Fortran `WRITE(REC=)` of 40-byte records over statement counts | time = latency + statements · cost (Huber) |
 //! | `nodes.nic_latency`, `nodes.nic_bw` | b_eff, 2 ranks, its `MPI_Sendrecv` loops | exchange time (loop time / 2 loops) = latency + bytes / bw (Huber) |
 //! | `nodes.oversubscribed_wakeup` | b_eff's `MPI_Sendrecv` exchanges of 1 byte | mean exchange at N > cores ranks − mean at 2 ranks |
+//! | `nodes.eager_limit` | b_eff's `MPI_Sendrecv` exchanges at N > cores ranks over message sizes | the largest size before the median exchange steps up to 1.5 × that at ≤ 1 KiB and stays there (the rendezvous' second wake-up) |
 //! | `nodes.oversubscribed_unpack_bw`, `nodes.oversubscribed_pack_bw` | pingpong's two-phase test (`write_at_all`, `read_at_all` through an interleaved view) at N > cores ranks over call sizes | call time − the aggregator's page-cache copy = intercept + exchanged bytes / bw (Huber); exchanged: the (N − 1)/N of a call's bytes that reach the node's one aggregator |
 //! | `nodes.waiting_ranks` (a choice), `nodes.polled_wakeup` | pingpong's polled test at N > cores ranks: `cores` ranks copy, then copy and meet in a barrier, while the others wait | `poll` where the largest copy ran below the midpoint of a whole core and cores / N of one (against `nodes.compute.memcpy`), else `idle`; with `poll`, the mean of (step − copy) / barrier steps over sizes and runs (Student t) |
 //! | `nodes.syscall`, `nodes.cache.write_bw` | IOzone write, cached files | time per record = latency + record / bw (Huber) |
@@ -430,6 +431,91 @@ fn fit_pingpong(r: &ProbeResults, f: &mut Fitted) {
         Err(e) => f.skip(&KEYS, why(&e)),
     }
     fit_oversubscribed(r, f);
+    fit_eager_limit(r, f);
+}
+
+/// `nodes.eager_limit`: b_eff's `MPI_Sendrecv` exchanges at more ranks than
+/// cores over its message sizes. Up to MPI's eager limit an exchange waits for
+/// one wake-up of the partner; above it the rendezvous waits for two, so the
+/// exchange time steps up. The limit is the largest size before the step: the
+/// largest size whose median exchange (over patterns and repetitions) stays
+/// below 1.5 × the median at 1 KiB and less, every larger size being above.
+fn fit_eager_limit(r: &ProbeResults, f: &mut Fitted) {
+    const KEY: &str = "nodes.eager_limit";
+    let cores = r.machine.cores as u64;
+    let sndrcv = |p: &&crate::calibrate::probes::BeffRow| p.method == "Sndrcv" && p.ranks > cores;
+    let Some(ranks) = r.beff.iter().filter(sndrcv).map(|p| p.ranks).max() else {
+        f.skip(
+            &[KEY],
+            format!("no b_eff run at more ranks than cores (give --ranks above {cores})"),
+        );
+        return;
+    };
+    let mut by_size: BTreeMap<u64, Vec<f64>> = BTreeMap::new();
+    for p in r.beff.iter().filter(sndrcv).filter(|p| p.ranks == ranks) {
+        by_size
+            .entry(p.bytes)
+            .or_default()
+            .push(p.seconds / (2 * p.loops.max(1)) as f64);
+    }
+    let medians: Vec<(u64, f64)> = by_size
+        .into_iter()
+        .filter_map(|(b, mut v)| Some((b, crate::report::median(&mut v)?)))
+        .collect();
+    let mut small: Vec<f64> = medians
+        .iter()
+        .filter(|m| m.0 <= 1024)
+        .map(|m| m.1)
+        .collect();
+    let Some(&(largest, _)) = medians.last() else {
+        f.skip(&[KEY], "no b_eff MPI_Sendrecv rows".into());
+        return;
+    };
+    let Some(base) = crate::report::median(&mut small) else {
+        f.skip(
+            &[KEY],
+            "no b_eff exchanges of 1 KiB or less to compare with".into(),
+        );
+        return;
+    };
+    let stepped = |m: &(u64, f64)| m.1 >= 1.5 * base;
+    // the first size from which every exchange is stepped up
+    let first = medians
+        .iter()
+        .rposition(|m| !stepped(m))
+        .map_or(0, |i| i + 1);
+    let quality = |bytes: u64, t: f64| format!("{bytes} B {t:.3e} s");
+    let table: Vec<String> = medians.iter().map(|&(b, t)| quality(b, t)).collect();
+    let probe = format!(
+        "b_eff: MPI_Sendrecv exchanges at {ranks} ranks on {cores} cores over message sizes"
+    );
+    match (first, medians.get(first)) {
+        (0, _) => f.skip(
+            &[KEY],
+            format!("every exchange at {ranks} ranks is 1.5 x the 1 KiB one (median {base:.3e} s): no eager sizes"),
+        ),
+        (_, None) => f.skip(
+            &[KEY],
+            format!(
+                "no step in the exchange time up to {largest} B at {ranks} ranks (median {base:.3e} s at 1 KiB and less): the eager limit is above what the probe sent"
+            ),
+        ),
+        (i, Some(&(above, _))) => {
+            let below = medians[i - 1].0;
+            f.params.push(Param {
+                key: KEY.into(),
+                unit: Unit::Size,
+                value: below as f64,
+                low: below as f64,
+                high: (above - 1) as f64,
+                probe,
+                quality: format!(
+                    "largest size below 1.5 x the median exchange at 1 KiB and less ({base:.3e} s), every larger size above; medians: {}",
+                    table.join(", ")
+                ),
+            });
+        }
+    }
 }
 
 /// `nodes.oversubscribed_wakeup`: b_eff's `MPI_Sendrecv` exchanges of 1 byte, every
@@ -1204,6 +1290,7 @@ pub(crate) mod tests {
     const INDEP: f64 = 5e-6;
     const COLL: f64 = 40e-6;
     const WAKEUP: f64 = 4e-3;
+    const EAGER: u64 = 16384;
     const POLLED_WAKEUP: f64 = 1e-3;
     const OPEN_STEPS: f64 = 12.0;
     const UNPACK: f64 = 110e6;
@@ -1296,18 +1383,22 @@ pub(crate) mod tests {
                 });
             }
         }
-        // b_eff at 4 ranks on 2 cores: 1-byte exchanges that wait for a
-        // descheduled rank (the wake-up on top of the 2-rank exchange).
-        for _ in 0..8 {
-            let t = NIC_LAT + 1.0 / NIC_BW + WAKEUP * (1.0 + 0.05 * n.normal());
-            r.beff.push(crate::calibrate::probes::BeffRow {
-                ranks: 4,
-                pattern: "ring-1*4fix".into(),
-                bytes: 1,
-                method: "Sndrcv".into(),
-                loops: 8,
-                seconds: 16.0 * t,
-            });
+        // b_eff at 4 ranks on 2 cores: exchanges that wait for a descheduled
+        // rank (the wake-up on top of the 2-rank exchange), twice above the
+        // eager limit (the rendezvous); 8 repetitions of 1 byte, 2 of the others.
+        for s in [1u64, 64, 1024, 4096, EAGER, EAGER + 1, 4 * EAGER] {
+            let wakes = if s > EAGER { 2.0 } else { 1.0 };
+            for _ in 0..if s == 1 { 8 } else { 2 } {
+                let t = NIC_LAT + s as f64 / NIC_BW + wakes * WAKEUP * (1.0 + 0.05 * n.normal());
+                r.beff.push(crate::calibrate::probes::BeffRow {
+                    ranks: 4,
+                    pattern: "ring-1*4fix".into(),
+                    bytes: s,
+                    method: "Sndrcv".into(),
+                    loops: 8,
+                    seconds: 16.0 * t,
+                });
+            }
         }
         // pingpong's two-phase test at 4 ranks: a synchronisation intercept, the
         // exchange of 3/4 of the bytes at its rate and the aggregator's cache copy.
@@ -1558,6 +1649,7 @@ pub(crate) mod tests {
         within(&f, "mpiio.independent_call", INDEP);
         within(&f, "mpiio.collective_call", COLL);
         within(&f, "nodes.oversubscribed_wakeup", WAKEUP);
+        assert_eq!(f.get("nodes.eager_limit").unwrap().value, EAGER as f64);
         assert_eq!(f.choices["nodes.waiting_ranks"].0, "poll");
         within(&f, "nodes.polled_wakeup", POLLED_WAKEUP);
         within(&f, "nodes.oversubscribed_unpack_bw", UNPACK);
@@ -1597,6 +1689,21 @@ pub(crate) mod tests {
         assert!(f.skipped["nodes.polled_wakeup"].contains("waiting ranks idle"));
     }
 
+    /// Exchanges that never step up leave the eager limit unfitted (above the
+    /// largest size sent), not set at the largest size.
+    #[test]
+    fn no_rendezvous_step_leaves_the_eager_limit_unfitted() {
+        let mut r = synthetic();
+        r.beff.retain(|p| p.ranks == 2 || p.bytes <= EAGER);
+        let f = fit_all(&r, &base());
+        assert!(f.get("nodes.eager_limit").is_none());
+        let why = &f.skipped["nodes.eager_limit"];
+        assert!(
+            why.contains(&format!("no step in the exchange time up to {EAGER} B")),
+            "{why}"
+        );
+    }
+
     #[test]
     fn a_missing_probe_is_skipped_with_its_reason() {
         let mut r = synthetic();
@@ -1606,6 +1713,7 @@ pub(crate) mod tests {
         let f = fit_all(&r, &base());
         assert!(f.skipped["nodes.syscall"].contains("no IOzone"));
         assert!(f.skipped["nodes.oversubscribed_wakeup"].contains("more ranks than cores"));
+        assert!(f.skipped["nodes.eager_limit"].contains("more ranks than cores"));
         assert!(f.skipped["nodes.oversubscribed_pack_bw"].contains("--two-phase"));
         assert!(f.skipped["nodes.polled_wakeup"].contains("--polled"));
         assert!(!f.choices.contains_key("nodes.waiting_ranks"));

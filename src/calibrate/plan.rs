@@ -161,7 +161,8 @@ impl Plan {
         let mut steps = Vec::new();
         // Point to point: b_eff at 2 ranks (its 21 sizes, every method), and at
         // max_ranks when that oversubscribes the cores (short loops: each message
-        // there waits for a descheduled rank).
+        // there waits for a descheduled rank; sizes up to 128 KiB, so that MPI's
+        // eager limit shows as the step up to a rendezvous' second wake-up).
         let (beff_mb, beff_reps, over_loops) = match scale {
             Scale::Tiny => ("2", "1", "1"),
             Scale::Quick => ("512", "2", "8"),
@@ -180,7 +181,7 @@ impl Plan {
                 ranks: max_ranks,
                 args: s(&[
                     "--mb",
-                    "2",
+                    "16",
                     "--repetitions",
                     "1",
                     "--first-loop",

@@ -375,7 +375,7 @@ pub(crate) fn post_message(
     };
     let sig = match matched {
         Some((s, b)) => {
-            let (lat, path) = m.platform.p2p(from, to, &comm.wakes);
+            let (lat, path) = m.platform.p2p(from, to, &comm.wakes, b);
             e.transfer(lat, path, b as f64, s.clone());
             s
         }

@@ -205,6 +205,7 @@ impl Rank {
                 file.comm.members[to],
                 access,
                 &file.comm.wakes,
+                bytes,
             );
             self.sim.engine.borrow_mut().send(lat, path, bytes as f64)
         };

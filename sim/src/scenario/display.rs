@@ -151,6 +151,14 @@ impl fmt::Display for Scenario {
                     fmt_time(g.polled_wakeup)
                 )?;
             }
+            if g.eager_limit < u64::MAX {
+                writeln!(
+                    f,
+                    "  messages above {} on `{}` go by rendezvous: a step of one to a rank of an oversubscribed node wakes it twice",
+                    fmt_size(g.eager_limit),
+                    g.name
+                )?;
+            }
             if g.syscall > 0.0 || g.oversubscribed_wakeup > 0.0 {
                 writeln!(
                     f,

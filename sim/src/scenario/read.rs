@@ -382,6 +382,7 @@ impl Scenario {
                 waiting_ranks: [WaitingRanks::Idle, WaitingRanks::Poll]
                     [n.choice("waiting_ranks", &["idle", "poll"], 0)?],
                 polled_wakeup: n.time_or("polled_wakeup", 0.0)?,
+                eager_limit: n.size_or("eager_limit", u64::MAX)?,
                 oversubscribed_unpack_bw: n.rate_or("oversubscribed_unpack_bw", f64::INFINITY)?,
                 oversubscribed_pack_bw: n.rate_or("oversubscribed_pack_bw", f64::INFINITY)?,
             });

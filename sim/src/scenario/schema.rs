@@ -257,6 +257,12 @@ const KEYS: &[Key] = &[
         "with waiting_ranks = poll, extra latency of a message step among no more of a node's ranks than cores while its other ranks poll",
     ),
     key(
+        "nodes.eager_limit",
+        Quantity(Size),
+        Otherwise("not modelled"),
+        "the largest message MPI sends eagerly: a larger one takes the rendezvous protocol, and a message step of it to a rank of a node running more ranks than cores pays the wake-up twice",
+    ),
+    key(
         "nodes.oversubscribed_unpack_bw",
         Quantity(Rate),
         Otherwise("not modelled"),
