@@ -43,7 +43,7 @@ use piotwin_sim::Scenario;
 use serde::{Deserialize, Serialize};
 
 use super::LEVEL;
-use super::probes::{IorRow, IozoneRow, ProbeResults};
+use super::probes::{BeffRow, IorRow, IozoneRow, ProbeResults};
 use crate::bench::iozone::Pass;
 use crate::bench::pingpong::PingRow;
 
@@ -443,7 +443,7 @@ fn fit_pingpong(r: &ProbeResults, f: &mut Fitted) {
 fn fit_eager_limit(r: &ProbeResults, f: &mut Fitted) {
     const KEY: &str = "nodes.eager_limit";
     let cores = r.machine.cores as u64;
-    let sndrcv = |p: &&crate::calibrate::probes::BeffRow| p.method == "Sndrcv" && p.ranks > cores;
+    let sndrcv = |p: &&BeffRow| p.method == "Sndrcv" && p.ranks > cores;
     let Some(ranks) = r.beff.iter().filter(sndrcv).map(|p| p.ranks).max() else {
         f.skip(
             &[KEY],
@@ -484,8 +484,10 @@ fn fit_eager_limit(r: &ProbeResults, f: &mut Fitted) {
         .iter()
         .rposition(|m| !stepped(m))
         .map_or(0, |i| i + 1);
-    let quality = |bytes: u64, t: f64| format!("{bytes} B {t:.3e} s");
-    let table: Vec<String> = medians.iter().map(|&(b, t)| quality(b, t)).collect();
+    let table: Vec<String> = medians
+        .iter()
+        .map(|&(b, t)| format!("{b} B {t:.3e} s"))
+        .collect();
     let probe = format!(
         "b_eff: MPI_Sendrecv exchanges at {ranks} ranks on {cores} cores over message sizes"
     );

@@ -6,7 +6,8 @@
 //!
 //! The rate probes of the calibration run again exactly as its plan ran them
 //! (the in-process kernels at its sizes and repetitions,
-//! [`ProbeResults::with_kernels`], and its warm IOzone step, [`warm_iozone`]), are fitted by the same fits, and each refreshed key becomes
+//! [`ProbeResults::with_kernels`], and its warm IOzone step, [`warm_iozone`]),
+//! are fitted by the same fits, and each refreshed key becomes
 //! `calibrated value × (fit now / fit of the stored probes)`. A ratio of the same
 //! probe fitted the same way, not a spot rate at one size: copies here run at
 //! 26 GB/s at 1 MiB and 8 GB/s at 64 MiB, so one size says little of a fit over
