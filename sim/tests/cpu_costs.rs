@@ -474,6 +474,43 @@ fn page_cache_growth_beyond_warm_memory_pays_the_fresh_rate() {
     assert_eq!(inf.map(f64::to_bits), off.map(f64::to_bits));
 }
 
+/// Huge pages: a write request of `huge_from` or more grows the cache in huge
+/// pages, which the `warm` floor does not hold: by hand, warm 1 MB, fresh
+/// 100 MB/s, copies at 1 GB/s. A 2 MB request takes all 2 MB fresh (2 + 20 ms;
+/// without the key 1 MB of it is warm: 2 + 10 ms); a 0.5 MB request after it
+/// finds the warm floor untouched (0.5 ms; without the key the floor is used
+/// up: 0.5 + 5 ms).
+#[test]
+fn a_huge_write_request_takes_fresh_memory_past_the_warm_floor() {
+    const MB: u64 = 1_000_000;
+    let times = |set: &[&str]| -> [f64; 2] {
+        let scn = scenario(1, true, set);
+        run(&scn, 1, async |r: &Rank| {
+            let mut f = open_posix(r).await;
+            let t0 = r.now();
+            write_at_start(r, &mut f, 2 * MB).await;
+            let t1 = r.now();
+            let op = Op {
+                access: Access::Write,
+                coord: Coordination::Independent,
+                pos: Position::At(2 * MB),
+            };
+            r.xfer(&mut f, op, MB / 2).await.unwrap();
+            [t1 - t0, r.now() - t1]
+        })[0]
+    };
+    let fresh = ["nodes[0].cache.fresh_bw=100MB/s", "nodes[0].cache.warm=1MB"];
+    let off = times(&fresh);
+    assert!(close(off[0], 2e-3 + 10e-3), "{off:?}");
+    assert!(close(off[1], 0.5e-3 + 5e-3), "{off:?}");
+    let on = times(&[&fresh[..], &["nodes[0].cache.huge_from=2MB"]].concat());
+    assert!(close(on[0], 2e-3 + 20e-3), "{on:?}");
+    assert!(close(on[1], 0.5e-3), "{on:?}");
+    // Below the size the key changes nothing.
+    let above = times(&[&fresh[..], &["nodes[0].cache.huge_from=3MB"]].concat());
+    assert_eq!(above.map(f64::to_bits), off.map(f64::to_bits));
+}
+
 /// Released memory: a file's pages freed by its delete stay backed, beyond
 /// `warm`, while the host takes them back linearly over `release_time`: a
 /// second file whose pages land t after the delete finds 1 − t / release_time

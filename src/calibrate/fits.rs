@@ -43,6 +43,7 @@ use piotwin_sim::Scenario;
 use serde::{Deserialize, Serialize};
 
 use super::LEVEL;
+use super::memcpy::HugeSample;
 use super::probes::{BeffRow, IorRow, IozoneRow, ProbeResults};
 use crate::bench::iozone::Pass;
 use crate::bench::pingpong::PingRow;
@@ -253,6 +254,7 @@ pub fn fit_all(r: &ProbeResults, base: &Scenario) -> Fitted {
     fit_two_phase(r, &mut f);
     fit_polled(r, &mut f);
     fit_release(r, &mut f);
+    fit_huge(r, &mut f);
     fit_shared_pointer(r, &mut f);
     fit_cache_capacity(r, &mut f);
     fit_ior(r, base, &mut f);
@@ -821,6 +823,53 @@ fn fit_release(r: &ProbeResults, f: &mut Fitted) {
     }
 }
 
+/// `nodes.cache.huge_from` from the huge-page probe: the smallest request
+/// size whose settled write took at least twice as long as that of the
+/// smallest requests (which found the warm floor), every larger one too;
+/// the interval runs from just above the next smaller size.
+fn fit_huge(r: &ProbeResults, f: &mut Fitted) {
+    const KEY: &str = "nodes.cache.huge_from";
+    let mut samples = r.huge.clone();
+    samples.sort_by_key(|s| s.request);
+    let Some(first) = samples.first().copied() else {
+        f.skip(&[KEY], "not probed (no samples)".to_string());
+        return;
+    };
+    let probe = format!(
+        "huge: settled writes of {} bytes in requests of several sizes",
+        first.bytes
+    );
+    let table: Vec<String> = samples
+        .iter()
+        .map(|s| format!("{} B requests {:.4} s", s.request, s.seconds))
+        .collect();
+    let slow = |s: &HugeSample| s.seconds >= 2.0 * first.seconds;
+    let from = samples.iter().rposition(|s| !slow(s)).map_or(0, |i| i + 1);
+    match samples.get(from) {
+        None => f.skip(
+            &[KEY],
+            format!(
+                "no request size up to {} B wrote at half the speed of {} B requests: huge pages find the warm floor, or the smallest requests did not ({})",
+                samples[samples.len() - 1].request,
+                first.request,
+                table.join(", ")
+            ),
+        ),
+        Some(s) => f.params.push(Param {
+            key: KEY.into(),
+            unit: Unit::Size,
+            value: s.request as f64,
+            low: (samples[from - 1].request + 1) as f64,
+            high: s.request as f64,
+            probe,
+            quality: format!(
+                "smallest request size taking 2 x the time of the smallest requests, every larger one too; {}",
+                table.join(", ")
+            ),
+        }),
+    }
+}
+
 /// The samples whose size (`size_of`) is at least twice the CPU cache, so that a
 /// bandwidth fit measures memory rather than cache; all of them where fewer than
 /// three distinct sizes are that large (a tiny probe scale).
@@ -1293,6 +1342,7 @@ pub(crate) mod tests {
     const COLL: f64 = 40e-6;
     const WAKEUP: f64 = 4e-3;
     const EAGER: u64 = 16384;
+    const HUGE: u64 = 2 << 20;
     const POLLED_WAKEUP: f64 = 1e-3;
     const OPEN_STEPS: f64 = 12.0;
     const UNPACK: f64 = 110e6;
@@ -1508,6 +1558,20 @@ pub(crate) mod tests {
                 seconds: t * (1.0 + 0.002 * nr.normal()),
             });
         }
+        // Settled writes: small requests find the warm floor, huge ones
+        // (HUGE and more) take all their memory fresh.
+        for &request in &r.plan.huge_requests {
+            let bytes = r.plan.huge_bytes;
+            let mut t = bytes as f64 / CACHE_W;
+            if request >= HUGE {
+                t += bytes as f64 / FRESH_BW;
+            }
+            r.huge.push(HugeSample {
+                request,
+                bytes,
+                seconds: t * (1.0 + 0.002 * nr.normal()),
+            });
+        }
         // MPI-IO at explicit offsets and through the shared pointer.
         let mut np2 = Lcg(0x6a09_e667_f3bc_c909);
         let mut pointer_runs = Vec::new();
@@ -1652,6 +1716,8 @@ pub(crate) mod tests {
         within(&f, "mpiio.collective_call", COLL);
         within(&f, "nodes.oversubscribed_wakeup", WAKEUP);
         assert_eq!(f.get("nodes.eager_limit").unwrap().value, EAGER as f64);
+        let huge = f.get("nodes.cache.huge_from").unwrap();
+        assert_eq!((huge.value, huge.low), (HUGE as f64, (HUGE / 2 + 1) as f64));
         assert_eq!(f.choices["nodes.waiting_ranks"].0, "poll");
         within(&f, "nodes.polled_wakeup", POLLED_WAKEUP);
         within(&f, "nodes.oversubscribed_unpack_bw", UNPACK);
@@ -1706,14 +1772,31 @@ pub(crate) mod tests {
         );
     }
 
+    /// Settled writes as fast in every request size leave huge pages out of
+    /// the model, not set at the largest size.
+    #[test]
+    fn writes_as_fast_in_every_request_size_leave_huge_from_unfitted() {
+        let mut r = synthetic();
+        let first = r.huge[0].seconds;
+        for s in &mut r.huge {
+            s.seconds = first * 1.1;
+        }
+        let f = fit_all(&r, &base());
+        assert!(f.get("nodes.cache.huge_from").is_none());
+        let why = &f.skipped["nodes.cache.huge_from"];
+        assert!(why.contains("no request size up to"), "{why}");
+    }
+
     #[test]
     fn a_missing_probe_is_skipped_with_its_reason() {
         let mut r = synthetic();
         r.iozone.clear();
         r.beff.retain(|p| p.ranks == 2);
         r.pingpong.clear();
+        r.huge.clear();
         let f = fit_all(&r, &base());
         assert!(f.skipped["nodes.syscall"].contains("no IOzone"));
+        assert!(f.skipped["nodes.cache.huge_from"].contains("not probed"));
         assert!(f.skipped["nodes.oversubscribed_wakeup"].contains("more ranks than cores"));
         assert!(f.skipped["nodes.eager_limit"].contains("more ranks than cores"));
         assert!(f.skipped["nodes.oversubscribed_pack_bw"].contains("--two-phase"));

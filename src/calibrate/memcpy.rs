@@ -92,6 +92,55 @@ pub struct ReleaseSample {
     pub seconds: f64,
 }
 
+/// One write of the huge-page probe.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct HugeSample {
+    /// Bytes per write request.
+    pub request: u64,
+    /// Bytes written.
+    pub bytes: u64,
+    /// Seconds the writes took (page-cache writes, no sync).
+    pub seconds: f64,
+}
+
+/// The huge-page probe, run settled (after [`measure_release`]): for each
+/// request size, times writing a file of `bytes` in `dir` in requests of that
+/// size, deletes it and waits `settle`, so that each write starts from memory
+/// handed back. Requests the kernel caches in small pages find the warm floor
+/// (free memory in blocks smaller than free page reporting hands back); those
+/// it caches in huge pages take fresh memory.
+pub fn measure_huge(
+    dir: &std::path::Path,
+    bytes: u64,
+    requests: &[u64],
+    settle: f64,
+) -> std::io::Result<Vec<HugeSample>> {
+    use std::io::Write;
+    let path = dir.join("huge-probe.tmp");
+    let mut out = Vec::with_capacity(requests.len());
+    for &request in requests {
+        let buf = vec![0x5au8; request as usize];
+        let t0 = Instant::now();
+        let mut f = std::fs::File::create(&path)?;
+        let mut left = bytes;
+        while left > 0 {
+            let n = left.min(request) as usize;
+            f.write_all(&buf[..n])?;
+            left -= n as u64;
+        }
+        drop(f);
+        let seconds = t0.elapsed().as_secs_f64();
+        std::fs::remove_file(&path)?;
+        out.push(HugeSample {
+            request,
+            bytes,
+            seconds,
+        });
+        std::thread::sleep(std::time::Duration::from_secs_f64(settle));
+    }
+    Ok(out)
+}
+
 /// The release probe: for each step (bytes, wait), writes a file of that
 /// size in `dir`, deletes it, sleeps the wait and times writing another file
 /// of that size into the page cache (then deleted); at the end it waits the

@@ -96,6 +96,14 @@ pub struct Plan {
     /// larger also in between.
     #[serde(default)]
     pub release_steps: Vec<(u64, f64)>,
+    /// The huge-page probe: after a settle, a file of `huge_bytes` written
+    /// in requests of each of these sizes (smallest first), each followed by
+    /// its delete and a settle.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub huge_requests: Vec<u64>,
+    /// The huge-page probe's file size, bytes (small enough for the warm floor).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub huge_bytes: u64,
     /// memcpy copies per size (and busy-work runs per loop count).
     pub memcpy_reps: usize,
     /// Loop counts of the busy-work probe (MADbench2's loop of 32 multiply-adds).
@@ -368,11 +376,22 @@ impl Plan {
             steps.extend([(size, long), (size / 2, 0.0), (size / 2, long)]);
             steps
         };
+        // Linux caches a write of 2 MiB or more in huge pages (large folios),
+        // which only the free blocks free page reporting hands back hold: after
+        // a settle, 1 MiB requests found the warm floor here (4.8 GB/s) while
+        // 2 and 4 MiB requests took fresh memory (0.5 GB/s).
+        let (huge_requests, huge_bytes) = match scale {
+            Scale::Tiny => (vec![M, 2 * M], 4 * M),
+            Scale::Quick => (vec![M, 2 * M], 256 * M),
+            Scale::Full => (vec![256 * K, M, 2 * M, 4 * M, 16 * M], 256 * M),
+        };
         Plan {
             scale,
             memcpy_sizes,
             delete_sizes,
             release_steps,
+            huge_requests,
+            huge_bytes,
             memcpy_reps,
             busy_loops,
             bt_steps,
@@ -391,6 +410,11 @@ impl Plan {
             .map(Step::describe)
             .collect()
     }
+}
+
+/// Whether a count is zero (a field older plans do not have is not written).
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
 
 #[cfg(test)]

@@ -105,6 +105,9 @@ pub struct ProbeResults {
     /// Rewrites after a delete and a wait (the release probe).
     #[serde(default)]
     pub release: Vec<super::memcpy::ReleaseSample>,
+    /// Settled writes in requests of several sizes (the huge-page probe).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub huge: Vec<super::memcpy::HugeSample>,
     /// MADbench2's busy-work loop over loop counts.
     #[serde(default)]
     pub busy_work: Vec<super::memcpy::FlopSample>,
@@ -141,6 +144,7 @@ impl ProbeResults {
             pattern_check: Vec::new(),
             delete: Vec::new(),
             release: Vec::new(),
+            huge: Vec::new(),
             busy_work: Vec::new(),
             fortran: Vec::new(),
             bt: Vec::new(),

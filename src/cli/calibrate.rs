@@ -493,10 +493,19 @@ fn probe(inp: &Inputs, plan: Plan, scratch: &Path) -> ProbeResults {
             message: e.to_string(),
         }),
     }
+    let settle = plan.release_steps.iter().map(|s| s.1).fold(0.0, f64::max);
+    match memcpy::measure_huge(scratch, plan.huge_bytes, &plan.huge_requests, settle) {
+        Ok(h) => results.huge = h,
+        Err(e) => results.failures.push(StepFailure {
+            step: "huge: settled writes in requests of several sizes in the scratch directory"
+                .into(),
+            message: e.to_string(),
+        }),
+    }
     progress.step(
         "memcpy",
         &format!(
-            "{} copies, {} data-pattern fills and {} checks, {} busy-work loops, {} BT and {} FFT kernel runs, {} Fortran runs, {} rewrites after a delete",
+            "{} copies, {} data-pattern fills and {} checks, {} busy-work loops, {} BT and {} FFT kernel runs, {} Fortran runs, {} rewrites after a delete, {} settled writes",
             results.memcpy.len(),
             results.pattern.len(),
             results.pattern_check.len(),
@@ -504,7 +513,8 @@ fn probe(inp: &Inputs, plan: Plan, scratch: &Path) -> ProbeResults {
             results.bt.len(),
             results.fft.len(),
             results.fortran.len(),
-            results.release.len()
+            results.release.len(),
+            results.huge.len()
         ),
     );
     for (i, step) in plan.steps.iter().enumerate() {

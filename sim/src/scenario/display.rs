@@ -112,6 +112,13 @@ impl fmt::Display for Scenario {
                         fmt_rate(c.fresh_bw)
                     )?;
                 }
+                if c.huge_from != u64::MAX {
+                    writeln!(
+                        f,
+                        "    writes of {} or more cached in huge pages: not from the warm floor",
+                        fmt_size(c.huge_from)
+                    )?;
+                }
                 if c.free.is_finite() {
                     writeln!(
                         f,

@@ -247,6 +247,13 @@ pub struct ClientCache {
     /// `u64::MAX` = none): direct I/O to the servers, as NEC's SFS sends
     /// requests of 1 MB and more past its file-system cache.
     pub direct_from: u64,
+    /// Write requests of this many bytes or more are cached in huge pages
+    /// (`huge_from`; `u64::MAX` = not modelled): Linux gives a large write
+    /// large folios, up to 2 MiB, which only free blocks of that size hold,
+    /// and those are the blocks free page reporting hands back. Such a write
+    /// takes memory freed recently, then fresh memory; the `warm` floor (free
+    /// memory in smaller blocks, never handed back) serves smaller requests only.
+    pub huge_from: u64,
 }
 
 /// The interconnect: switches (each with a backplane bandwidth) joined by links;

@@ -354,6 +354,10 @@ impl Scenario {
                             Some(_) => t.size("direct_from")?,
                             None => u64::MAX,
                         },
+                        huge_from: match t.opt("huge_from") {
+                            Some(_) => t.size("huge_from")?,
+                            None => u64::MAX,
+                        },
                     })
                 }
                 None => None,

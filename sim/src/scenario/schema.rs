@@ -376,6 +376,12 @@ const KEYS: &[Key] = &[
         Otherwise("none"),
         "requests of this size or larger bypass the cache: direct I/O to the servers (NEC SFS caches only requests below 1 MB)",
     ),
+    key(
+        "nodes.cache.huge_from",
+        Quantity(Size),
+        Otherwise("not modelled"),
+        "write requests of this size or larger are cached in huge pages (Linux's large folios), which only the free blocks free page reporting hands back hold: they take recently freed memory, then fresh memory (`fresh_bw`), never the `warm` floor",
+    ),
     // [network]
     key(
         "network.bandwidth",

@@ -169,9 +169,33 @@ pub(crate) struct NodeCache {
     pub(crate) readahead: u64,
     /// Requests of this many bytes or more bypass the cache (`u64::MAX`: none).
     pub(crate) direct_from: u64,
+    /// Write requests of this many bytes or more are cached in huge pages,
+    /// which the `warm` floor does not serve (`u64::MAX`: not modelled).
+    huge_from: u64,
+    /// Bytes of the cache in huge pages, and what the cache held when that
+    /// was last brought up to date: a shrink since takes its share of them
+    /// (which pages a delete or an eviction frees is not tracked).
+    huge: u64,
+    huge_of: u64,
 }
 
 impl NodeCache {
+    /// Memory the cache keeps backed whatever it gives up: what it holds in
+    /// small pages, at least `warm`, plus its huge pages.
+    fn floor(&self) -> u64 {
+        (self.cache.bytes - self.huge).max(self.warm) + self.huge
+    }
+
+    /// Brings `huge` up to what the cache holds: a shrink since the last
+    /// call took its share of huge pages.
+    fn shrink_huge(&mut self) {
+        let bytes = self.cache.bytes;
+        if bytes < self.huge_of {
+            self.huge = (self.huge as u128 * bytes as u128 / self.huge_of as u128) as u64;
+        }
+        self.huge_of = bytes;
+    }
+
     /// The share of memory freed `age` seconds ago not yet handed back.
     fn unreleased(&self, age: f64) -> f64 {
         if age < self.release_time {
@@ -190,7 +214,8 @@ impl NodeCache {
     /// free lists at a steady pace), and `backed` is what the cache holds (at
     /// least `warm`) plus what is left.
     fn release(&mut self, now: f64) {
-        let floor = self.cache.bytes.max(self.warm);
+        self.shrink_huge();
+        let floor = self.floor();
         let (then, held) = self.released;
         if floor < held {
             self.freed.push_back((then, (held - floor) as f64));
@@ -366,7 +391,9 @@ impl Storage {
     /// is evicted past capacity, and the flusher is woken past the background
     /// threshold.
     /// Caches a write of `[a, b)` dirty on `node`; returns the bytes the cache
-    /// took from fresh memory (its growth beyond what it has backed).
+    /// took from fresh memory (its growth beyond what it has backed). A request
+    /// of `huge_from` or more grows the cache in huge pages: beyond the memory
+    /// freed recently, never into the `warm` floor.
     pub(crate) fn write_cached(&mut self, node: usize, file: usize, a: u64, b: u64) -> u64 {
         let on = self.cached_on.entry(file).or_default();
         for &n in on.iter().filter(|&&n| n != node) {
@@ -376,14 +403,20 @@ impl Storage {
         }
         on.insert(node);
         let nc = self.nodes[node].as_mut().expect("a node with a cache");
+        nc.shrink_huge();
         nc.cache.insert(file, a, b, State::Dirty);
+        if b - a >= nc.huge_from {
+            nc.huge += nc.cache.bytes - nc.huge_of;
+        }
         nc.cache.evict();
+        nc.shrink_huge();
         if nc.cache.dirty > nc.cache.background
             && let Some(k) = nc.kick.take()
         {
             k.fire();
         }
-        let beyond = nc.cache.bytes.saturating_sub(nc.backed);
+        let floor = nc.floor();
+        let beyond = floor.saturating_sub(nc.backed);
         // Beyond the free memory the kernel reclaims backed pages instead.
         let fresh = if nc.unbacked.is_finite() {
             let fresh = (beyond as f64).min(nc.unbacked);
@@ -392,7 +425,7 @@ impl Storage {
         } else {
             beyond
         };
-        nc.backed = nc.backed.max(nc.cache.bytes);
+        nc.backed = nc.backed.max(floor);
         fresh
     }
 
@@ -453,6 +486,9 @@ impl Storage {
                             .then(|| flows.add_resource(format!("node{n}.fresh"), c.fresh_bw)),
                         readahead: c.readahead,
                         direct_from: c.direct_from,
+                        huge_from: c.huge_from,
+                        huge: 0,
+                        huge_of: 0,
                     }
                 }));
             }
@@ -758,6 +794,9 @@ mod tests {
             fresh: None,
             readahead: 0,
             direct_from: u64::MAX,
+            huge_from: u64::MAX,
+            huge: 0,
+            huge_of: 0,
         }
     }
 
