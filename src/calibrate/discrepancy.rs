@@ -104,19 +104,18 @@ mod tests {
     #[test]
     fn the_stored_calibration_carries_the_model_error_of_its_stored_probes() {
         let root = Path::new(env!("CARGO_MANIFEST_DIR"));
-        let raw: serde_json::Value = serde_json::from_str(
-            &std::fs::read_to_string(root.join("scenarios/calibrated/vm.toml.probes.json"))
-                .unwrap(),
-        )
-        .unwrap();
-        let r = &raw["results"];
-        let machine: Machine = serde_json::from_value(r["machine"].clone()).unwrap();
-        let plan: Plan = serde_json::from_value(r["plan"].clone()).unwrap();
-        let rows: Vec<IorRow> = serde_json::from_value(r["ior"].clone()).unwrap();
+        // each calibrated scenario beside the probes it was fitted from
         for file in [
             "scenarios/calibrated/vm.toml",
             "validation/vm-b/scenario.toml",
         ] {
+            let probes = root.join(format!("{file}.probes.json"));
+            let raw: serde_json::Value =
+                serde_json::from_str(&std::fs::read_to_string(probes).unwrap()).unwrap();
+            let r = &raw["results"];
+            let machine: Machine = serde_json::from_value(r["machine"].clone()).unwrap();
+            let plan: Plan = serde_json::from_value(r["plan"].clone()).unwrap();
+            let rows: Vec<IorRow> = serde_json::from_value(r["ior"].clone()).unwrap();
             let path = root.join(file);
             let s = Scenario::load(&path).unwrap();
             let r2r = s.run_to_run.as_ref().unwrap().spread;

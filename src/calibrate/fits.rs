@@ -1269,17 +1269,16 @@ pub(crate) mod tests {
     #[test]
     fn the_stored_calibration_carries_the_spread_of_its_stored_probes() {
         let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
-        let raw: serde_json::Value = serde_json::from_str(
-            &std::fs::read_to_string(root.join("scenarios/calibrated/vm.toml.probes.json"))
-                .unwrap(),
-        )
-        .unwrap();
-        let rows: Vec<IorRow> = serde_json::from_value(raw["results"]["ior"].clone()).unwrap();
-        let fitted = run_to_run(&rows).unwrap();
+        // each calibrated scenario beside the probes it was fitted from
         for file in [
             "scenarios/calibrated/vm.toml",
             "validation/vm-b/scenario.toml",
         ] {
+            let probes = root.join(format!("{file}.probes.json"));
+            let raw: serde_json::Value =
+                serde_json::from_str(&std::fs::read_to_string(probes).unwrap()).unwrap();
+            let rows: Vec<IorRow> = serde_json::from_value(raw["results"]["ior"].clone()).unwrap();
+            let fitted = run_to_run(&rows).unwrap();
             let s = Scenario::load(&root.join(file)).unwrap();
             let stored = s
                 .run_to_run
