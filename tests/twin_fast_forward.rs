@@ -326,3 +326,12 @@ fn twin_fast_forward_of_message_loops_is_exact_where_periodic() {
         assert!((tx - ty).abs() <= 1e-9 * tx, "{x} against {y}");
     }
 }
+
+/// The calibrated guest's page cache (fresh memory, a warm floor, freed
+/// memory handed back, huge pages from 2 MiB): a skip applies the span of
+/// many small requests at once, and they are cached in small pages as they
+/// would be one by one, not in the huge pages a request that large would take.
+#[test]
+fn twin_fast_forward_matches_exact_with_huge_pages() {
+    against_exact("calibrated/vm", 2, "10", &[], 0.0);
+}

@@ -204,7 +204,7 @@ impl Storage {
     /// kicked where a threshold is passed, and do their write-back in virtual
     /// time while the ranks sleep through the skipped iterations.
     /// `req` is the size of the requests `[a, b)` stands for (direct I/O past
-    /// the page cache from `direct_from` up).
+    /// the page cache from `direct_from` up, huge pages from `huge_from` up).
     pub(crate) fn apply(
         &mut self,
         node: usize,
@@ -250,7 +250,7 @@ impl Storage {
         }
         match access {
             Access::Write => {
-                self.write_cached(node, file, a, b);
+                self.write_cached(node, file, (a, b), req);
             }
             Access::Read => {
                 self.cached_on.entry(file).or_default().insert(node);

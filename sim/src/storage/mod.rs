@@ -172,11 +172,12 @@ pub(crate) struct NodeCache {
     /// Write requests of this many bytes or more are cached in huge pages,
     /// which the `warm` floor does not serve (`u64::MAX`: not modelled).
     huge_from: u64,
-    /// Bytes of the cache in huge pages, and what the cache held when that
-    /// was last brought up to date: a shrink since takes its share of them
-    /// (which pages a delete or an eviction frees is not tracked).
+    /// Bytes of the cache in huge pages.
     huge: u64,
-    huge_of: u64,
+    /// What the cache held when `huge` was last brought up to date: a shrink
+    /// since takes its share of the huge pages (which pages a delete or an
+    /// eviction frees is not tracked).
+    bytes_seen: u64,
 }
 
 impl NodeCache {
@@ -190,10 +191,10 @@ impl NodeCache {
     /// call took its share of huge pages.
     fn shrink_huge(&mut self) {
         let bytes = self.cache.bytes;
-        if bytes < self.huge_of {
-            self.huge = (self.huge as u128 * bytes as u128 / self.huge_of as u128) as u64;
+        if bytes < self.bytes_seen {
+            self.huge = (self.huge as u128 * bytes as u128 / self.bytes_seen as u128) as u64;
         }
-        self.huge_of = bytes;
+        self.bytes_seen = bytes;
     }
 
     /// The share of memory freed `age` seconds ago not yet handed back.
@@ -211,8 +212,8 @@ impl NodeCache {
     /// (Linux allocates from the head of its free lists and puts the pages
     /// it reported at their tail). Then each freed share is handed back
     /// linearly over `release_time` (free page reporting works through the
-    /// free lists at a steady pace), and `backed` is what the cache holds (at
-    /// least `warm`) plus what is left.
+    /// free lists at a steady pace), and `backed` is what the cache holds (in
+    /// small pages at least `warm`) plus what is left.
     fn release(&mut self, now: f64) {
         self.shrink_huge();
         let floor = self.floor();
@@ -390,11 +391,17 @@ impl Storage {
     /// of the range are dropped (coherence), the range becomes dirty, clean data
     /// is evicted past capacity, and the flusher is woken past the background
     /// threshold.
-    /// Caches a write of `[a, b)` dirty on `node`; returns the bytes the cache
-    /// took from fresh memory (its growth beyond what it has backed). A request
-    /// of `huge_from` or more grows the cache in huge pages: beyond the memory
-    /// freed recently, never into the `warm` floor.
-    pub(crate) fn write_cached(&mut self, node: usize, file: usize, a: u64, b: u64) -> u64 {
+    /// Caches a write of `[a, b)`, in requests of `req` bytes, dirty on `node`;
+    /// returns the bytes the cache took from fresh memory (its growth beyond
+    /// what it has backed). Requests of `huge_from` or more grow the cache in
+    /// huge pages: beyond the memory freed recently, never into the `warm` floor.
+    pub(crate) fn write_cached(
+        &mut self,
+        node: usize,
+        file: usize,
+        (a, b): (u64, u64),
+        req: u64,
+    ) -> u64 {
         let on = self.cached_on.entry(file).or_default();
         for &n in on.iter().filter(|&&n| n != node) {
             if let Some(nc) = self.nodes[n].as_mut() {
@@ -405,8 +412,8 @@ impl Storage {
         let nc = self.nodes[node].as_mut().expect("a node with a cache");
         nc.shrink_huge();
         nc.cache.insert(file, a, b, State::Dirty);
-        if b - a >= nc.huge_from {
-            nc.huge += nc.cache.bytes - nc.huge_of;
+        if req >= nc.huge_from {
+            nc.huge += nc.cache.bytes - nc.bytes_seen;
         }
         nc.cache.evict();
         nc.shrink_huge();
@@ -488,7 +495,7 @@ impl Storage {
                         direct_from: c.direct_from,
                         huge_from: c.huge_from,
                         huge: 0,
-                        huge_of: 0,
+                        bytes_seen: 0,
                     }
                 }));
             }
@@ -796,7 +803,7 @@ mod tests {
             direct_from: u64::MAX,
             huge_from: u64::MAX,
             huge: 0,
-            huge_of: 0,
+            bytes_seen: 0,
         }
     }
 

@@ -308,7 +308,7 @@ pub(crate) async fn io(
                 let (fresh, res) = {
                     let mut m = machine.storage.borrow_mut();
                     m.release(node, file, machine.engine.borrow().now());
-                    let fresh = m.write_cached(node, file, a, b);
+                    let fresh = m.write_cached(node, file, (a, b), len);
                     (fresh, m.nodes[node].as_ref().and_then(|nc| nc.fresh))
                 };
                 if let Some(res) = res.filter(|_| fresh > 0) {
