@@ -425,12 +425,17 @@ fn a_rendezvous_message_wakes_its_receiver_twice() {
 
 /// One independent write of `bytes` at the start of `f`.
 async fn write_at_start(r: &Rank, f: &mut piotwin_sim::File, bytes: u64) {
+    write_at(r, f, 0, bytes).await;
+}
+
+/// One independent write of `bytes` at `offset` of `f`.
+async fn write_at(r: &Rank, f: &mut piotwin_sim::File, offset: u64, bytes: u64) {
     r.xfer(
         f,
         Op {
             access: Access::Write,
             coord: Coordination::Independent,
-            pos: Position::At(0),
+            pos: Position::At(offset),
         },
         bytes,
     )
@@ -490,12 +495,7 @@ fn a_huge_write_request_takes_fresh_memory_past_the_warm_floor() {
             let t0 = r.now();
             write_at_start(r, &mut f, 2 * MB).await;
             let t1 = r.now();
-            let op = Op {
-                access: Access::Write,
-                coord: Coordination::Independent,
-                pos: Position::At(2 * MB),
-            };
-            r.xfer(&mut f, op, MB / 2).await.unwrap();
+            write_at(r, &mut f, 2 * MB, MB / 2).await;
             [t1 - t0, r.now() - t1]
         })[0]
     };
