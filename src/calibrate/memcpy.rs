@@ -103,6 +103,23 @@ pub struct HugeSample {
     pub seconds: f64,
 }
 
+/// Seconds to create `path` and write `size` bytes into it in requests of
+/// `request` bytes (page-cache writes, no sync).
+fn write_timed(path: &std::path::Path, size: u64, request: u64) -> std::io::Result<f64> {
+    use std::io::Write;
+    let buf = vec![0x5au8; request.min(size) as usize];
+    let t0 = Instant::now();
+    let mut f = std::fs::File::create(path)?;
+    let mut left = size;
+    while left > 0 {
+        let n = left.min(request) as usize;
+        f.write_all(&buf[..n])?;
+        left -= n as u64;
+    }
+    drop(f);
+    Ok(t0.elapsed().as_secs_f64())
+}
+
 /// The huge-page probe, run settled (after [`measure_release`]): for each
 /// request size, times writing a file of `bytes` in `dir` in requests of that
 /// size, deletes it and waits `settle`, so that each write starts from memory
@@ -115,21 +132,10 @@ pub fn measure_huge(
     requests: &[u64],
     settle: f64,
 ) -> std::io::Result<Vec<HugeSample>> {
-    use std::io::Write;
     let path = dir.join("huge-probe.tmp");
     let mut out = Vec::with_capacity(requests.len());
     for &request in requests {
-        let buf = vec![0x5au8; request as usize];
-        let t0 = Instant::now();
-        let mut f = std::fs::File::create(&path)?;
-        let mut left = bytes;
-        while left > 0 {
-            let n = left.min(request) as usize;
-            f.write_all(&buf[..n])?;
-            left -= n as u64;
-        }
-        drop(f);
-        let seconds = t0.elapsed().as_secs_f64();
+        let seconds = write_timed(&path, bytes, request)?;
         std::fs::remove_file(&path)?;
         out.push(HugeSample {
             request,
@@ -152,20 +158,7 @@ pub fn measure_release(
     dir: &std::path::Path,
     steps: &[(u64, f64)],
 ) -> std::io::Result<Vec<ReleaseSample>> {
-    use std::io::Write;
-    let chunk = vec![0x5au8; 1 << 20];
-    let write = |path: &std::path::Path, size: u64| -> std::io::Result<f64> {
-        let t0 = Instant::now();
-        let mut f = std::fs::File::create(path)?;
-        let mut left = size as usize;
-        while left > 0 {
-            let n = left.min(chunk.len());
-            f.write_all(&chunk[..n])?;
-            left -= n;
-        }
-        drop(f);
-        Ok(t0.elapsed().as_secs_f64())
-    };
+    let write = |path: &std::path::Path, size: u64| write_timed(path, size, 1 << 20);
     let (freed, rewrite) = (
         dir.join("release-probe-a.tmp"),
         dir.join("release-probe-b.tmp"),
