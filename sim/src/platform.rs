@@ -87,6 +87,8 @@ pub(crate) struct Node {
     polled_wakeup: f64,
     /// The largest message sent eagerly; a larger one pays its wake-up twice.
     eager_limit: u64,
+    /// MPI's temporary buffers of this size or more are freshly mapped.
+    mmap_from: u64,
     /// Per-core page-cache copy rates (write, read) in B/s.
     cache_bw: [f64; 2],
     /// The node's rate for messages received into (unpacked, index 0) and sent
@@ -409,6 +411,7 @@ impl Platform {
                     wakeup: g.oversubscribed_wakeup,
                     polled_wakeup: g.polled_wakeup,
                     eager_limit: g.eager_limit,
+                    mmap_from: g.mmap_from,
                     cache_bw: g
                         .cache
                         .as_ref()
@@ -733,6 +736,18 @@ impl Platform {
         match wake {
             Some(w) => (lat + w, bw),
             None => (lat, bw),
+        }
+    }
+
+    /// Core-seconds world rank `rank` spends filling a temporary buffer of
+    /// `bytes` that MPI allocates for a call: freshly mapped (and its pages
+    /// faulted in) from the node's `mmap_from` on, at `compute.first_touch`;
+    /// nothing below, where `malloc` reuses the memory the last call freed.
+    pub(crate) fn temporary_buffer_time(&self, rank: usize, bytes: u64) -> f64 {
+        let n = &self.nodes[self.node_of(rank)];
+        match bytes >= n.mmap_from {
+            true => bytes as f64 / n.rates.first_touch,
+            false => 0.0,
         }
     }
 

@@ -86,7 +86,9 @@ impl IoCtx for SimCtx {
         self.rank.allgather_f64(value).await
     }
     async fn sendrecv_replace(&self, buf: &mut SimBuf, dest: usize, source: usize) {
-        self.rank.sendrecv(buf.len as u64, dest, source).await
+        self.rank
+            .sendrecv_replace(buf.len as u64, dest, source)
+            .await
     }
     async fn send(&self, buf: &SimBuf, dest: usize) {
         self.rank.send(buf.len as u64, dest).await

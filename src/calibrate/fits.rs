@@ -25,6 +25,7 @@
 //! | `mpiio.independent_call` | IOR MPI-IO shared file, independent writes, ranks ≤ cores | intercept of call time over `-t` (Huber) − `nodes.syscall` |
 //! | `mpiio.collective_call` | IOR `-c` writes at `cores` ranks | intercept of call time over `-t` (Huber) − `nodes.syscall` |
 //! | `mpiio.open`, `mpiio.close` | IOR open/close times of writes, ranks ≤ cores | mean − base `metadata.create` / `metadata.close` |
+//! | `nodes.mmap_from`, `nodes.compute.first_touch` | buffers `malloc`ed, filled and freed in process, 3 times per size | the smallest size whose quickest later fill is 3 × slower per byte than the smallest size's, every larger too; the mean rate of the fills from there (Student t) |
 //! | `nodes.cores`, `nodes.memory` | the machine | `available_parallelism`, `MemTotal` |
 //! | `nodes.cache.readahead` | the machine | `read_ahead_kb` of the scratch directory's block device |
 //!
@@ -255,6 +256,7 @@ pub fn fit_all(r: &ProbeResults, base: &Scenario) -> Fitted {
     fit_polled(r, &mut f);
     fit_release(r, &mut f);
     fit_huge(r, &mut f);
+    fit_first_touch(r, &mut f);
     fit_shared_pointer(r, &mut f);
     fit_cache_capacity(r, &mut f);
     fit_ior(r, base, &mut f);
@@ -870,6 +872,87 @@ fn fit_huge(r: &ProbeResults, f: &mut Fitted) {
     }
 }
 
+/// `nodes.mmap_from` and `nodes.compute.first_touch` from the first-touch
+/// probe. A size's steady time is its quickest allocation after the first
+/// (the first may be mapped where later ones reuse the heap). `mmap_from` is
+/// the smallest size whose steady time per byte is at least 3 × that of the
+/// smallest size (filled warm), every larger one too; the interval runs from
+/// just above the next smaller size. `first_touch` is the mean rate of every
+/// allocation of those sizes (Student t).
+fn fit_first_touch(r: &ProbeResults, f: &mut Fitted) {
+    const KEYS: [&str; 2] = ["nodes.mmap_from", "nodes.compute.first_touch"];
+    const PROBE: &str = "touch: buffers malloc-ed, filled and freed in process over sizes";
+    let mut sizes: Vec<u64> = r.touch.iter().map(|s| s.bytes).collect();
+    sizes.sort_unstable();
+    sizes.dedup();
+    if sizes.is_empty() {
+        f.skip(&KEYS, "not probed (no samples)".to_string());
+        return;
+    }
+    let steady: Vec<(u64, f64)> = sizes
+        .iter()
+        .map(|&b| {
+            let of = || r.touch.iter().filter(move |s| s.bytes == b);
+            let later = of().filter(|s| s.rep > 0).map(|s| s.seconds);
+            let t = match of().any(|s| s.rep > 0) {
+                true => later.fold(f64::INFINITY, f64::min),
+                false => of().map(|s| s.seconds).fold(f64::INFINITY, f64::min),
+            };
+            (b, t)
+        })
+        .collect();
+    let table: Vec<String> = steady
+        .iter()
+        .map(|(b, t)| format!("{b} B {:.2} GB/s", *b as f64 / t / 1e9))
+        .collect();
+    let per_byte = |&(b, t): &(u64, f64)| t / b as f64;
+    let warm = per_byte(&steady[0]);
+    let slow = |s: &(u64, f64)| per_byte(s) >= 3.0 * warm;
+    let from = steady.iter().rposition(|s| !slow(s)).map_or(0, |i| i + 1);
+    if from == 0 || from == steady.len() {
+        f.skip(
+            &KEYS,
+            format!(
+                "no size from which every buffer filled at a third of the speed of {} B ones, the smallest (steady times: {})",
+                steady[0].0,
+                table.join(", ")
+            ),
+        );
+        return;
+    }
+    let mmap_from = steady[from].0;
+    let rates: Vec<f64> = r
+        .touch
+        .iter()
+        .filter(|s| s.bytes >= mmap_from)
+        .map(|s| s.bytes as f64 / s.seconds)
+        .collect();
+    f.params.push(Param {
+        key: KEYS[0].into(),
+        unit: Unit::Size,
+        value: mmap_from as f64,
+        low: (steady[from - 1].0 + 1) as f64,
+        high: mmap_from as f64,
+        probe: PROBE.into(),
+        quality: format!(
+            "smallest size filling at a third of the speed per byte of the smallest, every larger one too; steady times: {}",
+            table.join(", ")
+        ),
+    });
+    match mean_estimate(&rates, LEVEL) {
+        Ok(est) => f.rate(
+            KEYS[1],
+            est,
+            PROBE,
+            format!(
+                "method=mean n={} of bytes / (allocate + fill + free) over the sizes from {mmap_from} B",
+                rates.len()
+            ),
+        ),
+        Err(e) => f.skip(&KEYS[1..], why(&e)),
+    }
+}
+
 /// The samples whose size (`size_of`) is at least twice the CPU cache, so that a
 /// bandwidth fit measures memory rather than cache; all of them where fewer than
 /// three distinct sizes are that large (a tiny probe scale).
@@ -1342,6 +1425,9 @@ pub(crate) mod tests {
     const WAKEUP: f64 = 4e-3;
     const EAGER: u64 = 16384;
     const HUGE: u64 = 2 << 20;
+    const MMAP_FROM: u64 = 32 << 20;
+    const FIRST_TOUCH: f64 = 1.7e9;
+    const WARM_FILL: f64 = 15e9;
     const POLLED_WAKEUP: f64 = 1e-3;
     const OPEN_STEPS: f64 = 12.0;
     const UNPACK: f64 = 110e6;
@@ -1571,6 +1657,21 @@ pub(crate) mod tests {
                 seconds: t * (1.0 + 0.002 * nr.normal()),
             });
         }
+        // Buffers malloc-ed, filled and freed: the first of each size is
+        // mapped; from MMAP_FROM on every one is.
+        for &bytes in &r.plan.touch_sizes {
+            for rep in 0..crate::calibrate::plan::TOUCH_REPS {
+                let rate = match rep == 0 || bytes >= MMAP_FROM {
+                    true => FIRST_TOUCH,
+                    false => WARM_FILL,
+                };
+                r.touch.push(crate::calibrate::memcpy::TouchSample {
+                    bytes,
+                    rep,
+                    seconds: bytes as f64 / rate * (1.0 + 0.002 * nr.normal()),
+                });
+            }
+        }
         // MPI-IO at explicit offsets and through the shared pointer.
         let mut np2 = Lcg(0x6a09_e667_f3bc_c909);
         let mut pointer_runs = Vec::new();
@@ -1717,6 +1818,12 @@ pub(crate) mod tests {
         assert_eq!(f.get("nodes.eager_limit").unwrap().value, EAGER as f64);
         let huge = f.get("nodes.cache.huge_from").unwrap();
         assert_eq!((huge.value, huge.low), (HUGE as f64, (HUGE / 2 + 1) as f64));
+        let mmap = f.get("nodes.mmap_from").unwrap();
+        assert_eq!(
+            (mmap.value, mmap.low),
+            (MMAP_FROM as f64, ((24 << 20) + 1) as f64)
+        );
+        within(&f, "nodes.compute.first_touch", FIRST_TOUCH);
         assert_eq!(f.choices["nodes.waiting_ranks"].0, "poll");
         within(&f, "nodes.polled_wakeup", POLLED_WAKEUP);
         within(&f, "nodes.oversubscribed_unpack_bw", UNPACK);
@@ -1786,6 +1893,21 @@ pub(crate) mod tests {
         assert!(why.contains("no request size up to"), "{why}");
     }
 
+    /// Buffers of every size filled warm after the first: `malloc` reused
+    /// memory throughout, so neither key is fitted.
+    #[test]
+    fn buffers_reused_at_every_size_leave_mmap_from_unfitted() {
+        let mut r = synthetic();
+        for s in r.touch.iter_mut().filter(|s| s.rep > 0) {
+            s.seconds = s.bytes as f64 / WARM_FILL;
+        }
+        let f = fit_all(&r, &base());
+        assert!(f.get("nodes.mmap_from").is_none());
+        assert!(f.get("nodes.compute.first_touch").is_none());
+        let why = &f.skipped["nodes.mmap_from"];
+        assert!(why.contains("no size from which"), "{why}");
+    }
+
     #[test]
     fn a_missing_probe_is_skipped_with_its_reason() {
         let mut r = synthetic();
@@ -1793,9 +1915,11 @@ pub(crate) mod tests {
         r.beff.retain(|p| p.ranks == 2);
         r.pingpong.clear();
         r.huge.clear();
+        r.touch.clear();
         let f = fit_all(&r, &base());
         assert!(f.skipped["nodes.syscall"].contains("no IOzone"));
         assert!(f.skipped["nodes.cache.huge_from"].contains("not probed"));
+        assert!(f.skipped["nodes.compute.first_touch"].contains("not probed"));
         assert!(f.skipped["nodes.oversubscribed_wakeup"].contains("more ranks than cores"));
         assert!(f.skipped["nodes.eager_limit"].contains("more ranks than cores"));
         assert!(f.skipped["nodes.oversubscribed_pack_bw"].contains("--two-phase"));

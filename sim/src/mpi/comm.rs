@@ -277,6 +277,27 @@ impl Rank {
         self.wait(&r, why).await;
     }
 
+    /// `MPI_Sendrecv_replace` of `bytes` with `dest` and `source`: MPI packs
+    /// the message into a temporary buffer first (MPICH and Open MPI alike);
+    /// one of `nodes.mmap_from` or more is freshly mapped on every call, so
+    /// filling it costs this rank `compute.first_touch` time on its core
+    /// before the message goes (below that `malloc` reuses memory, and the
+    /// copy is part of the message's cost).
+    pub async fn sendrecv_replace(&self, bytes: u64, dest: usize, source: usize) {
+        let fill = self
+            .sim
+            .model
+            .borrow()
+            .platform
+            .temporary_buffer_time(self.world_rank, bytes);
+        if fill > 0.0 {
+            self.sim.model.borrow_mut().waiting[self.world_rank] = Wait::Delay;
+            crate::mpi::cpu(&self.sim, self.world_rank, fill).await;
+            self.sim.model.borrow_mut().waiting[self.world_rank] = Wait::Running;
+        }
+        self.sendrecv(bytes, dest, source).await
+    }
+
     /// Nonblocking sends and receives completed together (`MPI_Irecv`s, then
     /// `MPI_Isend`s, then `MPI_Waitall`): every message is posted at once, so they
     /// share the network as their flows overlap. `sends` are (rank, bytes),

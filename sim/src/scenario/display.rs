@@ -158,6 +158,15 @@ impl fmt::Display for Scenario {
                     fmt_time(g.polled_wakeup)
                 )?;
             }
+            if g.mmap_from < u64::MAX && g.compute.first_touch.is_finite() {
+                writeln!(
+                    f,
+                    "  MPI's temporary buffers of {} or more on `{}` are freshly mapped each call, filled at {}",
+                    fmt_size(g.mmap_from),
+                    g.name,
+                    fmt_rate(g.compute.first_touch)
+                )?;
+            }
             if g.eager_limit < u64::MAX {
                 writeln!(
                     f,

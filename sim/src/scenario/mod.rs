@@ -165,6 +165,14 @@ pub struct NodeGroup {
     /// (two-phase collective reads' exchange, the aggregators sending the pieces
     /// of their collective buffer).
     pub oversubscribed_pack_bw: f64,
+    /// MPI's temporary buffers of this many bytes or more are freshly mapped
+    /// on every call: glibc's `malloc` serves a request above its mmap
+    /// threshold, which grows with the chunks freed up to 32 MiB, by `mmap`,
+    /// and `free` unmaps it, so each call faults its pages in again
+    /// (`MPI_Sendrecv_replace` packs the message into such a buffer). The
+    /// rank fills one at `compute.first_touch`. `u64::MAX` = not modelled
+    /// (the default).
+    pub mmap_from: u64,
 }
 
 /// What a rank waiting in MPI (for a message, in a collective) does on a node
@@ -199,6 +207,10 @@ pub struct ComputeRates {
     /// Checking data read against its pattern, bytes/s (`pattern_check`;
     /// absent = `pattern`).
     pub pattern_check: f64,
+    /// Filling freshly mapped memory, bytes/s (`first_touch`; absent =
+    /// infinite): each page's first write faults, and the kernel zeroes a
+    /// page before the copy lands in it; unmapping is included.
+    pub first_touch: f64,
 }
 
 /// A client node's page cache, modelled on Linux's write-back (`vm.dirty_ratio`,

@@ -378,6 +378,7 @@ impl Scenario {
                     flops: c.flops("flops")?,
                     pattern,
                     pattern_check: c.rate_or("pattern_check", pattern)?,
+                    first_touch: c.rate_or("first_touch", f64::INFINITY)?,
                 },
                 cache,
                 syscall: n.time_or("syscall", 0.0)?,
@@ -387,6 +388,7 @@ impl Scenario {
                     [n.choice("waiting_ranks", &["idle", "poll"], 0)?],
                 polled_wakeup: n.time_or("polled_wakeup", 0.0)?,
                 eager_limit: n.size_or("eager_limit", u64::MAX)?,
+                mmap_from: n.size_or("mmap_from", u64::MAX)?,
                 oversubscribed_unpack_bw: n.rate_or("oversubscribed_unpack_bw", f64::INFINITY)?,
                 oversubscribed_pack_bw: n.rate_or("oversubscribed_pack_bw", f64::INFINITY)?,
             });

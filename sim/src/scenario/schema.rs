@@ -263,6 +263,12 @@ const KEYS: &[Key] = &[
         "the largest message MPI sends eagerly: a larger one takes the rendezvous protocol, and a message step of it to a rank of a node running more ranks than cores pays the wake-up twice",
     ),
     key(
+        "nodes.mmap_from",
+        Quantity(Size),
+        Otherwise("not modelled"),
+        "MPI's temporary buffers of this size or larger are freshly mapped on every call (glibc's mmap threshold, at most 32 MiB): `MPI_Sendrecv_replace` packs its message into one, at `compute.first_touch`",
+    ),
+    key(
         "nodes.oversubscribed_unpack_bw",
         Quantity(Rate),
         Otherwise("not modelled"),
@@ -303,6 +309,12 @@ const KEYS: &[Key] = &[
         Quantity(Rate),
         Otherwise("free"),
         "filling a benchmark's data pattern per core (IOR does it inside its timed region)",
+    ),
+    key(
+        "nodes.compute.first_touch",
+        Quantity(Rate),
+        Otherwise("free"),
+        "filling freshly mapped memory per core: page faults, zeroing and the unmap",
     ),
     key(
         "nodes.compute.pattern_check",
