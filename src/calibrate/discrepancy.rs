@@ -108,6 +108,7 @@ mod tests {
         for file in [
             "scenarios/calibrated/vm.toml",
             "validation/vm-b/scenario.toml",
+            "validation/vm-e/scenario.toml",
         ] {
             let probes = root.join(format!("{file}.probes.json"));
             let raw: serde_json::Value =

@@ -25,7 +25,7 @@
 //! | `mpiio.independent_call` | IOR MPI-IO shared file, independent writes, ranks ≤ cores | intercept of call time over `-t` (Huber) − `nodes.syscall` |
 //! | `mpiio.collective_call` | IOR `-c` writes at `cores` ranks | intercept of call time over `-t` (Huber) − `nodes.syscall` |
 //! | `mpiio.open`, `mpiio.close` | IOR open/close times of writes, ranks ≤ cores | mean − base `metadata.create` / `metadata.close` |
-//! | `nodes.mmap_from`, `nodes.compute.first_touch` | buffers `malloc`ed, filled and freed in process, 3 times per size | the smallest size whose quickest later fill is 3 × slower per byte than the smallest size's, every larger too; the mean rate of the fills from there (Student t) |
+//! | `nodes.mmap_from`, `nodes.compute.first_touch` | pingpong's `MPI_Sendrecv_replace` at 2 ranks over sizes from 1 MiB | the smallest size at 2 × the time per byte of the smallest size, every larger too; one over the mean time per byte beyond the smallest size's from there (Student t) |
 //! | `nodes.cores`, `nodes.memory` | the machine | `available_parallelism`, `MemTotal` |
 //! | `nodes.cache.readahead` | the machine | `read_ahead_kb` of the scratch directory's block device |
 //!
@@ -872,83 +872,87 @@ fn fit_huge(r: &ProbeResults, f: &mut Fitted) {
     }
 }
 
-/// `nodes.mmap_from` and `nodes.compute.first_touch` from the first-touch
-/// probe. A size's steady time is its quickest allocation after the first
-/// (the first may be mapped where later ones reuse the heap). `mmap_from` is
-/// the smallest size whose steady time per byte is at least 3 × that of the
-/// smallest size (filled warm), every larger one too; the interval runs from
-/// just above the next smaller size. `first_touch` is the mean rate of every
-/// allocation of those sizes (Student t).
+/// `nodes.mmap_from` and `nodes.compute.first_touch` from pingpong's
+/// `MPI_Sendrecv_replace` exchanges between 2 ranks (no more than the cores)
+/// over sizes from 1 MiB. `mmap_from` is the smallest size whose exchange
+/// takes at least 2 × the time per byte of the smallest size's (whose buffer
+/// `malloc` reuses), every larger one too; the interval runs from just above
+/// the next smaller size. What those sizes take per byte beyond the smallest
+/// size's is the fill of the freshly mapped buffer: `first_touch` is one over
+/// its mean (Student t; the interval maps through).
 fn fit_first_touch(r: &ProbeResults, f: &mut Fitted) {
     const KEYS: [&str; 2] = ["nodes.mmap_from", "nodes.compute.first_touch"];
-    const PROBE: &str = "touch: buffers malloc-ed, filled and freed in process over sizes";
-    let mut sizes: Vec<u64> = r.touch.iter().map(|s| s.bytes).collect();
-    sizes.sort_unstable();
-    sizes.dedup();
-    if sizes.is_empty() {
-        f.skip(&KEYS, "not probed (no samples)".to_string());
+    const PROBE: &str =
+        "pingpong: MPI_Sendrecv_replace exchanges between 2 ranks over sizes from 1 MiB";
+    let cores = r.machine.cores as u64;
+    let mut rows: Vec<(u64, f64)> = r
+        .pingpong
+        .iter()
+        .filter(|p| p.test == "sendrecv" && p.ranks == 2 && p.ranks <= cores.max(2))
+        .filter(|p| p.bytes >= 1 << 20 && p.active == 0)
+        .map(|p| (p.bytes, p.seconds))
+        .collect();
+    rows.sort_by(|a, b| a.0.cmp(&b.0).then(a.1.total_cmp(&b.1)));
+    rows.dedup_by_key(|p| p.0);
+    if rows.len() < 2 {
+        f.skip(
+            &KEYS,
+            "not probed (no MPI_Sendrecv_replace exchanges of 1 MiB or more at 2 ranks)".into(),
+        );
         return;
     }
-    let steady: Vec<(u64, f64)> = sizes
+    let table: Vec<String> = rows
         .iter()
-        .map(|&b| {
-            let of = || r.touch.iter().filter(move |s| s.bytes == b);
-            let later = of().filter(|s| s.rep > 0).map(|s| s.seconds);
-            let t = match of().any(|s| s.rep > 0) {
-                true => later.fold(f64::INFINITY, f64::min),
-                false => of().map(|s| s.seconds).fold(f64::INFINITY, f64::min),
-            };
-            (b, t)
-        })
-        .collect();
-    let table: Vec<String> = steady
-        .iter()
-        .map(|(b, t)| format!("{b} B {:.2} GB/s", *b as f64 / t / 1e9))
+        .map(|(b, t)| format!("{b} B {:.3e} s", t))
         .collect();
     let per_byte = |&(b, t): &(u64, f64)| t / b as f64;
-    let warm = per_byte(&steady[0]);
-    let slow = |s: &(u64, f64)| per_byte(s) >= 3.0 * warm;
-    let from = steady.iter().rposition(|s| !slow(s)).map_or(0, |i| i + 1);
-    if from == 0 || from == steady.len() {
+    let warm = per_byte(&rows[0]);
+    let slow = |p: &(u64, f64)| per_byte(p) >= 2.0 * warm;
+    let from = rows.iter().rposition(|p| !slow(p)).map_or(0, |i| i + 1);
+    if from == 0 || from == rows.len() {
         f.skip(
             &KEYS,
             format!(
-                "no size from which every buffer filled at a third of the speed of {} B ones, the smallest (steady times: {})",
-                steady[0].0,
+                "no size from which every exchange took 2 x the time per byte of {} B ones, the smallest ({})",
+                rows[0].0,
                 table.join(", ")
             ),
         );
         return;
     }
-    let mmap_from = steady[from].0;
-    let rates: Vec<f64> = r
-        .touch
-        .iter()
-        .filter(|s| s.bytes >= mmap_from)
-        .map(|s| s.bytes as f64 / s.seconds)
-        .collect();
+    let mmap_from = rows[from].0;
     f.params.push(Param {
         key: KEYS[0].into(),
         unit: Unit::Size,
         value: mmap_from as f64,
-        low: (steady[from - 1].0 + 1) as f64,
+        low: (rows[from - 1].0 + 1) as f64,
         high: mmap_from as f64,
         probe: PROBE.into(),
         quality: format!(
-            "smallest size filling at a third of the speed per byte of the smallest, every larger one too; steady times: {}",
+            "smallest size at 2 x the time per byte of the smallest, every larger one too; {}",
             table.join(", ")
         ),
     });
-    match mean_estimate(&rates, LEVEL) {
-        Ok(est) => f.rate(
-            KEYS[1],
-            est,
-            PROBE,
-            format!(
-                "method=mean n={} of bytes / (allocate + fill + free) over the sizes from {mmap_from} B",
-                rates.len()
-            ),
-        ),
+    let extra: Vec<f64> = rows[from..].iter().map(|p| per_byte(p) - warm).collect();
+    match mean_estimate(&extra, LEVEL) {
+        Ok(e) => {
+            let rate = |s: f64| if s > 0.0 { 1.0 / s } else { f64::INFINITY };
+            f.rate(
+                KEYS[1],
+                Estimate {
+                    value: rate(e.value),
+                    ci_low: rate(e.ci_high),
+                    ci_high: rate(e.ci_low),
+                    level: e.level,
+                },
+                PROBE,
+                format!(
+                    "method=mean n={} of the time per byte beyond the {} B exchanges' ({warm:.3e} s/B)",
+                    extra.len(),
+                    rows[0].0
+                ),
+            )
+        }
         Err(e) => f.skip(&KEYS[1..], why(&e)),
     }
 }
@@ -1356,6 +1360,7 @@ pub(crate) mod tests {
         for file in [
             "scenarios/calibrated/vm.toml",
             "validation/vm-b/scenario.toml",
+            "validation/vm-e/scenario.toml",
         ] {
             let probes = root.join(format!("{file}.probes.json"));
             let raw: serde_json::Value =
@@ -1427,7 +1432,7 @@ pub(crate) mod tests {
     const HUGE: u64 = 2 << 20;
     const MMAP_FROM: u64 = 32 << 20;
     const FIRST_TOUCH: f64 = 1.7e9;
-    const WARM_FILL: f64 = 15e9;
+    const MESSAGE_BW: f64 = 5e9;
     const POLLED_WAKEUP: f64 = 1e-3;
     const OPEN_STEPS: f64 = 12.0;
     const UNPACK: f64 = 110e6;
@@ -1657,20 +1662,22 @@ pub(crate) mod tests {
                 seconds: t * (1.0 + 0.002 * nr.normal()),
             });
         }
-        // Buffers malloc-ed, filled and freed: the first of each size is
-        // mapped; from MMAP_FROM on every one is.
-        for &bytes in &r.plan.touch_sizes {
-            for rep in 0..crate::calibrate::plan::TOUCH_REPS {
-                let rate = match rep == 0 || bytes >= MMAP_FROM {
-                    true => FIRST_TOUCH,
-                    false => WARM_FILL,
-                };
-                r.touch.push(crate::calibrate::memcpy::TouchSample {
-                    bytes,
-                    rep,
-                    seconds: bytes as f64 / rate * (1.0 + 0.002 * nr.normal()),
-                });
+        // MPI_Sendrecv_replace at 2 ranks: from MMAP_FROM on, the buffer is
+        // filled fresh on top of the message.
+        for mib in [8u64, 16, 24, 32, 48, 64] {
+            let bytes = mib << 20;
+            let mut t = bytes as f64 / MESSAGE_BW;
+            if bytes >= MMAP_FROM {
+                t += bytes as f64 / FIRST_TOUCH;
             }
+            r.pingpong.push(PingRow {
+                test: "sendrecv".into(),
+                ranks: 2,
+                bytes,
+                iterations: 4,
+                seconds: t * (1.0 + 0.002 * nr.normal()),
+                active: 0,
+            });
         }
         // MPI-IO at explicit offsets and through the shared pointer.
         let mut np2 = Lcg(0x6a09_e667_f3bc_c909);
@@ -1893,13 +1900,13 @@ pub(crate) mod tests {
         assert!(why.contains("no request size up to"), "{why}");
     }
 
-    /// Buffers of every size filled warm after the first: `malloc` reused
-    /// memory throughout, so neither key is fitted.
+    /// Exchanges as fast per byte at every size: MPI's buffers were reused
+    /// throughout, so neither key is fitted.
     #[test]
-    fn buffers_reused_at_every_size_leave_mmap_from_unfitted() {
+    fn exchanges_as_fast_at_every_size_leave_mmap_from_unfitted() {
         let mut r = synthetic();
-        for s in r.touch.iter_mut().filter(|s| s.rep > 0) {
-            s.seconds = s.bytes as f64 / WARM_FILL;
+        for p in r.pingpong.iter_mut().filter(|p| p.bytes >= 1 << 20) {
+            p.seconds = p.bytes as f64 / MESSAGE_BW;
         }
         let f = fit_all(&r, &base());
         assert!(f.get("nodes.mmap_from").is_none());
@@ -1915,7 +1922,6 @@ pub(crate) mod tests {
         r.beff.retain(|p| p.ranks == 2);
         r.pingpong.clear();
         r.huge.clear();
-        r.touch.clear();
         let f = fit_all(&r, &base());
         assert!(f.skipped["nodes.syscall"].contains("no IOzone"));
         assert!(f.skipped["nodes.cache.huge_from"].contains("not probed"));

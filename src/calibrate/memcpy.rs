@@ -92,40 +92,6 @@ pub struct ReleaseSample {
     pub seconds: f64,
 }
 
-/// One fill of the first-touch probe.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
-pub struct TouchSample {
-    /// Bytes of the buffer.
-    pub bytes: u64,
-    /// Which allocation of this size (0 = the first).
-    pub rep: u32,
-    /// Seconds to allocate, fill and free the buffer.
-    pub seconds: f64,
-}
-
-/// The first-touch probe: for each size (smallest first), `reps` times
-/// allocates a buffer through `malloc` (as MPI allocates its temporary
-/// buffers), fills it and frees it, timing all three. Sizes `malloc` serves
-/// from the heap come back warm from the second allocation on; those it maps
-/// afresh fault every page in again each time.
-pub fn measure_first_touch(sizes: &[u64], reps: u32) -> Vec<TouchSample> {
-    let mut out = Vec::with_capacity(sizes.len() * reps as usize);
-    for &bytes in sizes {
-        for rep in 0..reps {
-            let t0 = Instant::now();
-            let mut buf: Vec<u8> = Vec::with_capacity(bytes as usize);
-            buf.resize(bytes as usize, 0x5a);
-            drop(std::hint::black_box(buf));
-            out.push(TouchSample {
-                bytes,
-                rep,
-                seconds: t0.elapsed().as_secs_f64(),
-            });
-        }
-    }
-    out
-}
-
 /// One write of the huge-page probe.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct HugeSample {

@@ -104,10 +104,6 @@ pub struct Plan {
     /// The huge-page probe's file size, bytes (small enough for the warm floor).
     #[serde(default, skip_serializing_if = "is_zero")]
     pub huge_bytes: u64,
-    /// The first-touch probe: buffer sizes `malloc`ed, filled and freed
-    /// (smallest first), [`TOUCH_REPS`] times each.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub touch_sizes: Vec<u64>,
     /// memcpy copies per size (and busy-work runs per loop count).
     pub memcpy_reps: usize,
     /// Loop counts of the busy-work probe (MADbench2's loop of 32 multiply-adds).
@@ -185,6 +181,27 @@ impl Plan {
             ranks: 2,
             args: s(&["--mb", beff_mb, "--repetitions", beff_reps]),
             shape: "rings".into(),
+        });
+        // MPI_Sendrecv_replace between 2 ranks over large sizes: the buffer it
+        // packs into is mapped afresh each call above glibc's mmap threshold
+        // (which follows the chunks freed, up to 32 MiB), so sizes on both sides.
+        let replace_sizes = match scale {
+            Scale::Tiny => "1m,40m",
+            Scale::Quick => "8m,16m,24m,32m,48m,64m",
+            Scale::Full => "4m,8m,16m,24m,28m,32m,40m,48m,64m,128m",
+        };
+        steps.push(Step {
+            probe: Probe::Pingpong,
+            ranks: 2,
+            args: s(&[
+                "--sizes",
+                replace_sizes,
+                "--barriers",
+                "1",
+                "--bytes-per-size",
+                "256m",
+            ]),
+            shape: "replace".into(),
         });
         let base_ranks = cores.clamp(2, max_ranks);
         if max_ranks > cores {
@@ -389,26 +406,6 @@ impl Plan {
             Scale::Quick => (vec![M, 2 * M], 256 * M),
             Scale::Full => (vec![256 * K, M, 2 * M, 4 * M, 16 * M], 256 * M),
         };
-        // glibc's malloc maps a request above its mmap threshold afresh each
-        // time; the threshold follows the chunks freed up to 32 MiB, so sizes
-        // on both sides of that.
-        let touch_sizes = match scale {
-            Scale::Tiny => vec![4 * M, 40 * M],
-            Scale::Quick => vec![8 * M, 16 * M, 24 * M, 32 * M, 40 * M, 64 * M, 96 * M],
-            Scale::Full => vec![
-                4 * M,
-                8 * M,
-                16 * M,
-                24 * M,
-                28 * M,
-                32 * M,
-                40 * M,
-                48 * M,
-                64 * M,
-                128 * M,
-                256 * M,
-            ],
-        };
         Plan {
             scale,
             memcpy_sizes,
@@ -416,7 +413,6 @@ impl Plan {
             release_steps,
             huge_requests,
             huge_bytes,
-            touch_sizes,
             memcpy_reps,
             busy_loops,
             bt_steps,
@@ -436,10 +432,6 @@ impl Plan {
             .collect()
     }
 }
-
-/// Allocations of each size in the first-touch probe: the first may be
-/// mapped where later ones are not (the threshold follows the frees).
-pub const TOUCH_REPS: u32 = 3;
 
 /// Whether a count is zero (a field older plans do not have is not written).
 fn is_zero(n: &u64) -> bool {

@@ -108,9 +108,6 @@ pub struct ProbeResults {
     /// Settled writes in requests of several sizes (the huge-page probe).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub huge: Vec<super::memcpy::HugeSample>,
-    /// Buffers allocated, filled and freed over sizes (the first-touch probe).
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub touch: Vec<super::memcpy::TouchSample>,
     /// MADbench2's busy-work loop over loop counts.
     #[serde(default)]
     pub busy_work: Vec<super::memcpy::FlopSample>,
@@ -148,7 +145,6 @@ impl ProbeResults {
             delete: Vec::new(),
             release: Vec::new(),
             huge: Vec::new(),
-            touch: Vec::new(),
             busy_work: Vec::new(),
             fortran: Vec::new(),
             bt: Vec::new(),

@@ -12,7 +12,7 @@ use std::path::{Path, PathBuf};
 
 use clap::{Args, ValueEnum};
 use piotwin::calibrate::fits::{self, Fitted};
-use piotwin::calibrate::plan::{Plan, Scale, Step, TOUCH_REPS};
+use piotwin::calibrate::plan::{Plan, Scale, Step};
 use piotwin::calibrate::probes::{ProbeResults, StepFailure};
 use piotwin::calibrate::{Machine, discrepancy, freshness, memcpy, writer};
 use piotwin::report::write_atomic;
@@ -502,11 +502,10 @@ fn probe(inp: &Inputs, plan: Plan, scratch: &Path) -> ProbeResults {
             message: e.to_string(),
         }),
     }
-    results.touch = memcpy::measure_first_touch(&plan.touch_sizes, TOUCH_REPS);
     progress.step(
         "memcpy",
         &format!(
-            "{} copies, {} data-pattern fills and {} checks, {} busy-work loops, {} BT and {} FFT kernel runs, {} Fortran runs, {} rewrites after a delete, {} settled writes, {} fresh buffers",
+            "{} copies, {} data-pattern fills and {} checks, {} busy-work loops, {} BT and {} FFT kernel runs, {} Fortran runs, {} rewrites after a delete, {} settled writes",
             results.memcpy.len(),
             results.pattern.len(),
             results.pattern_check.len(),
@@ -515,8 +514,7 @@ fn probe(inp: &Inputs, plan: Plan, scratch: &Path) -> ProbeResults {
             results.fft.len(),
             results.fortran.len(),
             results.release.len(),
-            results.huge.len(),
-            results.touch.len()
+            results.huge.len()
         ),
     );
     for (i, step) in plan.steps.iter().enumerate() {
