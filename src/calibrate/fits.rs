@@ -873,8 +873,7 @@ fn fit_huge(r: &ProbeResults, f: &mut Fitted) {
 }
 
 /// `nodes.mmap_from` and `nodes.compute.first_touch` from pingpong's
-/// `MPI_Sendrecv_replace` exchanges between 2 ranks (no more than the cores)
-/// over sizes from 1 MiB. `mmap_from` is the smallest size whose exchange
+/// `MPI_Sendrecv_replace` exchanges between 2 ranks over sizes from 1 MiB. `mmap_from` is the smallest size whose exchange
 /// takes at least 2 × the time per byte of the smallest size's (whose buffer
 /// `malloc` reuses), every larger one too; the interval runs from just above
 /// the next smaller size. What those sizes take per byte beyond the smallest
@@ -884,11 +883,10 @@ fn fit_first_touch(r: &ProbeResults, f: &mut Fitted) {
     const KEYS: [&str; 2] = ["nodes.mmap_from", "nodes.compute.first_touch"];
     const PROBE: &str =
         "pingpong: MPI_Sendrecv_replace exchanges between 2 ranks over sizes from 1 MiB";
-    let cores = r.machine.cores as u64;
     let mut rows: Vec<(u64, f64)> = r
         .pingpong
         .iter()
-        .filter(|p| p.test == "sendrecv" && p.ranks == 2 && p.ranks <= cores.max(2))
+        .filter(|p| p.test == "sendrecv" && p.ranks == 2)
         .filter(|p| p.bytes >= 1 << 20 && p.active == 0)
         .map(|p| (p.bytes, p.seconds))
         .collect();
