@@ -176,20 +176,10 @@ fn to_latency_bandwidth(line: LineFit) -> Result<LinearFit, FitError> {
             slope_s_per_byte: b,
         });
     }
-    let (b_lo, b_hi) = (line.slope.ci_low, line.slope.ci_high);
     Ok(LinearFit {
         method: line.method,
         latency_s: line.intercept,
-        bandwidth_bytes_per_s: Estimate {
-            value: 1.0 / b,
-            ci_low: 1.0 / b_hi,
-            ci_high: if b_lo > 0.0 {
-                1.0 / b_lo
-            } else {
-                f64::INFINITY
-            },
-            level: line.slope.level,
-        },
+        bandwidth_bytes_per_s: line.slope.reciprocal(),
         n: line.n,
         r_squared: line.r_squared,
         residual_std_error_s: line.residual_std_error,

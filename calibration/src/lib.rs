@@ -55,6 +55,24 @@ pub struct Estimate {
     pub level: f64,
 }
 
+impl Estimate {
+    /// One over a positive estimate, its interval mapped through (a rate from
+    /// a time per unit): the upper end is infinite where the interval reaches
+    /// zero.
+    pub fn reciprocal(self) -> Estimate {
+        Estimate {
+            value: 1.0 / self.value,
+            ci_low: 1.0 / self.ci_high,
+            ci_high: if self.ci_low > 0.0 {
+                1.0 / self.ci_low
+            } else {
+                f64::INFINITY
+            },
+            level: self.level,
+        }
+    }
+}
+
 /// Why a fit could not be made: names the offending input and what is allowed.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 pub enum FitError {

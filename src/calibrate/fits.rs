@@ -873,9 +873,10 @@ fn fit_huge(r: &ProbeResults, f: &mut Fitted) {
 }
 
 /// `nodes.mmap_from` and `nodes.compute.first_touch` from pingpong's
-/// `MPI_Sendrecv_replace` exchanges between 2 ranks over sizes from 1 MiB. `mmap_from` is the smallest size whose exchange
-/// takes at least 2 × the time per byte of the smallest size's (whose buffer
-/// `malloc` reuses), every larger one too; the interval runs from just above
+/// `MPI_Sendrecv_replace` exchanges between 2 ranks over sizes from 1 MiB.
+/// `mmap_from` is the smallest size whose exchange takes at least 2 × the
+/// time per byte of the smallest size's (whose buffer `malloc` reuses), every
+/// larger one too; the interval runs from just above
 /// the next smaller size. What those sizes take per byte beyond the smallest
 /// size's is the fill of the freshly mapped buffer: `first_touch` is one over
 /// its mean (Student t; the interval maps through).
@@ -933,24 +934,16 @@ fn fit_first_touch(r: &ProbeResults, f: &mut Fitted) {
     });
     let extra: Vec<f64> = rows[from..].iter().map(|p| per_byte(p) - warm).collect();
     match mean_estimate(&extra, LEVEL) {
-        Ok(e) => {
-            let rate = |s: f64| if s > 0.0 { 1.0 / s } else { f64::INFINITY };
-            f.rate(
-                KEYS[1],
-                Estimate {
-                    value: rate(e.value),
-                    ci_low: rate(e.ci_high),
-                    ci_high: rate(e.ci_low),
-                    level: e.level,
-                },
-                PROBE,
-                format!(
-                    "method=mean n={} of the time per byte beyond the {} B exchanges' ({warm:.3e} s/B)",
-                    extra.len(),
-                    rows[0].0
-                ),
-            )
-        }
+        Ok(e) => f.rate(
+            KEYS[1],
+            e.reciprocal(),
+            PROBE,
+            format!(
+                "method=mean n={} of the time per byte beyond the {} B exchanges' ({warm:.3e} s/B)",
+                extra.len(),
+                rows[0].0
+            ),
+        ),
         Err(e) => f.skip(&KEYS[1..], why(&e)),
     }
 }

@@ -290,11 +290,7 @@ impl Rank {
             .borrow()
             .platform
             .temporary_buffer_time(self.world_rank, bytes);
-        if fill > 0.0 {
-            self.sim.model.borrow_mut().waiting[self.world_rank] = Wait::Delay;
-            crate::mpi::cpu(&self.sim, self.world_rank, fill).await;
-            self.sim.model.borrow_mut().waiting[self.world_rank] = Wait::Running;
-        }
+        self.cpu_work(fill).await;
         self.sendrecv(bytes, dest, source).await
     }
 

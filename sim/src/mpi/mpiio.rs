@@ -396,11 +396,7 @@ impl Rank {
             let node = m.platform.node_of(self.world_rank);
             unit.statements(len) as f64 * m.platform.fortran_statement(node)
         };
-        if cost > 0.0 {
-            self.sim.model.borrow_mut().waiting[self.world_rank] = Wait::Delay;
-            crate::mpi::cpu(&self.sim, self.world_rank, cost).await;
-            self.sim.model.borrow_mut().waiting[self.world_rank] = Wait::Running;
-        }
+        self.cpu_work(cost).await;
         Ok(placed)
     }
 

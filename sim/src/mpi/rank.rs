@@ -108,9 +108,15 @@ impl Rank {
     /// Charges `cost(mpiio costs)` seconds of CPU work to this rank (nothing when 0).
     pub(crate) async fn call_cost(&self, cost: impl Fn(&MpiIo) -> f64) {
         let t = cost(&self.sim.model.borrow().mpiio);
-        if t > 0.0 {
+        self.cpu_work(t).await;
+    }
+
+    /// Charges `seconds` of CPU work to this rank (nothing when 0), waiting
+    /// as a delay meanwhile.
+    pub(crate) async fn cpu_work(&self, seconds: f64) {
+        if seconds > 0.0 {
             self.sim.model.borrow_mut().waiting[self.world_rank] = Wait::Delay;
-            cpu(&self.sim, self.world_rank, t).await;
+            cpu(&self.sim, self.world_rank, seconds).await;
             self.sim.model.borrow_mut().waiting[self.world_rank] = Wait::Running;
         }
     }
