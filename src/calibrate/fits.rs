@@ -26,6 +26,7 @@
 //! | `mpiio.collective_call` | IOR `-c` writes at `cores` ranks | intercept of call time over `-t` (Huber) − `nodes.syscall` |
 //! | `mpiio.open`, `mpiio.close` | IOR open/close times of writes, ranks ≤ cores | mean − base `metadata.create` / `metadata.close` |
 //! | `nodes.mmap_from`, `nodes.compute.first_touch` | pingpong's `MPI_Sendrecv_replace` at 2 ranks over sizes from 1 MiB | the smallest size at 2 × the time per byte of the smallest size, every larger too; one over the mean time per byte beyond the smallest size's from there (Student t) |
+//! | `filesystem.write_lock` (a choice) | warm rewrites in the scratch directory, 1 MiB requests: one writer; 2 writers of one file; 2 writers of a file each | `inode` where the medians' rate of one file stays below the geometric midpoint of one writer's and a file each's, else `none`; not chosen where a file each did not reach 1.25 × one writer (the probe cannot tell) |
 //! | `nodes.cores`, `nodes.memory` | the machine | `available_parallelism`, `MemTotal` |
 //! | `nodes.cache.readahead` | the machine | `read_ahead_kb` of the scratch directory's block device |
 //!
@@ -257,6 +258,7 @@ pub fn fit_all(r: &ProbeResults, base: &Scenario) -> Fitted {
     fit_release(r, &mut f);
     fit_huge(r, &mut f);
     fit_first_touch(r, &mut f);
+    fit_inode_lock(r, &mut f);
     fit_shared_pointer(r, &mut f);
     fit_cache_capacity(r, &mut f);
     fit_ior(r, base, &mut f);
@@ -872,6 +874,56 @@ fn fit_huge(r: &ProbeResults, f: &mut Fitted) {
     }
 }
 
+/// `filesystem.write_lock` from the inode-lock probe: warm rewrites by one
+/// writer, by 2 writers of one file, and by 2 writers of a file each (the
+/// medians of their rates). Writers that copy into one file's pages one at a
+/// time write it no faster than one writer; writers of a file each scale.
+/// `inode` where one file's rate is below the geometric midpoint of one
+/// writer's and a file each's. Where a file each did not reach 1.25 × one
+/// writer, the writers did not scale at all and the probe cannot tell: no
+/// choice (the twin's default, `none`).
+fn fit_inode_lock(r: &ProbeResults, f: &mut Fitted) {
+    const KEY: &str = "filesystem.write_lock";
+    let rate = |writers: usize, shared: bool| -> Option<f64> {
+        let mut v: Vec<f64> = r
+            .inode_lock
+            .iter()
+            .filter(|s| s.writers == writers && s.shared == shared && s.seconds > 0.0)
+            .map(|s| s.bytes as f64 / s.seconds)
+            .collect();
+        v.sort_by(f64::total_cmp);
+        (!v.is_empty()).then(|| v[v.len() / 2])
+    };
+    let writers = r.inode_lock.iter().map(|s| s.writers).max().unwrap_or(0);
+    let (Some(one), Some(shared), Some(each)) =
+        (rate(1, false), rate(writers, true), rate(writers, false))
+    else {
+        f.notes.insert(
+            KEY.into(),
+            "not calibrated (no inode-lock probe samples); absent: the twin's default applies"
+                .into(),
+        );
+        return;
+    };
+    let found = format!(
+        "the inode-lock probe's warm rewrites (1 MiB requests, medians of {} runs each): one writer {one:.4e} B/s, {writers} writers of one file {shared:.4e} B/s, of a file each {each:.4e} B/s",
+        r.inode_lock.iter().filter(|s| s.writers == 1).count()
+    );
+    if each < 1.25 * one {
+        f.notes.insert(
+            KEY.into(),
+            format!("not calibrated ({found}: writers of a file each did not scale, so the probe cannot tell); absent: the twin's default applies"),
+        );
+        return;
+    }
+    let word = if shared < (one * each).sqrt() {
+        "inode"
+    } else {
+        "none"
+    };
+    f.choices.insert(KEY.into(), (word.into(), found));
+}
+
 /// `nodes.mmap_from` and `nodes.compute.first_touch` from pingpong's
 /// `MPI_Sendrecv_replace` exchanges between 2 ranks over sizes from 1 MiB.
 /// `mmap_from` is the smallest size whose exchange takes at least 2 × the
@@ -1312,6 +1364,7 @@ fn fit_open_steps(r: &ProbeResults, base: &Scenario, f: &mut Fitted) {
 #[cfg(test)]
 pub(crate) mod tests {
     use super::*;
+    use crate::calibrate::memcpy::LockSample;
 
     #[test]
     fn the_run_to_run_spread_pools_the_repetitions_of_each_shape() {
@@ -1653,6 +1706,23 @@ pub(crate) mod tests {
                 seconds: t * (1.0 + 0.002 * nr.normal()),
             });
         }
+        // The inode-lock probe: one file's writers copy one at a time, a file
+        // each's in parallel.
+        for _ in 0..r.plan.lock_reps {
+            let bytes = r.plan.lock_bytes;
+            for (writers, shared, t) in [
+                (1, false, bytes as f64 / CACHE_W),
+                (2, true, 2.0 * bytes as f64 / CACHE_W),
+                (2, false, bytes as f64 / CACHE_W),
+            ] {
+                r.inode_lock.push(LockSample {
+                    writers,
+                    shared,
+                    bytes: bytes * writers as u64,
+                    seconds: t * (1.0 + 0.002 * nr.normal()),
+                });
+            }
+        }
         // MPI_Sendrecv_replace at 2 ranks: from MMAP_FROM on, the buffer is
         // filled fresh on top of the message.
         for mib in [8u64, 16, 24, 32, 48, 64] {
@@ -1906,6 +1976,29 @@ pub(crate) mod tests {
         assert!(why.contains("no size from which"), "{why}");
     }
 
+    /// Writers of one file as fast as writers of a file each: no inode lock;
+    /// writers that do not scale at all: no choice, a note says why.
+    #[test]
+    fn the_inode_lock_follows_what_writers_of_one_file_reach() {
+        let f = fit_all(&synthetic(), &base());
+        let (word, why) = &f.choices["filesystem.write_lock"];
+        assert_eq!(word, "inode", "{why}");
+        let mut r = synthetic();
+        for s in r.inode_lock.iter_mut().filter(|s| s.shared) {
+            s.seconds /= 2.0;
+        }
+        assert_eq!(
+            fit_all(&r, &base()).choices["filesystem.write_lock"].0,
+            "none"
+        );
+        for s in r.inode_lock.iter_mut().filter(|s| s.writers == 2) {
+            s.seconds *= 2.0;
+        }
+        let f = fit_all(&r, &base());
+        assert!(!f.choices.contains_key("filesystem.write_lock"));
+        assert!(f.notes["filesystem.write_lock"].contains("did not scale"));
+    }
+
     #[test]
     fn a_missing_probe_is_skipped_with_its_reason() {
         let mut r = synthetic();
@@ -1913,7 +2006,9 @@ pub(crate) mod tests {
         r.beff.retain(|p| p.ranks == 2);
         r.pingpong.clear();
         r.huge.clear();
+        r.inode_lock.clear();
         let f = fit_all(&r, &base());
+        assert!(f.notes["filesystem.write_lock"].contains("no inode-lock probe"));
         assert!(f.skipped["nodes.syscall"].contains("no IOzone"));
         assert!(f.skipped["nodes.cache.huge_from"].contains("not probed"));
         assert!(f.skipped["nodes.compute.first_touch"].contains("not probed"));

@@ -147,6 +147,118 @@ pub fn measure_huge(
     Ok(out)
 }
 
+/// One timing of the inode-lock probe: `writers` threads rewrote `bytes`
+/// together (each its share, in 1 MiB requests), into one file or a file each.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct LockSample {
+    /// Threads writing at once.
+    pub writers: usize,
+    /// Whether they wrote one shared file (else a file each).
+    pub shared: bool,
+    /// Bytes written in all.
+    pub bytes: u64,
+    /// Seconds from the start until the last writer was done.
+    pub seconds: f64,
+}
+
+/// `writers` threads, thread `i` rewriting `bytes` at `bytes * i` of
+/// `files[i % files.len()]` in 1 MiB requests, started together; the seconds
+/// until the last is done.
+fn rewrite_together(files: &[std::fs::File], writers: usize, bytes: u64) -> std::io::Result<f64> {
+    use std::os::unix::fs::FileExt;
+    let start = std::sync::Barrier::new(writers + 1);
+    std::thread::scope(|s| {
+        let threads: Vec<_> = (0..writers)
+            .map(|i| {
+                let (f, start) = (&files[i % files.len()], &start);
+                let base = if files.len() == 1 {
+                    bytes * i as u64
+                } else {
+                    0
+                };
+                s.spawn(move || -> std::io::Result<()> {
+                    let buf = vec![0x5au8; 1 << 20];
+                    start.wait();
+                    let mut off = 0;
+                    while off < bytes {
+                        let n = (bytes - off).min(buf.len() as u64) as usize;
+                        f.write_all_at(&buf[..n], base + off)?;
+                        off += n as u64;
+                    }
+                    Ok(())
+                })
+            })
+            .collect();
+        start.wait();
+        let t0 = Instant::now();
+        for t in threads {
+            t.join().expect("a probe thread panicked")?;
+        }
+        Ok(t0.elapsed().as_secs_f64())
+    })
+}
+
+/// The inode-lock probe: whether a node's buffered writes to one file copy
+/// into the page cache one at a time. Files written once first (so the
+/// timed rewrites find their pages cached and take no fresh memory): one
+/// shared file of `writers * bytes` and a file of `bytes` per writer. Then,
+/// `reps` times in turn, one writer rewrites `bytes`, `writers` writers
+/// rewrite a share each of the shared file, and as many rewrite a file each.
+/// The files are deleted at the end.
+pub fn measure_inode_lock(
+    dir: &std::path::Path,
+    writers: usize,
+    bytes: u64,
+    reps: usize,
+) -> std::io::Result<Vec<LockSample>> {
+    let open = |name: String| -> std::io::Result<(std::path::PathBuf, std::fs::File)> {
+        let path = dir.join(name);
+        let f = std::fs::OpenOptions::new()
+            .create(true)
+            .truncate(true)
+            .read(true)
+            .write(true)
+            .open(&path)?;
+        Ok((path, f))
+    };
+    let shared = vec![open("lock-probe-shared.tmp".into())?];
+    let separate = (0..writers)
+        .map(|i| open(format!("lock-probe-{i}.tmp")))
+        .collect::<std::io::Result<Vec<_>>>()?;
+    let files = |v: &[(std::path::PathBuf, std::fs::File)]| -> Vec<std::fs::File> {
+        v.iter()
+            .map(|(_, f)| f.try_clone().expect("a file handle"))
+            .collect()
+    };
+    let (one, each) = (files(&shared), files(&separate));
+    let run = || -> std::io::Result<Vec<LockSample>> {
+        rewrite_together(&one, writers, bytes)?;
+        rewrite_together(&each, writers, bytes)?;
+        let mut out = Vec::with_capacity(3 * reps);
+        for _ in 0..reps {
+            for (w, shared, files) in [
+                (1, false, &each[..1]),
+                (writers, true, &one[..]),
+                (writers, false, &each[..]),
+            ] {
+                let seconds = rewrite_together(files, w, bytes)?;
+                out.push(LockSample {
+                    writers: w,
+                    shared,
+                    bytes: bytes * w as u64,
+                    seconds,
+                });
+            }
+        }
+        Ok(out)
+    };
+    let out = run();
+    for (path, _) in shared.iter().chain(&separate) {
+        std::fs::remove_file(path)?;
+    }
+    out
+}
+
 /// The release probe: for each step (bytes, wait), writes a file of that
 /// size in `dir`, deletes it, sleeps the wait and times writing another file
 /// of that size into the page cache (then deleted); at the end it waits the

@@ -104,6 +104,12 @@ pub struct Plan {
     /// The huge-page probe's file size, bytes (small enough for the warm floor).
     #[serde(default, skip_serializing_if = "is_zero")]
     pub huge_bytes: u64,
+    /// The inode-lock probe: bytes each of its writers rewrites (0: not probed).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub lock_bytes: u64,
+    /// The inode-lock probe: how many times each of its cases runs.
+    #[serde(default, skip_serializing_if = "is_zero_count")]
+    pub lock_reps: usize,
     /// memcpy copies per size (and busy-work runs per loop count).
     pub memcpy_reps: usize,
     /// Loop counts of the busy-work probe (MADbench2's loop of 32 multiply-adds).
@@ -406,9 +412,18 @@ impl Plan {
             Scale::Quick => (vec![M, 2 * M], 256 * M),
             Scale::Full => (vec![256 * K, M, 2 * M, 4 * M, 16 * M], 256 * M),
         };
+        // Warm rewrites by 2 writers, of one file and of a file each: whether
+        // the file system copies one buffered write of a file at a time.
+        let (lock_bytes, lock_reps) = match scale {
+            Scale::Tiny => (4 * M, 1),
+            Scale::Quick => (64 * M, 3),
+            Scale::Full => (128 * M, 5),
+        };
         Plan {
             scale,
             memcpy_sizes,
+            lock_bytes,
+            lock_reps,
             delete_sizes,
             release_steps,
             huge_requests,
@@ -435,6 +450,11 @@ impl Plan {
 
 /// Whether a count is zero (a field older plans do not have is not written).
 fn is_zero(n: &u64) -> bool {
+    *n == 0
+}
+
+/// [`is_zero`] for a `usize` count.
+fn is_zero_count(n: &usize) -> bool {
     *n == 0
 }
 

@@ -105,6 +105,9 @@ pub struct ProbeResults {
     /// Rewrites after a delete and a wait (the release probe).
     #[serde(default)]
     pub release: Vec<super::memcpy::ReleaseSample>,
+    /// Warm rewrites of one file and of a file each (the inode-lock probe).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub inode_lock: Vec<super::memcpy::LockSample>,
     /// Settled writes in requests of several sizes (the huge-page probe).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub huge: Vec<super::memcpy::HugeSample>,
@@ -145,6 +148,7 @@ impl ProbeResults {
             delete: Vec::new(),
             release: Vec::new(),
             huge: Vec::new(),
+            inode_lock: Vec::new(),
             busy_work: Vec::new(),
             fortran: Vec::new(),
             bt: Vec::new(),

@@ -476,6 +476,15 @@ fn probe(inp: &Inputs, plan: Plan, scratch: &Path) -> ProbeResults {
             message: e,
         }),
     }
+    if plan.lock_bytes > 0 {
+        match memcpy::measure_inode_lock(scratch, 2, plan.lock_bytes, plan.lock_reps) {
+            Ok(l) => results.inode_lock = l,
+            Err(e) => results.failures.push(StepFailure {
+                step: "inode lock: rewrites of one file and of a file each by 2 writers in the scratch directory".into(),
+                message: e.to_string(),
+            }),
+        }
+    }
     match memcpy::measure_delete(scratch, &plan.delete_sizes, 2) {
         Ok(d) => results.delete = d,
         Err(e) => results.failures.push(StepFailure {
@@ -505,7 +514,7 @@ fn probe(inp: &Inputs, plan: Plan, scratch: &Path) -> ProbeResults {
     progress.step(
         "memcpy",
         &format!(
-            "{} copies, {} data-pattern fills and {} checks, {} busy-work loops, {} BT and {} FFT kernel runs, {} Fortran runs, {} rewrites after a delete, {} settled writes",
+            "{} copies, {} data-pattern fills and {} checks, {} busy-work loops, {} BT and {} FFT kernel runs, {} Fortran runs, {} rewrites after a delete, {} settled writes, {} lock-probe rewrites",
             results.memcpy.len(),
             results.pattern.len(),
             results.pattern_check.len(),
@@ -514,7 +523,8 @@ fn probe(inp: &Inputs, plan: Plan, scratch: &Path) -> ProbeResults {
             results.fft.len(),
             results.fortran.len(),
             results.release.len(),
-            results.huge.len()
+            results.huge.len(),
+            results.inode_lock.len()
         ),
     );
     for (i, step) in plan.steps.iter().enumerate() {

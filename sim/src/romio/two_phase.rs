@@ -412,6 +412,7 @@ mod tests {
             stripe_count: 1,
             lock_granularity: None,
             lock_revoke: 0.0,
+            inode_write_lock: false,
         }
     }
 

@@ -222,7 +222,7 @@ impl fmt::Display for Scenario {
         let fs = &self.filesystem;
         writeln!(
             f,
-            "  file system: {}{}",
+            "  file system: {}{}{}",
             match fs.kind {
                 FsKind::Local => "local".to_string(),
                 FsKind::Nfs => "NFS-like, one server".to_string(),
@@ -240,6 +240,11 @@ impl fmt::Display for Scenario {
                     fmt_time(fs.lock_revoke)
                 ),
                 None => String::new(),
+            },
+            if fs.inode_write_lock {
+                "; buffered writes to a file one at a time per node"
+            } else {
+                ""
             }
         )?;
         let m = &self.metadata;

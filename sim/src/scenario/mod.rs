@@ -460,6 +460,11 @@ pub struct FileSystem {
     pub lock_granularity: Option<u64>,
     /// Time to revoke a lock held by another client (callback round trip), in seconds.
     pub lock_revoke: f64,
+    /// Whether a node's buffered writes to one file copy into its page cache
+    /// one at a time (`write_lock = "inode"`: Linux's ext4, XFS and NFS client
+    /// hold the inode lock for a whole buffered write) or in parallel
+    /// (`"none"`, the default: Lustre's client locks ranges).
+    pub inode_write_lock: bool,
 }
 
 /// Metadata operation costs at the server, in seconds each; the server runs them one at a time.

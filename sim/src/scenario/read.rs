@@ -478,6 +478,7 @@ impl Scenario {
                         None
                     },
                     lock_revoke: f.time_or("lock_revoke", 0.0)?,
+                    inode_write_lock: f.choice("write_lock", &["none", "inode"], 0)? == 1,
                 }
             }
             None => FileSystem {
@@ -486,6 +487,7 @@ impl Scenario {
                 stripe_count: 1,
                 lock_granularity: None,
                 lock_revoke: 0.0,
+                inode_write_lock: false,
             },
         };
         if fs.is_none() && server.count != 1 {

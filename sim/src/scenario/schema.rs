@@ -535,6 +535,12 @@ const KEYS: &[Key] = &[
         Value("\"0s\""),
         "revoking a lock another client holds (callback round trip)",
     ),
+    key(
+        "filesystem.write_lock",
+        Choice(&["none", "inode"]),
+        Value("\"none\""),
+        "inode: a node's buffered writes to one file copy into the page cache one at a time, fresh pages included (ext4, XFS and the NFS client hold the inode lock for a whole buffered write); none: in parallel (Lustre's client locks ranges)",
+    ),
     // [metadata]
     key(
         "metadata.open",

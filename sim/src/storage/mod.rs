@@ -28,6 +28,10 @@
 //!   dirty bytes back and waits; NFS also does that at close (close-to-open).
 //!   Reads of cached bytes cost a copy at the per-core read rate (`read_bw`); missing ones come from the servers
 //!   and stay cached (LRU). A write invalidates other nodes' clean copies.
+//!   With `write_lock = "inode"` a node's writes to one file take its inode
+//!   lock for the copy and the fresh pages it takes, first come first served
+//!   (ext4, XFS and the NFS client hold it over a whole buffered write), so
+//!   they copy one at a time; writes to different files still run together.
 //! * **Server cache**: write-back (writes end in server memory while under its
 //!   dirty limit; a flusher per server writes to the device) or write-through;
 //!   an LRU read cache either way.
@@ -294,6 +298,13 @@ pub(crate) struct LockUnit {
     pub(crate) busy: Signal,
 }
 
+/// A node's inode lock of one file: held or not, and who waits for it.
+#[derive(Default)]
+pub(crate) struct InodeLock {
+    held: bool,
+    waiting: std::collections::VecDeque<Signal>,
+}
+
 /// State of the storage system: servers, devices, caches, layouts, locks.
 pub(crate) struct Storage {
     /// The namespace: each file's inode by path, and its size in bytes.
@@ -309,6 +320,10 @@ pub(crate) struct Storage {
     pub(crate) next_obj: Vec<u64>,
     pub(crate) locks: FxHashMap<usize, FxHashMap<u64, LockUnit>>,
     pub(crate) cached_on: FxHashMap<usize, BTreeSet<usize>>,
+    /// Per (node, file), its inode lock where buffered writes take one
+    /// (`filesystem.write_lock = "inode"`): whether a write holds it, and the
+    /// writes waiting for it, first come first served.
+    pub(crate) inode_locks: FxHashMap<(usize, usize), InodeLock>,
     /// Close-to-open consistency: per file, write requests in all and per
     /// node, and per (node, file) the others' writes it had seen at its last open.
     writes: FxHashMap<usize, (u64, FxHashMap<usize, u64>)>,
@@ -513,6 +528,7 @@ impl Storage {
             next_obj: vec![0; scn.server.count],
             locks: FxHashMap::default(),
             cached_on: FxHashMap::default(),
+            inode_locks: FxHashMap::default(),
             writes: FxHashMap::default(),
             seen: FxHashMap::default(),
             streams: FxHashMap::default(),

@@ -213,6 +213,42 @@ async fn lock(
     Some(mine)
 }
 
+/// Takes `node`'s inode lock of `file` for a buffered write where the file
+/// system has one (ext4, XFS and the NFS client hold it over the whole copy
+/// into the page cache, fresh pages included), waiting for the writes ahead
+/// in turn. Returns whether it took it.
+async fn inode_lock(machine: &Machine, node: usize, file: usize) -> bool {
+    let wait = {
+        let mut m = machine.storage.borrow_mut();
+        if !m.fs.inode_write_lock {
+            return false;
+        }
+        let lock = m.inode_locks.entry((node, file)).or_default();
+        if lock.held {
+            let s = Signal::new();
+            lock.waiting.push_back(s.clone());
+            Some(s)
+        } else {
+            lock.held = true;
+            None
+        }
+    };
+    if let Some(s) = wait {
+        // The releasing write hands the lock over.
+        s.wait().await;
+    }
+    true
+}
+
+/// Releases `node`'s inode lock of `file`: to the next waiting write, if any.
+fn inode_unlock(m: &mut Storage, node: usize, file: usize) {
+    let lock = m.inode_locks.get_mut(&(node, file)).expect("held");
+    match lock.waiting.pop_front() {
+        Some(next) => next.fire(),
+        None => lock.held = false,
+    }
+}
+
 /// Writes back `node`'s dirty bytes of `[a, b)` of `file` and waits for write-back in flight of it.
 pub(crate) async fn flush(machine: &Machine, node: usize, file: usize, a: u64, b: u64) {
     let (list, inflight) = {
@@ -303,6 +339,7 @@ pub(crate) async fn io(
         }
         match (access, cached) {
             (Access::Write, true) => {
+                let locked = inode_lock(machine, node, file).await;
                 let path = machine.platform.cache_copy_path(rank, access);
                 transfer(machine, 0.0, path, len).await;
                 let (fresh, res) = {
@@ -313,6 +350,9 @@ pub(crate) async fn io(
                 };
                 if let Some(res) = res.filter(|_| fresh > 0) {
                     transfer(machine, 0.0, vec![(res, 1.0)], fresh).await;
+                }
+                if locked {
+                    inode_unlock(&mut machine.storage.borrow_mut(), node, file);
                 }
             }
             (Access::Read, true) => {
