@@ -109,6 +109,7 @@ mod tests {
             "scenarios/calibrated/vm.toml",
             "validation/vm-b/scenario.toml",
             "validation/vm-e/scenario.toml",
+            "validation/vm-f/scenario.toml",
         ] {
             let probes = root.join(format!("{file}.probes.json"));
             let raw: serde_json::Value =

@@ -26,6 +26,10 @@
 //! | `mpiio.collective_call` | IOR `-c` writes at `cores` ranks | intercept of call time over `-t` (Huber) − `nodes.syscall` |
 //! | `mpiio.open`, `mpiio.close` | IOR open/close times of writes, ranks ≤ cores | mean − base `metadata.create` / `metadata.close` |
 //! | `nodes.mmap_from`, `nodes.compute.first_touch` | pingpong's `MPI_Sendrecv_replace` at 2 ranks over sizes from 1 MiB | the smallest size at 2 × the time per byte of the smallest size, every larger too; one over the mean time per byte beyond the smallest size's from there (Student t) |
+//! | `nodes.cache.release_time` | rewrites a wait after a delete, at two sizes | the wait until freed memory is no longer backed (`piotwin_calibration::fit_release`) |
+//! | `nodes.cache.fresh_bw` | settled writes in 1 MiB and 2 MiB (and more) requests (huge pages take fresh memory) | bytes / (huge requests' time − smallest requests'); else the release probe's |
+//! | `nodes.cache.warm` | the machine: free memory in blocks below free page reporting's order | `/proc/buddyinfo` at the start; else the release probe's |
+//! | `nodes.cache.huge_from` | the same settled writes | the smallest request size at 2 × the smallest requests' time, every larger too |
 //! | `filesystem.write_lock` (a choice) | warm rewrites in the scratch directory, 1 MiB requests: one writer; 2 writers of one file; 2 writers of a file each | `inode` where the medians' rate of one file stays below the geometric midpoint of one writer's and a file each's, else `none`; not chosen where a file each did not reach 1.25 × one writer (the probe cannot tell) |
 //! | `nodes.cores`, `nodes.memory` | the machine | `available_parallelism`, `MemTotal` |
 //! | `nodes.cache.readahead` | the machine | `read_ahead_kb` of the scratch directory's block device |
@@ -764,20 +768,36 @@ fn fit_shared_pointer(r: &ProbeResults, f: &mut Fitted) {
     }
 }
 
-/// `nodes.cache.release_time`, `nodes.cache.fresh_bw` and `nodes.cache.warm`
-/// from the release probe: rewrites a wait after a delete, at two sizes.
-/// Without the probe, or where freed memory stays backed, the keys keep the
-/// base's values (memory backed for ever, no fresh cost).
+/// `nodes.cache.release_time`, `nodes.cache.fresh_bw` and `nodes.cache.warm`.
+///
+/// * `fresh_bw` from the huge-page probe where its huge requests took fresh
+///   memory (bytes over their time less the smallest requests'; no
+///   interval): after its settle they take nothing else, while the release
+///   probe's 1 MiB rewrites first find the free memory in blocks too small
+///   to be reported. Else from the release probe.
+/// * `warm` is that unreported free memory when calibration started, where
+///   the machine recorded it; else from the release probe.
+/// * `release_time` from the release probe: rewrites a wait after a delete,
+///   at two sizes.
+///
+/// A key nothing measured keeps the base's value (memory backed for ever,
+/// no fresh cost).
 fn fit_release(r: &ProbeResults, f: &mut Fitted) {
     const KEYS: [&str; 3] = [
         "nodes.cache.release_time",
         "nodes.cache.fresh_bw",
         "nodes.cache.warm",
     ];
-    if r.release.is_empty() {
-        f.skip(&KEYS, "not probed (no samples)".to_string());
-        return;
-    }
+    let huge = fresh_from_huge(r);
+    let unreported = r.machine.unreported_free_bytes.map(|bytes| Param {
+        key: KEYS[2].into(),
+        unit: Unit::Size,
+        value: bytes as f64,
+        low: bytes as f64,
+        high: bytes as f64,
+        probe: "the machine: free memory in blocks below free page reporting's order (/proc/buddyinfo) when calibration started".into(),
+        quality: "no interval".into(),
+    });
     let rewrites: Vec<piotwin_calibration::Rewrite> = r
         .release
         .iter()
@@ -787,7 +807,11 @@ fn fit_release(r: &ProbeResults, f: &mut Fitted) {
             seconds: s.seconds,
         })
         .collect();
-    match piotwin_calibration::fit_release(&rewrites, LEVEL) {
+    let fit = match r.release.is_empty() {
+        true => Err("not probed (no samples)".to_string()),
+        false => piotwin_calibration::fit_release(&rewrites, LEVEL).map_err(|e| why(&e)),
+    };
+    match fit {
         Ok(fit) => {
             let probe = "release: page-cache rewrites a wait after a delete, at two sizes";
             let ends: Vec<String> = fit
@@ -805,13 +829,16 @@ fn fit_release(r: &ProbeResults, f: &mut Fitted) {
                     fit.n
                 ),
             );
-            f.rate(
-                KEYS[1],
-                fit.fresh_rate,
-                probe,
-                format!("difference of the sizes' bytes over that of their (longest − shortest wait) times; interval: each time off by the spread of the repeated quickest rewrites; {ends}"),
-            );
-            f.params.push(Param {
+            match huge {
+                Some(p) => f.params.push(p),
+                None => f.rate(
+                    KEYS[1],
+                    fit.fresh_rate,
+                    probe,
+                    format!("difference of the sizes' bytes over that of their (longest − shortest wait) times; interval: each time off by the spread of the repeated quickest rewrites; {ends}"),
+                ),
+            }
+            f.params.push(unreported.unwrap_or_else(|| Param {
                 key: KEYS[2].into(),
                 unit: Unit::Size,
                 value: fit.warm,
@@ -821,10 +848,47 @@ fn fit_release(r: &ProbeResults, f: &mut Fitted) {
                 quality: format!(
                     "smaller size less its fresh time at the fitted rate; no interval; {ends}"
                 ),
-            });
+            }));
         }
-        Err(e) => f.skip(&KEYS, why(&e)),
+        Err(failed) => {
+            f.skip(&KEYS[..1], failed.clone());
+            match huge {
+                Some(p) => f.params.push(p),
+                None => f.skip(
+                    &KEYS[1..2],
+                    format!("{failed}; the huge-page probe shows no fresh memory either"),
+                ),
+            }
+            match unreported {
+                Some(p) => f.params.push(p),
+                None => f.skip(&KEYS[2..], failed),
+            }
+        }
     }
+}
+
+/// `nodes.cache.fresh_bw` from the huge-page probe, where its largest
+/// requests took at least twice the time of its smallest: the bytes over the
+/// difference of their times (no interval).
+fn fresh_from_huge(r: &ProbeResults) -> Option<Param> {
+    let mut samples = r.huge.clone();
+    samples.sort_by_key(|s| s.request);
+    let (small, huge) = (samples.first()?, samples.last()?);
+    (huge.seconds >= 2.0 * small.seconds).then(|| {
+        let rate = small.bytes as f64 / (huge.seconds - small.seconds);
+        Param {
+            key: "nodes.cache.fresh_bw".into(),
+            unit: Unit::Rate,
+            value: rate,
+            low: rate,
+            high: rate,
+            probe: "huge: settled writes in requests of several sizes".into(),
+            quality: format!(
+                "bytes over the {} B requests' time less the {} B requests' ({:.4} - {:.4} s); no interval",
+                huge.request, small.request, huge.seconds, small.seconds
+            ),
+        }
+    })
 }
 
 /// `nodes.cache.huge_from` from the huge-page probe: the smallest request
@@ -1405,6 +1469,7 @@ pub(crate) mod tests {
             "scenarios/calibrated/vm.toml",
             "validation/vm-b/scenario.toml",
             "validation/vm-e/scenario.toml",
+            "validation/vm-f/scenario.toml",
         ] {
             let probes = root.join(format!("{file}.probes.json"));
             let raw: serde_json::Value =
@@ -1492,6 +1557,7 @@ pub(crate) mod tests {
             readahead_bytes: Some(8 << 20),
             date: None,
             cpu: None,
+            unreported_free_bytes: None,
         };
         let mut r = ProbeResults::new(machine, Plan::new(Scale::Quick, 2, 4, "/s"));
         let mut n = Lcg(0x9e37_79b9_7f4a_7c15);
@@ -1997,6 +2063,33 @@ pub(crate) mod tests {
         let f = fit_all(&r, &base());
         assert!(!f.choices.contains_key("filesystem.write_lock"));
         assert!(f.notes["filesystem.write_lock"].contains("did not scale"));
+    }
+
+    /// Freed memory that stays backed at the release probe's sizes: no
+    /// release time; the fresh rate comes from the huge-page probe and the
+    /// warm floor from the machine's unreported free memory.
+    #[test]
+    fn a_release_probe_that_sees_no_hand_back_takes_fresh_memory_from_the_huge_probe() {
+        let mut r = synthetic();
+        let (quickest, first) = (r.release[0].seconds, r.release[0].bytes as f64);
+        for s in &mut r.release {
+            s.seconds = quickest * s.bytes as f64 / first;
+        }
+        r.machine.unreported_free_bytes = Some(3 << 30);
+        let f = fit_all(&r, &base());
+        assert!(f.skipped.contains_key("nodes.cache.release_time"));
+        let fresh = f.get("nodes.cache.fresh_bw").unwrap();
+        assert!((fresh.value / FRESH_BW - 1.0).abs() < 0.02, "{fresh:?}");
+        assert!(fresh.probe.starts_with("huge"), "{}", fresh.probe);
+        assert_eq!(
+            f.get("nodes.cache.warm").unwrap().value,
+            (3u64 << 30) as f64
+        );
+        r.machine.unreported_free_bytes = None;
+        r.huge.clear();
+        let f = fit_all(&r, &base());
+        assert!(f.skipped["nodes.cache.fresh_bw"].contains("no fresh memory either"));
+        assert!(f.skipped.contains_key("nodes.cache.warm"));
     }
 
     #[test]

@@ -150,6 +150,7 @@ mod tests {
             readahead_bytes: None,
             date: date.map(str::to_string),
             cpu: Some("EPYC".into()),
+            unreported_free_bytes: None,
         }
     }
 

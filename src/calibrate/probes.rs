@@ -347,6 +347,7 @@ mod tests {
             readahead_bytes: Some(8 << 20),
             date: None,
             cpu: None,
+            unreported_free_bytes: None,
         };
         ProbeResults::new(machine, Plan::new(Scale::Tiny, 2, 4, "/s"))
     }

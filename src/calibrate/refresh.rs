@@ -165,6 +165,7 @@ mod tests {
             readahead_bytes: None,
             date: None,
             cpu: None,
+            unreported_free_bytes: None,
         };
         let mut r = ProbeResults::new(machine, Plan::new(Scale::Tiny, 2, 4, "/scratch"));
         r.memcpy = copies(copy_rate);
