@@ -404,6 +404,98 @@ fn pingpong_polled_test_in_the_twin() {
     assert!(close(copy, 2e-3) && close(step, 3e-3), "{copy} {step}");
 }
 
+/// The locked-write test, 4 ranks on 2 cores writing 1 MB each to one file
+/// at a 1 GB/s per-core rewrite rate: for real, a row of all 4 MB and the
+/// data read back checked, the file deleted; in the twin, with the inode lock
+/// and polling ranks, the writers copy one at a time, each woken writer on a
+/// whole core (1 ms each: 4 ms) where sleeping ranks yield, at half a core
+/// (8 ms) where they hold; without the lock all 4 copy together at half a
+/// core (2 ms). The timed writes rewrite cached pages: at 2 GB/s for
+/// rewrites (the untimed first write still at 1 GB/s), 2 ms with the lock.
+#[test]
+fn pingpong_locked_writes_in_both_modes() {
+    let dir = tempfile::tempdir().unwrap();
+    let args = [
+        "run",
+        "pingpong",
+        "--sizes",
+        "1",
+        "--barriers",
+        "1",
+        "--locked-writes",
+        "1000000",
+        "-o",
+        "lw.dat",
+    ];
+    let Some(o) = mpirun(
+        dir.path(),
+        4,
+        &[&args[..], &["--json", "real.json"]].concat(),
+    ) else {
+        panic!("no MPI launcher: real-mode tests need mpiexec");
+    };
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert_eq!(files_in(dir.path()), ["real.json"]);
+    let row = |json: &str| {
+        let r = read_json(&dir.path().join(json));
+        assert!(
+            r["errors"].as_array().unwrap().is_empty(),
+            "{}",
+            r["errors"]
+        );
+        let rows = r["tables"]["pingpong"]["rows"].as_array().unwrap().clone();
+        let row = rows
+            .iter()
+            .find(|r| r[0] == "locked_write")
+            .unwrap_or_else(|| panic!("locked_write in {rows:?}"))
+            .clone();
+        assert_eq!(row[2].as_u64(), Some(4_000_000), "{row:?}");
+        row[4].as_f64().unwrap()
+    };
+    assert!(row("real.json") > 0.0);
+    let sc = scenario("default.toml");
+    let twin = |json: &str, lock: &str, sleeping: &str, rewrite: &str| {
+        let o = piotwin(
+            dir.path(),
+            &[
+                &args[..],
+                &[
+                    "--sim",
+                    sc.to_str().unwrap(),
+                    "--ranks",
+                    "4",
+                    "--set",
+                    "nodes[0].compute.memcpy=100GB/s",
+                    "--set",
+                    "nodes[0].cache.write_bw=1GB/s",
+                    "--set",
+                    &format!("nodes[0].cache.rewrite_bw={rewrite}"),
+                    "--set",
+                    "nodes[0].waiting_ranks=poll",
+                    "--set",
+                    &format!("nodes[0].sleeping_ranks={sleeping}"),
+                    "--set",
+                    &format!("filesystem.write_lock={lock}"),
+                    "--json",
+                    json,
+                ],
+            ]
+            .concat(),
+        );
+        assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+        row(json)
+    };
+    let near = |a: f64, b: f64| (a / b - 1.0).abs() < 0.01;
+    let t = twin("yield.json", "inode", "yield", "1GB/s");
+    assert!(near(t, 4e-3), "{t}");
+    let t = twin("hold.json", "inode", "hold", "1GB/s");
+    assert!(near(t, 8e-3), "{t}");
+    let t = twin("free.json", "none", "yield", "1GB/s");
+    assert!(near(t, 2e-3), "{t}");
+    let t = twin("rewrite.json", "inode", "yield", "2GB/s");
+    assert!(near(t, 2e-3), "{t}");
+}
+
 #[test]
 fn pingpong_refuses_a_single_rank() {
     bad_input(

@@ -345,6 +345,25 @@ impl<T> FlowNet<T> {
         ResourceId(self.resources.len() as u32 - 1)
     }
 
+    /// Sets resource `r`'s capacity (> 0) from now on: the rates of its flows
+    /// change at the next [`FlowNet::recompute`], which must run before time
+    /// moves on, as after [`FlowNet::start`].
+    pub fn set_capacity(&mut self, r: ResourceId, capacity: f64) {
+        assert!(
+            capacity > 0.0 && capacity.is_finite(),
+            "resource capacity must be positive"
+        );
+        let res = &mut self.resources[r.0 as usize];
+        if res.capacity == capacity {
+            return;
+        }
+        res.capacity = capacity;
+        for i in 0..self.resources[r.0 as usize].classes.len() {
+            let c = self.resources[r.0 as usize].classes[i];
+            self.mark_dirty(c);
+        }
+    }
+
     /// The name a resource was given.
     pub fn resource_name(&self, r: ResourceId) -> &str {
         &self.resources[r.0 as usize].name
@@ -767,6 +786,24 @@ mod tests {
         }
         assert_eq!(order, vec![(5.0, 2), (5.0, 3), (8.0, 1)]);
         assert_eq!(h.peek(), None);
+    }
+
+    /// A flow of 10 units over a resource of 1 unit/s: 5 served by t = 5 s;
+    /// the capacity raised to 5 then, the other 5 take 1 s more.
+    #[test]
+    fn a_capacity_change_settles_and_reschedules() {
+        let mut net: FlowNet<()> = FlowNet::new();
+        let r = net.add_resource("r", 1.0);
+        let f = net.start(0.0, &[(r, 1.0)], 10.0, ());
+        net.recompute(0.0);
+        assert_eq!(net.finish_time(f), Some(10.0));
+        net.set_capacity(r, 5.0);
+        assert!(net.is_dirty());
+        net.recompute(5.0);
+        assert_eq!(net.rate(f), Some(5.0));
+        assert_eq!(net.finish_time(f), Some(6.0));
+        net.set_capacity(r, 5.0);
+        assert!(!net.is_dirty(), "the same capacity changes nothing");
     }
 
     fn rates(net: &FlowNet<()>, ids: &[FlowId]) -> Vec<f64> {

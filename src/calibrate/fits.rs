@@ -18,6 +18,7 @@
 //! | `nodes.oversubscribed_unpack_bw`, `nodes.oversubscribed_pack_bw` | pingpong's two-phase test (`write_at_all`, `read_at_all` through an interleaved view) at N > cores ranks over call sizes | call time − the aggregator's page-cache copy = intercept + exchanged bytes / bw (Huber); exchanged: the (N − 1)/N of a call's bytes that reach the node's one aggregator |
 //! | `nodes.waiting_ranks` (a choice), `nodes.polled_wakeup` | pingpong's polled test at N > cores ranks: `cores` ranks copy, then copy and meet in a barrier, while the others wait | `poll` where the largest copy ran below the midpoint of a whole core and cores / N of one (against `nodes.compute.memcpy`), else `idle`; with `poll`, the mean of (step − copy) / barrier steps over sizes and runs (Student t) |
 //! | `nodes.syscall`, `nodes.cache.write_bw` | IOzone write, cached files | time per record = latency + record / bw (Huber) |
+//! | `nodes.cache.rewrite_bw` | IOzone rewrite, cached files (pages already held) | as above |
 //! | `nodes.cache.read_bw` | IOzone re-read | as above |
 //! | `nodes.cache.capacity` | IOzone re-read over file sizes | cache knee (two plateaus of log bandwidth), else `MemTotal` |
 //! | `server.device.read_latency`, `read_bw` | IOzone cold read (`-I`) | time per record = latency + record / bw (Huber) |
@@ -31,6 +32,7 @@
 //! | `nodes.cache.warm` | the machine: free memory in blocks below free page reporting's order | `/proc/buddyinfo` at the start; else the release probe's |
 //! | `nodes.cache.huge_from` | the same settled writes | the smallest request size at 2 × the smallest requests' time, every larger too |
 //! | `filesystem.write_lock` (a choice) | warm rewrites in the scratch directory, 1 MiB requests: one writer; 2 writers of one file; 2 writers of a file each | `inode` where the medians' rate of one file stays below the geometric midpoint of one writer's and a file each's, else `none`; not chosen where a file each did not reach 1.25 × one writer (the probe cannot tell) |
+//! | `nodes.sleeping_ranks` (a choice) | pingpong's locked-write test at N > cores ranks: every rank rewrites its part of one file at once, each call after a barrier | `yield` where the median call ran below the geometric midpoint of N · bytes / `rewrite_bw` (each writer woken from the inode lock on a whole core) and N / cores times that (at its share); needs `poll` and `inode` chosen |
 //! | `nodes.cores`, `nodes.memory` | the machine | `available_parallelism`, `MemTotal` |
 //! | `nodes.cache.readahead` | the machine | `read_ahead_kb` of the scratch directory's block device |
 //!
@@ -263,6 +265,7 @@ pub fn fit_all(r: &ProbeResults, base: &Scenario) -> Fitted {
     fit_huge(r, &mut f);
     fit_first_touch(r, &mut f);
     fit_inode_lock(r, &mut f);
+    fit_sleeping(r, &mut f);
     fit_shared_pointer(r, &mut f);
     fit_cache_capacity(r, &mut f);
     fit_ior(r, base, &mut f);
@@ -988,6 +991,63 @@ fn fit_inode_lock(r: &ProbeResults, f: &mut Fitted) {
     f.choices.insert(KEY.into(), (word.into(), found));
 }
 
+/// `nodes.sleeping_ranks` from pingpong's locked-write test at more ranks than
+/// cores: N ranks each write `b` bytes of one file at once, rewriting cached
+/// pages, which the inode lock copies one at a time while the ranks done
+/// poll. A writer that slept on the lock and runs on a whole core when it
+/// wakes takes N · b / `rewrite_bw` in all (`yield`); at its share beside the
+/// polling ranks, N / cores times that (`hold`). `yield` where the median
+/// call is below their geometric midpoint. Needs `poll`, the inode lock and
+/// `rewrite_bw` chosen or fitted before; else no choice and a note says why.
+fn fit_sleeping(r: &ProbeResults, f: &mut Fitted) {
+    const KEY: &str = "nodes.sleeping_ranks";
+    let cores = r.machine.cores as u64;
+    let chosen = |key: &str, word: &str| f.choices.get(key).is_some_and(|c| c.0 == word);
+    let mut v: Vec<&PingRow> = r
+        .pingpong
+        .iter()
+        .filter(|p| p.test == "locked_write" && p.ranks > cores && p.seconds > 0.0)
+        .collect();
+    let why = if v.is_empty() {
+        Some(format!(
+            "no pingpong --locked-writes run at more ranks than cores ({cores})"
+        ))
+    } else if !chosen("nodes.waiting_ranks", "poll") {
+        Some("waiting ranks not found to poll".into())
+    } else if !chosen("filesystem.write_lock", "inode") {
+        Some("no inode lock found, so the writers do not wait on each other".into())
+    } else {
+        None
+    };
+    let rewrite = f.get("nodes.cache.rewrite_bw").map(|p| p.value);
+    let (None, Some(rewrite)) = (why.clone(), rewrite) else {
+        let why = why.unwrap_or_else(|| "nodes.cache.rewrite_bw not fitted".into());
+        f.notes.insert(
+            KEY.into(),
+            format!("not calibrated ({why}); absent: the twin's default applies"),
+        );
+        return;
+    };
+    v.sort_by(|a, b| a.seconds.total_cmp(&b.seconds));
+    let median = v[v.len() / 2];
+    let ranks = median.ranks as f64;
+    let woken = median.bytes as f64 / rewrite;
+    let shared = woken * ranks / cores as f64;
+    let word = if median.seconds < (woken * shared).sqrt() {
+        "yield"
+    } else {
+        "hold"
+    };
+    let found = format!(
+        "pingpong --locked-writes: {} ranks on {cores} cores each rewrite {} bytes of one file at once: median call {:.4e} s of {} runs, against {woken:.4e} s with each woken writer on a whole core at nodes.cache.rewrite_bw ({rewrite:.4e} B/s) and {shared:.4e} s at its share",
+        median.ranks,
+        median.bytes / median.ranks,
+        median.seconds,
+        v.len()
+    );
+    f.choices.insert(KEY.into(), (word.into(), found));
+}
+
 /// `nodes.mmap_from` and `nodes.compute.first_touch` from pingpong's
 /// `MPI_Sendrecv_replace` exchanges between 2 ranks over sizes from 1 MiB.
 /// `mmap_from` is the smallest size whose exchange takes at least 2 × the
@@ -1091,9 +1151,10 @@ fn per_record(rows: &[&IozoneRow]) -> Vec<(f64, f64)> {
 }
 
 fn fit_iozone(r: &ProbeResults, f: &mut Fitted) {
-    const ALL: [&str; 7] = [
+    const ALL: [&str; 8] = [
         "nodes.syscall",
         "nodes.cache.write_bw",
+        "nodes.cache.rewrite_bw",
         "nodes.cache.read_bw",
         "server.device.read_latency",
         "server.device.read_bw",
@@ -1148,6 +1209,12 @@ fn fit_iozone(r: &ProbeResults, f: &mut Fitted) {
         (Some("nodes.syscall"), Some("nodes.cache.write_bw")),
         cached(Pass::Write),
         "iozone: write of cached files, time per record over record sizes",
+    );
+    one(
+        f,
+        (None, Some("nodes.cache.rewrite_bw")),
+        cached(Pass::Rewrite),
+        "iozone: rewrite of cached files (their pages held), time per record over record sizes",
     );
     one(
         f,
@@ -1514,6 +1581,7 @@ pub(crate) mod tests {
 
     pub(crate) const SYSCALL: f64 = 2e-6;
     const CACHE_W: f64 = 3e9;
+    const CACHE_RW: f64 = 5e9;
     const CACHE_R: f64 = 6e9;
     const DEV_R: f64 = 1.5e9;
     const DEV_LAT: f64 = 80e-6;
@@ -1712,6 +1780,7 @@ pub(crate) mod tests {
             mpiio_shared: None,
             rows: Vec::new(),
         };
+        let mut nw = Lcg(0xbb67_ae85_84ca_a73b);
         for file in [16u64 << 20, 64 << 20, 256 << 20] {
             for rec in [4096u64, 65536, 1 << 20] {
                 let ops = file / rec;
@@ -1729,6 +1798,8 @@ pub(crate) mod tests {
                 let fsync = SYNC + file as f64 / DEV_W + 2e-3 * n.normal();
                 let w = SYSCALL + rec as f64 / CACHE_W + 0.05e-6 * n.normal();
                 warm.rows.push(row(Pass::Write, w, fsync));
+                let rw = SYSCALL + rec as f64 / CACHE_RW + 0.05e-6 * nw.normal();
+                warm.rows.push(row(Pass::Rewrite, rw, 0.0));
                 let rr = SYSCALL + rec as f64 / CACHE_R + 0.05e-6 * n.normal();
                 warm.rows.push(row(Pass::Reread, rr, 0.0));
                 let c = DEV_LAT + rec as f64 / DEV_R + 2e-6 * n.normal();
@@ -1788,6 +1859,20 @@ pub(crate) mod tests {
                     seconds: t * (1.0 + 0.002 * nr.normal()),
                 });
             }
+        }
+        // pingpong's locked-write test at 4 ranks: each writer woken from the
+        // inode lock rewrites its 8 MiB on a whole core.
+        let mut nl = Lcg(0x3c6e_f372_fe94_f82b);
+        for _ in 0..3 {
+            let bytes = 4 * (8u64 << 20);
+            r.pingpong.push(PingRow {
+                test: "locked_write".into(),
+                ranks: 4,
+                bytes,
+                iterations: 3,
+                seconds: bytes as f64 / CACHE_RW * (1.0 + 0.01 * nl.normal()),
+                active: 0,
+            });
         }
         // MPI_Sendrecv_replace at 2 ranks: from MMAP_FROM on, the buffer is
         // filled fresh on top of the message.
@@ -1941,6 +2026,7 @@ pub(crate) mod tests {
         assert!((warm - WARM as f64).abs() < 64e6, "warm {warm:e}");
         within(&f, "nodes.syscall", SYSCALL);
         within(&f, "nodes.cache.write_bw", CACHE_W);
+        within(&f, "nodes.cache.rewrite_bw", CACHE_RW);
         within(&f, "nodes.cache.read_bw", CACHE_R);
         within(&f, "server.device.read_latency", DEV_LAT);
         within(&f, "server.device.read_bw", DEV_R);
@@ -2063,6 +2149,30 @@ pub(crate) mod tests {
         let f = fit_all(&r, &base());
         assert!(!f.choices.contains_key("filesystem.write_lock"));
         assert!(f.notes["filesystem.write_lock"].contains("did not scale"));
+    }
+
+    /// Writers of one file woken from its inode lock: `yield` at the whole
+    /// core's time, `hold` at twice it (4 ranks on 2 cores); no choice
+    /// without the inode lock.
+    #[test]
+    fn sleeping_ranks_follow_the_locked_writes() {
+        let f = fit_all(&synthetic(), &base());
+        let (word, why) = &f.choices["nodes.sleeping_ranks"];
+        assert_eq!(word, "yield", "{why}");
+        let mut r = synthetic();
+        for p in r.pingpong.iter_mut().filter(|p| p.test == "locked_write") {
+            p.seconds *= 2.0;
+        }
+        assert_eq!(
+            fit_all(&r, &base()).choices["nodes.sleeping_ranks"].0,
+            "hold"
+        );
+        for s in r.inode_lock.iter_mut().filter(|s| s.shared) {
+            s.seconds /= 2.0;
+        }
+        let f = fit_all(&r, &base());
+        assert!(!f.choices.contains_key("nodes.sleeping_ranks"));
+        assert!(f.notes["nodes.sleeping_ranks"].contains("no inode lock"));
     }
 
     /// Freed memory that stays backed at the release probe's sizes: no

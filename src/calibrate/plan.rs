@@ -230,10 +230,10 @@ impl Plan {
         // others wait, in separate jobs (the kernel schedules the taking part
         // together or out of phase, differently from job to job).
         if max_ranks > cores {
-            let (copies, jobs) = match scale {
-                Scale::Tiny => ("64k,1m", 1),
-                Scale::Quick => ("64k,1m,8m", 3),
-                Scale::Full => ("64k,1m,8m", 5),
+            let (copies, locked, jobs) = match scale {
+                Scale::Tiny => ("64k,1m", "1m", 1),
+                Scale::Quick => ("64k,1m,8m", "8m", 3),
+                Scale::Full => ("64k,1m,8m", "8m", 5),
             };
             for _ in 0..jobs {
                 steps.push(Step {
@@ -252,6 +252,10 @@ impl Plan {
                         "100",
                         "--bytes-per-size",
                         "64m",
+                        "--locked-writes",
+                        locked,
+                        "-o",
+                        &format!("{scratch}/locked.dat"),
                     ]),
                     shape: "polled".into(),
                 });

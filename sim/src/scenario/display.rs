@@ -141,6 +141,13 @@ impl fmt::Display for Scenario {
                         fmt_rate(c.read_bw)
                     )?;
                 }
+                if c.rewrite_bw != c.write_bw {
+                    writeln!(
+                        f,
+                        "    writes into pages already cached: {} per core",
+                        fmt_rate(c.rewrite_bw)
+                    )?;
+                }
             }
             if g.fortran_statement > 0.0 {
                 writeln!(
@@ -157,6 +164,13 @@ impl fmt::Display for Scenario {
                     g.name,
                     fmt_time(g.polled_wakeup)
                 )?;
+                if g.sleeping_ranks == SleepingRanks::Yield {
+                    writeln!(
+                        f,
+                        "  ranks of `{}` sleeping in the kernel (locks, dirty limit, devices) leave their share of the cores to the others",
+                        g.name
+                    )?;
+                }
             }
             if g.mmap_from < u64::MAX && g.compute.first_touch.is_finite() {
                 writeln!(

@@ -146,6 +146,10 @@ pub struct NodeGroup {
     /// poll (the ranks of the step are not always scheduled together). 0 = none
     /// (the default).
     pub polled_wakeup: f64,
+    /// With `waiting_ranks = poll`: what a rank sleeping in the kernel (waiting
+    /// for a file's inode lock, a byte-range lock, the dirty limit or a device)
+    /// does with its share of the cores (`sleeping_ranks`).
+    pub sleeping_ranks: SleepingRanks,
     /// The largest message, in bytes, MPI sends eagerly; a larger one takes the
     /// rendezvous protocol (request to send, clear to send, then the data), so
     /// a step of it to a rank of an oversubscribed node waits for that node's
@@ -190,6 +194,20 @@ pub enum WaitingRanks {
     Poll,
 }
 
+/// With `waiting_ranks = poll`, what a rank sleeping in the kernel does with
+/// its share of the node's cores.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SleepingRanks {
+    /// It keeps it (`hold`, the default): every rank holds cores / ranks of a
+    /// core at all times.
+    Hold,
+    /// It leaves it to the runnable ranks (`yield`): a sleeping task is not
+    /// runnable, so the node's ranks awake share its cores; a rank woken from
+    /// a sleep runs on a whole core until its request is done, the others
+    /// share the rest (see `crate::platform`).
+    Yield,
+}
+
 /// Per-core compute rates, one per kernel kind.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ComputeRates {
@@ -227,6 +245,10 @@ pub struct ClientCache {
     /// (page allocation, zeroing and accounting make it slower than a memcpy);
     /// defaults to `compute.memcpy`.
     pub write_bw: f64,
+    /// Per-core rate of copying written data into pages the cache already
+    /// holds, in bytes/s (a rewrite allocates nothing: IOzone's rewrite runs
+    /// well above its write); defaults to `write_bw`.
+    pub rewrite_bw: f64,
     /// Per-core rate of copying cached data out of the page cache, in bytes/s;
     /// defaults to `compute.memcpy`.
     pub read_bw: f64,

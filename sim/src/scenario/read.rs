@@ -349,6 +349,7 @@ impl Scenario {
                         dirty_ratio: dirty,
                         dirty_background_ratio: bg,
                         write_bw: t.rate_or("write_bw", memcpy)?,
+                        rewrite_bw: t.rate_or("rewrite_bw", t.rate_or("write_bw", memcpy)?)?,
                         read_bw: t.rate_or("read_bw", memcpy)?,
                         direct_from: match t.opt("direct_from") {
                             Some(_) => t.size("direct_from")?,
@@ -387,6 +388,8 @@ impl Scenario {
                 waiting_ranks: [WaitingRanks::Idle, WaitingRanks::Poll]
                     [n.choice("waiting_ranks", &["idle", "poll"], 0)?],
                 polled_wakeup: n.time_or("polled_wakeup", 0.0)?,
+                sleeping_ranks: [SleepingRanks::Hold, SleepingRanks::Yield]
+                    [n.choice("sleeping_ranks", &["hold", "yield"], 0)?],
                 eager_limit: n.size_or("eager_limit", u64::MAX)?,
                 mmap_from: n.size_or("mmap_from", u64::MAX)?,
                 oversubscribed_unpack_bw: n.rate_or("oversubscribed_unpack_bw", f64::INFINITY)?,

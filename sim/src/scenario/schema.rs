@@ -257,6 +257,12 @@ const KEYS: &[Key] = &[
         "with waiting_ranks = poll, extra latency of a message step among no more of a node's ranks than cores while its other ranks poll",
     ),
     key(
+        "nodes.sleeping_ranks",
+        Choice(&["hold", "yield"]),
+        Value("\"hold\""),
+        "with waiting_ranks = poll, what a rank sleeping in the kernel (on a file's inode lock, a byte-range lock, the dirty limit, a device) does with its share of the cores: hold (keeps cores/ranks of a core) or yield (the ranks awake share the cores, and a rank woken from a sleep runs on a whole core until its request is done)",
+    ),
+    key(
         "nodes.eager_limit",
         Quantity(Size),
         Otherwise("not modelled"),
@@ -345,6 +351,12 @@ const KEYS: &[Key] = &[
         Quantity(Rate),
         Otherwise("`nodes.compute.memcpy`"),
         "per-core rate of copying into the cache (allocating pages: slower than a memcpy)",
+    ),
+    key(
+        "nodes.cache.rewrite_bw",
+        Quantity(Rate),
+        Otherwise("`write_bw`"),
+        "per-core rate of copying written data into pages the cache already holds (no allocation)",
     ),
     key(
         "nodes.cache.read_bw",

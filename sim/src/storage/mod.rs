@@ -98,6 +98,22 @@ impl Load {
     }
 }
 
+impl Machine {
+    /// World rank `rank` falls asleep in the kernel (`asleep`) or wakes: its
+    /// node's shares of the cores follow ([`crate::platform::Platform::sleep`]).
+    pub(crate) fn sleep(&self, rank: usize, asleep: bool) {
+        self.platform
+            .sleep(&mut self.engine.borrow_mut().flows, rank, asleep);
+    }
+
+    /// World rank `rank`'s request is done: a rank woken during it shares the
+    /// cores again ([`crate::platform::Platform::request_done`]).
+    pub(crate) fn request_done(&self, rank: usize) {
+        self.platform
+            .request_done(&mut self.engine.borrow_mut().flows, rank);
+    }
+}
+
 /// A flow path: resources and the units each carries per unit of the flow.
 pub(crate) type Path = Vec<(ResourceId, f64)>;
 

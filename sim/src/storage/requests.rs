@@ -18,6 +18,19 @@ async fn wait_started(machine: &Machine, st: Started) {
     machine.storage.borrow_mut().finish_remote(&st.queued);
 }
 
+/// As [`wait_started`], for world rank `rank`'s own requests: it sleeps in
+/// the kernel meanwhile.
+async fn wait_started_asleep(machine: &Machine, rank: usize, st: Started) {
+    let asleep = !st.signals.is_empty();
+    if asleep {
+        machine.sleep(rank, true);
+    }
+    wait_started(machine, st).await;
+    if asleep {
+        machine.sleep(rank, false);
+    }
+}
+
 async fn transfer(machine: &Machine, latency: f64, path: Vec<(ResourceId, f64)>, bytes: u64) {
     let s = machine
         .engine
@@ -152,6 +165,7 @@ async fn server_write_back(machine: &Machine, srv: usize, list: Vec<(usize, u64,
 /// signal to fire when this access is done (it keeps the units busy until then).
 async fn lock(
     machine: &Machine,
+    rank: usize,
     node: usize,
     file: usize,
     a: u64,
@@ -192,12 +206,15 @@ async fn lock(
         let Some((holder, busy)) = other else {
             continue;
         };
+        // Asleep until the holder is done, has written back and let go.
+        machine.sleep(rank, true);
         busy.wait().await;
         flush(machine, holder, file, u * g, (u + 1) * g).await;
         let t = machine.engine.borrow().now() + revoke;
         let s = Signal::new();
         machine.engine.borrow_mut().fire_at(t, s.clone());
         s.wait().await;
+        machine.sleep(rank, false);
         if access == Access::Write {
             let mut m = machine.storage.borrow_mut();
             let units = m.locks.entry(file).or_default();
@@ -216,8 +233,8 @@ async fn lock(
 /// Takes `node`'s inode lock of `file` for a buffered write where the file
 /// system has one (ext4, XFS and the NFS client hold it over the whole copy
 /// into the page cache, fresh pages included), waiting for the writes ahead
-/// in turn. Returns whether it took it.
-async fn inode_lock(machine: &Machine, node: usize, file: usize) -> bool {
+/// in turn, asleep as world rank `rank`. Returns whether it took it.
+async fn inode_lock(machine: &Machine, rank: usize, node: usize, file: usize) -> bool {
     let wait = {
         let mut m = machine.storage.borrow_mut();
         if !m.fs.inode_write_lock {
@@ -235,7 +252,9 @@ async fn inode_lock(machine: &Machine, node: usize, file: usize) -> bool {
     };
     if let Some(s) = wait {
         // The releasing write hands the lock over.
+        machine.sleep(rank, true);
         s.wait().await;
+        machine.sleep(rank, false);
     }
     true
 }
@@ -288,7 +307,7 @@ pub(crate) async fn io(
             continue;
         }
         let (a, b) = (off, off + len);
-        let held = lock(machine, node, file, a, b, access).await;
+        let held = lock(machine, rank, node, file, a, b, access).await;
         if access == Access::Write {
             machine.storage.borrow_mut().note_write(node, file);
         }
@@ -300,7 +319,9 @@ pub(crate) async fn io(
         if direct {
             // Direct I/O past the page cache: its dirty bytes of the range go
             // first, and a write leaves every node's copy stale.
+            machine.sleep(rank, true);
             flush(machine, node, file, a, b).await;
+            machine.sleep(rank, false);
             if access == Access::Write {
                 let now = machine.engine.borrow().now();
                 let mut m = machine.storage.borrow_mut();
@@ -331,7 +352,11 @@ pub(crate) async fn io(
                     }
                 };
                 match wait {
-                    Some(s) => s.wait().await,
+                    Some(s) => {
+                        machine.sleep(rank, true);
+                        s.wait().await;
+                        machine.sleep(rank, false);
+                    }
                     None => break,
                 }
             },
@@ -339,8 +364,16 @@ pub(crate) async fn io(
         }
         match (access, cached) {
             (Access::Write, true) => {
-                let locked = inode_lock(machine, node, file).await;
-                let path = machine.platform.cache_copy_path(rank, access);
+                let locked = inode_lock(machine, rank, node, file).await;
+                let held = {
+                    let m = machine.storage.borrow();
+                    m.nodes[node]
+                        .as_ref()
+                        .expect("cached")
+                        .cache
+                        .held(file, a, b)
+                };
+                let path = machine.platform.cache_write_path(rank, held, len);
                 transfer(machine, 0.0, path, len).await;
                 let (fresh, res) = {
                     let mut m = machine.storage.borrow_mut();
@@ -358,7 +391,7 @@ pub(crate) async fn io(
             (Access::Read, true) => {
                 let (hits, misses, path) = {
                     let mut m = machine.storage.borrow_mut();
-                    let path = machine.platform.cache_copy_path(rank, access);
+                    let path = machine.platform.cache_read_path(rank);
                     let size = m.size(file);
                     let end = m.read_ahead(rank, node, file, a, b, size);
                     let nc = m.nodes[node].as_mut().expect("cached");
@@ -377,7 +410,7 @@ pub(crate) async fn io(
                 if hit > 0 {
                     node_flow(machine, rank, path, hit as f64).await;
                 }
-                wait_started(machine, st).await;
+                wait_started_asleep(machine, rank, st).await;
                 let mut m = machine.storage.borrow_mut();
                 m.release(node, file, machine.engine.borrow().now());
                 m.cached_on.entry(file).or_default().insert(node);
@@ -393,12 +426,13 @@ pub(crate) async fn io(
                     let mut e = machine.engine.borrow_mut();
                     m.start_remote(&machine.platform, &mut e, node, access, &[(file, a, b)])
                 };
-                wait_started(machine, st).await;
+                wait_started_asleep(machine, rank, st).await;
             }
         }
         if let Some(s) = held {
             s.fire();
         }
+        machine.request_done(rank);
     }
 }
 

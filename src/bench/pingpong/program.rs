@@ -119,6 +119,9 @@ impl RankProgram for Pingpong {
         if self.params.polled > 0 && ctx.stop_requested().await.is_none() {
             self.polled(ctx, &mut out).await;
         }
+        if self.params.locked_writes > 0 && ctx.stop_requested().await.is_none() {
+            self.locked_writes(ctx, &mut out).await;
+        }
         if !self.params.two_phase.is_empty() && ctx.stop_requested().await.is_none() {
             self.two_phase(ctx, &mut out).await;
         }
@@ -197,6 +200,100 @@ impl Pingpong {
                     });
                 }
             }
+        }
+        ctx.barrier().await;
+    }
+
+    /// The locked-write test: every rank writes `locked_writes` bytes at
+    /// `rank · locked_writes` of one shared file with independent MPI-IO,
+    /// once untimed (the timed writes then find their pages cached) and then
+    /// `locked_calls` times, each after a barrier. Row `locked_write`: the
+    /// mean call time, maximum over ranks; its bytes those of one call over
+    /// all ranks. Real runs read their part back and check it. The file is
+    /// deleted at the end.
+    async fn locked_writes<C: IoCtx>(&self, ctx: &C, out: &mut PingpongOutput) {
+        let (rank, size) = (ctx.rank(), ctx.size());
+        let bytes = self.params.locked_writes;
+        let opts = OpenOptions {
+            mode: OpenMode::CreateReadWrite,
+            scope: Scope::Shared,
+            api: Api::MpiIo,
+            hints: Default::default(),
+            unique_open: false,
+        };
+        let path = self.params.file.as_str();
+        let mut file = match ctx.open(path, &opts).await {
+            Ok(f) => f,
+            Err(e) => {
+                out.mismatches
+                    .push(format!("locked-write test: open `{path}`: {e}"));
+                return;
+            }
+        };
+        let at = rank as u64 * bytes;
+        let mut buf = ctx.alloc(bytes as usize);
+        if let Some(b) = buf.bytes_mut() {
+            for (i, x) in b.iter_mut().enumerate() {
+                *x = pattern(rank, i);
+            }
+        }
+        let write = Op {
+            access: Access::Write,
+            coord: Coordination::Independent,
+            pos: Position::At(at),
+        };
+        let calls = self.params.locked_calls(size as u64);
+        let mut elapsed = 0.0;
+        for call in 0..=calls {
+            ctx.barrier().await;
+            let t0 = ctx.wtime();
+            if let Err(e) = ctx.xfer(&mut file, write, &mut buf).await {
+                out.mismatches
+                    .push(format!("locked-write test: write {call}: {e}"));
+                let _ = ctx.close(file).await;
+                return;
+            }
+            if call > 0 {
+                elapsed += ctx.wtime() - t0;
+            }
+        }
+        let seconds = ctx
+            .allreduce_f64(elapsed / calls as f64, ReduceOp::Max)
+            .await;
+        out.rows.push(PingRow {
+            test: "locked_write".into(),
+            ranks: size as u64,
+            bytes: bytes * size as u64,
+            iterations: calls,
+            seconds,
+            active: 0,
+        });
+        let mut back = ctx.alloc(bytes as usize);
+        let read = Op {
+            access: Access::Read,
+            coord: Coordination::Independent,
+            pos: Position::At(at),
+        };
+        match ctx.xfer(&mut file, read, &mut back).await {
+            Err(e) => out
+                .mismatches
+                .push(format!("locked-write test: read back: {e}")),
+            Ok(_) => {
+                if let Some(b) = back.bytes()
+                    && let Some(i) = (0..b.len()).find(|&i| b[i] != pattern(rank, i))
+                {
+                    out.mismatches.push(format!(
+                        "rank {rank}: locked-write test, read back: byte {i} is {}, expected {}",
+                        b[i],
+                        pattern(rank, i)
+                    ));
+                }
+            }
+        }
+        let _ = ctx.close(file).await;
+        ctx.barrier().await;
+        if rank == 0 {
+            let _ = ctx.delete(path).await;
         }
         ctx.barrier().await;
     }
