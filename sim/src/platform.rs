@@ -870,16 +870,21 @@ impl Platform {
 
     /// Core-seconds of `amount` of `kind` work of world rank `rank`: amount over
     /// the node's per-core rate (on an oversubscribed node the work then shares
-    /// the cores, see [`Platform::cpu_path`]).
+    /// the cores, see [`Platform::cpu_path`]); a pattern over a buffer within
+    /// the core's private cache at its cached rate.
     pub(crate) fn compute_time(&self, rank: usize, kind: KernelKind, amount: f64) -> f64 {
         let n = &self.nodes[self.node_of(rank)];
+        let r = &n.rates;
+        let cached = r.private_cache > 0 && amount <= r.private_cache as f64;
         let rate = match kind {
-            KernelKind::Memcpy => n.rates.memcpy,
-            KernelKind::Fft => n.rates.fft,
-            KernelKind::BtStep => n.rates.bt,
-            KernelKind::Flops => n.rates.flops,
-            KernelKind::Pattern => n.rates.pattern,
-            KernelKind::PatternCheck => n.rates.pattern_check,
+            KernelKind::Memcpy => r.memcpy,
+            KernelKind::Fft => r.fft,
+            KernelKind::BtStep => r.bt,
+            KernelKind::Flops => r.flops,
+            KernelKind::Pattern if cached => r.pattern_cached,
+            KernelKind::Pattern => r.pattern,
+            KernelKind::PatternCheck if cached => r.pattern_check_cached,
+            KernelKind::PatternCheck => r.pattern_check,
         };
         amount.max(0.0) / rate
     }

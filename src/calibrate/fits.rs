@@ -8,6 +8,7 @@
 //! | `metadata.delete`, `metadata.delete_bw` | unlink of synced cached files over sizes | time = delete + bytes / delete_bw (Huber) |
 //! | `nodes.compute.pattern` | IOR's data pattern, filled | time = latency + bytes / bw (Huber) |
 //! | `nodes.compute.pattern_check` | IOR's data pattern, checked | time = latency + bytes / bw (Huber) |
+//! | `nodes.compute.private_cache`, `pattern_cached`, `pattern_check_cached` | the machine (sysfs: cpu0's largest cache no other cpu shares); IOR's data pattern filled and checked at the sizes up to it | read; one over the mean time per byte (Student t) |
 //! | `nodes.compute.flops` | MADbench2's busy-work loop over loop counts | time = latency + flops / rate (Huber) |
 //! | `nodes.compute.bt` | NPB BT's step (rank 0's cells, several grids and rank counts) over its counted flops | time = latency + flops / rate (Huber) |
 //! | `nodes.compute.fft` | FTIO's FFT kernel over Mini-Square sides | time = latency + flops / rate (Huber) |
@@ -331,6 +332,7 @@ fn fit_memcpy(r: &ProbeResults, f: &mut Fitted) {
         "nodes.compute.pattern_check",
         "pattern: IOR's data pattern checked in process over sizes",
     );
+    fit_in_cache(r, f, &fills, &checks);
     fit_rate(
         f,
         &r.busy_work,
@@ -405,6 +407,66 @@ fn pattern_fills_and_checks(
             checks.extend(pair.get(1));
             (fills, checks)
         })
+}
+
+/// `nodes.compute.private_cache` (the machine's) and the pattern's rates over
+/// buffers that fit in it, `pattern_cached` and `pattern_check_cached`: one
+/// over the mean time per byte of the probe's sizes up to the private cache
+/// (Student t). Not fitted where the machine's private cache is unknown or no
+/// probe size fits in it.
+fn fit_in_cache(
+    r: &ProbeResults,
+    f: &mut Fitted,
+    fills: &[super::memcpy::CopySample],
+    checks: &[super::memcpy::CopySample],
+) {
+    const KEYS: [&str; 3] = [
+        "nodes.compute.private_cache",
+        "nodes.compute.pattern_cached",
+        "nodes.compute.pattern_check_cached",
+    ];
+    let Some(cache) = r.machine.private_cache_bytes else {
+        f.skip(
+            &KEYS,
+            "the machine's private cache is unknown (sysfs unreadable, or probes from before it was recorded)".into(),
+        );
+        return;
+    };
+    let per_byte = |samples: &[super::memcpy::CopySample]| -> Vec<f64> {
+        samples
+            .iter()
+            .filter(|s| s.bytes <= cache && s.bytes > 0 && s.seconds > 0.0)
+            .map(|s| s.seconds / s.bytes as f64)
+            .collect()
+    };
+    let (fill, check) = (per_byte(fills), per_byte(checks));
+    let n = fill.len().min(check.len());
+    let (Ok(fill), Ok(check)) = (mean_estimate(&fill, LEVEL), mean_estimate(&check, LEVEL)) else {
+        f.skip(
+            &KEYS,
+            format!("fewer than 2 pattern probe samples of at most the private cache ({cache} B)"),
+        );
+        return;
+    };
+    f.params.push(Param {
+        key: KEYS[0].into(),
+        unit: Unit::Size,
+        value: cache as f64,
+        low: cache as f64,
+        high: cache as f64,
+        probe: "machine: the largest cache of cpu0 no other cpu shares (sysfs)".into(),
+        quality: "read, not fitted".into(),
+    });
+    for (key, e, what) in [(KEYS[1], fill, "filled"), (KEYS[2], check, "checked")] {
+        f.rate(
+            key,
+            e.reciprocal(),
+            &format!(
+                "pattern: IOR's data pattern {what} in process, sizes up to the private cache"
+            ),
+            format!("method=mean n={n} of the time per byte over the sizes up to {cache} B"),
+        );
+    }
 }
 
 fn fit_in_process(
@@ -1537,6 +1599,8 @@ pub(crate) mod tests {
             "validation/vm-b/scenario.toml",
             "validation/vm-e/scenario.toml",
             "validation/vm-f/scenario.toml",
+            "validation/vm-g/scenario.toml",
+            "validation/vm-h/scenario.toml",
         ] {
             let probes = root.join(format!("{file}.probes.json"));
             let raw: serde_json::Value =
@@ -1590,6 +1654,8 @@ pub(crate) mod tests {
     const MEMCPY: f64 = 8e9;
     const PATTERN: f64 = 1.5e9;
     const PATTERN_CHECK: f64 = 3e9;
+    const PATTERN_CACHED: f64 = 2.5e9;
+    const PATTERN_CHECK_CACHED: f64 = 9e9;
     const FLOPS: f64 = 6e9;
     const BT: f64 = 1.7e9;
     const FFT: f64 = 4.5e9;
@@ -1626,6 +1692,7 @@ pub(crate) mod tests {
             date: None,
             cpu: None,
             unreported_free_bytes: None,
+            private_cache_bytes: Some(1 << 20),
         };
         let mut r = ProbeResults::new(machine, Plan::new(Scale::Quick, 2, 4, "/s"));
         let mut n = Lcg(0x9e37_79b9_7f4a_7c15);
@@ -1672,12 +1739,17 @@ pub(crate) mod tests {
                     bytes: s,
                     seconds: t,
                 });
-                let t = s as f64 / PATTERN + 40e-6 * np.normal();
+                // within the private cache (1 MiB) the buffers stay in it
+                let (fill, check) = match s <= 1 << 20 {
+                    true => (PATTERN_CACHED, PATTERN_CHECK_CACHED),
+                    false => (PATTERN, PATTERN_CHECK),
+                };
+                let t = s as f64 / fill + 40e-6 * np.normal();
                 r.pattern.push(CopySample {
                     bytes: s,
                     seconds: t,
                 });
-                let t = s as f64 / PATTERN_CHECK + 40e-6 * np.normal();
+                let t = s as f64 / check + 40e-6 * np.normal();
                 r.pattern_check.push(CopySample {
                     bytes: s,
                     seconds: t,
@@ -2003,6 +2075,16 @@ pub(crate) mod tests {
         within(&f, "nodes.compute.memcpy", MEMCPY);
         within(&f, "nodes.compute.pattern", PATTERN);
         within(&f, "nodes.compute.pattern_check", PATTERN_CHECK);
+        within(&f, "nodes.compute.pattern_cached", PATTERN_CACHED);
+        within(
+            &f,
+            "nodes.compute.pattern_check_cached",
+            PATTERN_CHECK_CACHED,
+        );
+        assert_eq!(
+            f.get("nodes.compute.private_cache").unwrap().value,
+            (1u64 << 20) as f64
+        );
         within(&f, "nodes.compute.flops", FLOPS);
         within(&f, "nodes.compute.bt", BT);
         within(&f, "nodes.compute.fft", FFT);

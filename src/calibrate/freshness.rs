@@ -151,6 +151,7 @@ mod tests {
             date: date.map(str::to_string),
             cpu: Some("EPYC".into()),
             unreported_free_bytes: None,
+            private_cache_bytes: None,
         }
     }
 

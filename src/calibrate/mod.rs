@@ -64,6 +64,12 @@ pub struct Machine {
     /// page reporting or in probes files written before it was recorded.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub unreported_free_bytes: Option<u64>,
+    /// The largest data cache private to cpu0, bytes (a level under
+    /// `/sys/devices/system/cpu/cpu0/cache/` shared with no other cpu): where
+    /// a buffer just read or written stays. `None` where unreadable or in
+    /// probes files written before it was recorded.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub private_cache_bytes: Option<u64>,
 }
 
 impl Machine {
@@ -97,6 +103,7 @@ impl Machine {
                 .as_deref()
                 .and_then(cpu_model),
             unreported_free_bytes: unreported_free(),
+            private_cache_bytes: private_cache(),
         })
     }
 
@@ -158,6 +165,23 @@ fn cpu_model(cpuinfo: &str) -> Option<String> {
 }
 
 /// A sysfs cache size (`32768K`, `2M`), bytes.
+/// The largest data or unified cache of cpu0 that no other cpu shares, bytes.
+fn private_cache() -> Option<u64> {
+    (0..8)
+        .filter_map(|i| {
+            let read = |f: &str| {
+                std::fs::read_to_string(format!("/sys/devices/system/cpu/cpu0/cache/index{i}/{f}"))
+                    .ok()
+            };
+            let kind = read("type")?;
+            let shared = read("shared_cpu_list")?;
+            let private = shared.trim().parse::<u32>().is_ok();
+            (private && kind.trim() != "Instruction").then_some(())?;
+            parse_cache_size(&read("size")?)
+        })
+        .max()
+}
+
 fn parse_cache_size(text: &str) -> Option<u64> {
     let t = text.trim();
     let (digits, unit) = t.split_at(t.find(|c: char| !c.is_ascii_digit()).unwrap_or(t.len()));

@@ -348,6 +348,7 @@ mod tests {
             date: None,
             cpu: None,
             unreported_free_bytes: None,
+            private_cache_bytes: None,
         };
         ProbeResults::new(machine, Plan::new(Scale::Tiny, 2, 4, "/s"))
     }

@@ -25,14 +25,17 @@ use super::plan::{Probe, Step};
 use super::probes::ProbeResults;
 
 /// The keys measured again (calibration's `nodes.` names: the first node group).
-pub const REFRESHED: [&str; 8] = [
+pub const REFRESHED: [&str; 11] = [
     "nodes.compute.memcpy",
     "nodes.compute.pattern",
     "nodes.compute.pattern_check",
+    "nodes.compute.pattern_cached",
+    "nodes.compute.pattern_check_cached",
     "nodes.compute.flops",
     "nodes.compute.bt",
     "nodes.compute.fft",
     "nodes.cache.write_bw",
+    "nodes.cache.rewrite_bw",
     "nodes.cache.read_bw",
 ];
 
@@ -166,6 +169,7 @@ mod tests {
             date: None,
             cpu: None,
             unreported_free_bytes: None,
+            private_cache_bytes: None,
         };
         let mut r = ProbeResults::new(machine, Plan::new(Scale::Tiny, 2, 4, "/scratch"));
         r.memcpy = copies(copy_rate);

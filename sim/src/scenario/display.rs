@@ -47,6 +47,15 @@ impl fmt::Display for Scenario {
                     fmt_rate(g.compute.pattern_check)
                 )?;
             }
+            if g.compute.private_cache > 0 {
+                writeln!(
+                    f,
+                    "      buffers up to {} (a core's private cache): pattern {}, check {}",
+                    fmt_size(g.compute.private_cache),
+                    fmt_rate(g.compute.pattern_cached),
+                    fmt_rate(g.compute.pattern_check_cached)
+                )?;
+            }
             if g.memory_bw != g.compute.memcpy {
                 writeln!(f, "      memory bus {} per node", fmt_rate(g.memory_bw))?;
             }

@@ -225,6 +225,17 @@ pub struct ComputeRates {
     /// Checking data read against its pattern, bytes/s (`pattern_check`;
     /// absent = `pattern`).
     pub pattern_check: f64,
+    /// The cache private to a core, bytes (`private_cache`; absent = 0, not
+    /// modelled): a buffer this small, just read or written, stays in it, so
+    /// filling or checking its pattern runs at the `_cached` rates (IOR checks
+    /// each transfer right after reading it).
+    pub private_cache: u64,
+    /// `pattern` for a buffer of at most `private_cache` bytes (`pattern_cached`;
+    /// absent = `pattern`).
+    pub pattern_cached: f64,
+    /// `pattern_check` for a buffer of at most `private_cache` bytes
+    /// (`pattern_check_cached`; absent = `pattern_check`).
+    pub pattern_check_cached: f64,
     /// Filling freshly mapped memory, bytes/s (`first_touch`; absent =
     /// infinite): each page's first write faults, and the kernel zeroes a
     /// page before the copy lands in it; unmapping is included.

@@ -379,6 +379,10 @@ impl Scenario {
                     flops: c.flops("flops")?,
                     pattern,
                     pattern_check: c.rate_or("pattern_check", pattern)?,
+                    private_cache: c.size_or_zero("private_cache", 0)?,
+                    pattern_cached: c.rate_or("pattern_cached", pattern)?,
+                    pattern_check_cached: c
+                        .rate_or("pattern_check_cached", c.rate_or("pattern_check", pattern)?)?,
                     first_touch: c.rate_or("first_touch", f64::INFINITY)?,
                 },
                 cache,

@@ -329,6 +329,24 @@ const KEYS: &[Key] = &[
         "checking data read against its pattern per core",
     ),
     key(
+        "nodes.compute.private_cache",
+        Quantity(Size),
+        Otherwise("not modelled"),
+        "the cache private to a core: a buffer this small stays in it, so its pattern is filled and checked at the `_cached` rates",
+    ),
+    key(
+        "nodes.compute.pattern_cached",
+        Quantity(Rate),
+        Otherwise("`pattern`"),
+        "`pattern` for a buffer of at most `private_cache` bytes",
+    ),
+    key(
+        "nodes.compute.pattern_check_cached",
+        Quantity(Rate),
+        Otherwise("`pattern_check`"),
+        "`pattern_check` for a buffer of at most `private_cache` bytes",
+    ),
+    key(
         "nodes.cache.capacity",
         Quantity(Size),
         Otherwise("`nodes.memory`"),
