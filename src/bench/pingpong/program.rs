@@ -129,6 +129,30 @@ impl RankProgram for Pingpong {
     }
 }
 
+/// Opens the tests' shared file for MPI-IO, created if absent; a failure is
+/// recorded as `test`'s.
+async fn open_shared<C: IoCtx>(
+    ctx: &C,
+    path: &str,
+    test: &str,
+    out: &mut PingpongOutput,
+) -> Option<C::File> {
+    let opts = OpenOptions {
+        mode: OpenMode::CreateReadWrite,
+        scope: Scope::Shared,
+        api: Api::MpiIo,
+        hints: Default::default(),
+        unique_open: false,
+    };
+    match ctx.open(path, &opts).await {
+        Ok(f) => Some(f),
+        Err(e) => {
+            out.mismatches.push(format!("{test}: open `{path}`: {e}"));
+            None
+        }
+    }
+}
+
 /// The byte at index `i` of rank `rank`'s data in two-phase call `call`.
 fn call_pattern(rank: usize, call: u64, i: usize) -> u8 {
     pattern(rank, i) ^ (call as u8).wrapping_mul(29)
@@ -214,21 +238,9 @@ impl Pingpong {
     async fn locked_writes<C: IoCtx>(&self, ctx: &C, out: &mut PingpongOutput) {
         let (rank, size) = (ctx.rank(), ctx.size());
         let bytes = self.params.locked_writes;
-        let opts = OpenOptions {
-            mode: OpenMode::CreateReadWrite,
-            scope: Scope::Shared,
-            api: Api::MpiIo,
-            hints: Default::default(),
-            unique_open: false,
-        };
         let path = self.params.file.as_str();
-        let mut file = match ctx.open(path, &opts).await {
-            Ok(f) => f,
-            Err(e) => {
-                out.mismatches
-                    .push(format!("locked-write test: open `{path}`: {e}"));
-                return;
-            }
+        let Some(mut file) = open_shared(ctx, path, "locked-write test", out).await else {
+            return;
         };
         let at = rank as u64 * bytes;
         let mut buf = ctx.alloc(bytes as usize);
@@ -308,21 +320,9 @@ impl Pingpong {
     async fn two_phase<C: IoCtx>(&self, ctx: &C, out: &mut PingpongOutput) {
         let (rank, size) = (ctx.rank(), ctx.size());
         let block = self.params.two_phase_block;
-        let opts = OpenOptions {
-            mode: OpenMode::CreateReadWrite,
-            scope: Scope::Shared,
-            api: Api::MpiIo,
-            hints: Default::default(),
-            unique_open: false,
-        };
         let path = self.params.file.as_str();
-        let mut file = match ctx.open(path, &opts).await {
-            Ok(f) => f,
-            Err(e) => {
-                out.mismatches
-                    .push(format!("two-phase test: open `{path}`: {e}"));
-                return;
-            }
+        let Some(mut file) = open_shared(ctx, path, "two-phase test", out).await else {
+            return;
         };
         let view = View {
             disp: rank as u64 * block,
