@@ -382,10 +382,13 @@ fn the_twin_takes_the_rates_measured_again_before_the_real_run() {
             "nodes[0].compute.memcpy",
             "nodes[0].compute.pattern",
             "nodes[0].compute.pattern_check",
+            "nodes[0].compute.pattern_cached",
+            "nodes[0].compute.pattern_check_cached",
             "nodes[0].compute.flops",
             "nodes[0].compute.bt",
             "nodes[0].compute.fft",
             "nodes[0].cache.write_bw",
+            "nodes[0].cache.rewrite_bw",
             "nodes[0].cache.read_bw"
         ]
     );
