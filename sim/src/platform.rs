@@ -61,7 +61,7 @@
 //! holds copies at `cache.rewrite_bw` rather than `cache.write_bw`
 //! ([`Platform::cache_write_path`]).
 
-use std::cell::RefCell;
+use std::cell::{Cell, RefCell};
 use std::collections::BTreeMap;
 
 use crate::flow::{FlowNet, ResourceId};
@@ -90,8 +90,8 @@ pub(crate) struct Node {
     /// Its ranks (world rank, share of the cores), where they poll and yield
     /// their shares asleep (see [`Platform::add_cpus`]).
     shares: Vec<(usize, ResourceId)>,
-    /// Of those, the ones asleep in the kernel now.
-    asleep: RefCell<Vec<usize>>,
+    /// How many of those are asleep in the kernel now.
+    asleep: Cell<usize>,
     /// Of those, the ones woken from a sleep whose request is not done yet.
     woken: RefCell<Vec<usize>>,
     /// CPU seconds per system call.
@@ -426,7 +426,7 @@ impl Platform {
                     waiting: g.waiting_ranks,
                     sleeping: g.sleeping_ranks,
                     shares: Vec::new(),
-                    asleep: RefCell::new(Vec::new()),
+                    asleep: Cell::new(0),
                     woken: RefCell::new(Vec::new()),
                     syscall: g.syscall,
                     fortran_statement: g.fortran_statement,
@@ -572,12 +572,12 @@ impl Platform {
             return;
         }
         {
-            let (mut sleeping, mut woken) = (n.asleep.borrow_mut(), n.woken.borrow_mut());
+            let mut woken = n.woken.borrow_mut();
             woken.retain(|&r| r != rank);
             match asleep {
-                true => sleeping.push(rank),
+                true => n.asleep.set(n.asleep.get() + 1),
                 false => {
-                    sleeping.retain(|&r| r != rank);
+                    n.asleep.set(n.asleep.get() - 1);
                     woken.push(rank);
                 }
             }
@@ -605,8 +605,8 @@ impl Platform {
     /// others min(1, (cores − w) / (awake − w)) of one, where w < cores; else
     /// every rank awake min(1, cores / awake).
     fn set_shares<T>(&self, flows: &mut FlowNet<T>, n: &Node) {
-        let (sleeping, woken) = (n.asleep.borrow(), n.woken.borrow());
-        let awake = n.ranks - sleeping.len();
+        let woken = n.woken.borrow();
+        let awake = n.ranks - n.asleep.get();
         let cores = n.cores as f64;
         let fair = |ranks: usize, cores: f64| match ranks {
             0 => 1.0,
@@ -650,6 +650,7 @@ impl Platform {
         len: u64,
     ) -> Vec<(ResourceId, f64)> {
         let n = &self.nodes[self.node_of(rank)];
+        // One rate for both: the weight of a plain write, to the bit.
         if n.cache_bw[2] == n.cache_bw[0] {
             return self.cache_path(rank, &[(0, 1.0)]);
         }

@@ -1062,7 +1062,6 @@ fn fit_inode_lock(r: &ProbeResults, f: &mut Fitted) {
 /// call is below their geometric midpoint. Needs `poll`, the inode lock and
 /// `rewrite_bw` chosen or fitted before; else no choice and a note says why.
 fn fit_sleeping(r: &ProbeResults, f: &mut Fitted) {
-    const KEY: &str = "nodes.sleeping_ranks";
     let cores = r.machine.cores as u64;
     let chosen = |key: &str, word: &str| f.choices.get(key).is_some_and(|c| c.0 == word);
     let mut v: Vec<&PingRow> = r
@@ -1070,28 +1069,34 @@ fn fit_sleeping(r: &ProbeResults, f: &mut Fitted) {
         .iter()
         .filter(|p| p.test == "locked_write" && p.ranks > cores && p.seconds > 0.0)
         .collect();
-    let why = if v.is_empty() {
-        Some(format!(
-            "no pingpong --locked-writes run at more ranks than cores ({cores})"
-        ))
-    } else if !chosen("nodes.waiting_ranks", "poll") {
-        Some("waiting ranks not found to poll".into())
-    } else if !chosen("filesystem.write_lock", "inode") {
-        Some("no inode lock found, so the writers do not wait on each other".into())
-    } else {
-        None
-    };
     let rewrite = f.get("nodes.cache.rewrite_bw").map(|p| p.value);
-    let (None, Some(rewrite)) = (why.clone(), rewrite) else {
-        let why = why.unwrap_or_else(|| "nodes.cache.rewrite_bw not fitted".into());
-        f.notes.insert(
-            KEY.into(),
-            format!("not calibrated ({why}); absent: the twin's default applies"),
-        );
-        return;
+    let why = match rewrite {
+        _ if v.is_empty() => {
+            format!("no pingpong --locked-writes run at more ranks than cores ({cores})")
+        }
+        _ if !chosen("nodes.waiting_ranks", "poll") => "waiting ranks not found to poll".into(),
+        _ if !chosen("filesystem.write_lock", "inode") => {
+            "no inode lock found, so the writers do not wait on each other".into()
+        }
+        None => "nodes.cache.rewrite_bw not fitted".into(),
+        Some(rewrite) => {
+            v.sort_by(|a, b| a.seconds.total_cmp(&b.seconds));
+            let median = v[v.len() / 2];
+            choose_sleeping(f, median, rewrite, cores, v.len());
+            return;
+        }
     };
-    v.sort_by(|a, b| a.seconds.total_cmp(&b.seconds));
-    let median = v[v.len() / 2];
+    f.notes.insert(
+        SLEEPING_RANKS.into(),
+        format!("not calibrated ({why}); absent: the twin's default applies"),
+    );
+}
+
+const SLEEPING_RANKS: &str = "nodes.sleeping_ranks";
+
+/// `nodes.sleeping_ranks` from the median of `runs` locked-write rows, against
+/// the two predictions (see [`fit_sleeping`]).
+fn choose_sleeping(f: &mut Fitted, median: &PingRow, rewrite: f64, cores: u64, runs: usize) {
     let ranks = median.ranks as f64;
     let woken = median.bytes as f64 / rewrite;
     let shared = woken * ranks / cores as f64;
@@ -1105,9 +1110,10 @@ fn fit_sleeping(r: &ProbeResults, f: &mut Fitted) {
         median.ranks,
         median.bytes / median.ranks,
         median.seconds,
-        v.len()
+        runs
     );
-    f.choices.insert(KEY.into(), (word.into(), found));
+    f.choices
+        .insert(SLEEPING_RANKS.into(), (word.into(), found));
 }
 
 /// `nodes.mmap_from` and `nodes.compute.first_touch` from pingpong's
