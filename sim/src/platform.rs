@@ -94,8 +94,10 @@ pub(crate) struct Node {
     asleep: Cell<usize>,
     /// Of those, the ones woken from a sleep whose request is not done yet.
     woken: RefCell<Vec<usize>>,
-    /// CPU seconds per system call.
+    /// CPU seconds per write system call.
     syscall: f64,
+    /// CPU seconds per read system call.
+    read_syscall: f64,
     /// CPU seconds per Fortran data-transfer statement.
     fortran_statement: f64,
     /// Extra latency of a message to a rank on this node when it is oversubscribed, in s.
@@ -429,6 +431,7 @@ impl Platform {
                     asleep: Cell::new(0),
                     woken: RefCell::new(Vec::new()),
                     syscall: g.syscall,
+                    read_syscall: g.read_syscall,
                     fortran_statement: g.fortran_statement,
                     wakeup: g.oversubscribed_wakeup,
                     polled_wakeup: g.polled_wakeup,
@@ -676,9 +679,12 @@ impl Platform {
         path
     }
 
-    /// CPU seconds of one system call on `node`.
-    pub(crate) fn syscall(&self, node: usize) -> f64 {
-        self.nodes[node].syscall
+    /// CPU seconds of one system call of `access` on `node`.
+    pub(crate) fn syscall(&self, node: usize, access: Access) -> f64 {
+        match access {
+            Access::Write => self.nodes[node].syscall,
+            Access::Read => self.nodes[node].read_syscall,
+        }
     }
 
     /// CPU seconds of one Fortran data-transfer statement on `node`.

@@ -96,13 +96,16 @@ fn terms_at_their_defaults_leave_times_bit_identical() {
         "nodes[0].oversubscribed_wakeup=0s",
         "nodes[0].sleeping_ranks=hold",
         "nodes[0].compute.private_cache=0B",
+        "mpiio.first_open=0s",
+        "mpiio.first_close=0s",
+        "nodes[0].read_syscall=0s",
         // the memcpy rate (only with a page cache: a --set would create one)
         "nodes[0].cache.write_bw=1GB/s",
         "nodes[0].cache.read_bw=1GB/s",
         "nodes[0].cache.rewrite_bw=1GB/s",
     ];
     for cache in [false, true] {
-        let off = &off[..if cache { 12 } else { 9 }];
+        let off = &off[..if cache { 15 } else { 12 }];
         let a = run(&scenario(2, cache, &[]), 2, async |r| {
             io_program(r, Api::MpiIo, 3, 65536).await
         });
@@ -167,6 +170,54 @@ fn per_call_costs_add_their_time() {
         assert!(close(d_ind, n * (ind + sys)), "independent {d_ind}");
         assert!(close(d_coll, coll + sys), "collective {d_coll}");
         assert!(close(d_close, cls), "close {d_close}");
+    }
+}
+
+/// A process's first MPI-IO open and close pay `first_open` and `first_close`
+/// on top of `open` and `close`, its later ones not; a read request pays
+/// `read_syscall`, a write `syscall`. By hand, per rank of two: open, one
+/// write, close, open, two reads, close.
+#[test]
+fn first_opens_and_closes_and_read_calls_add_their_time() {
+    let program = async |r: &Rank| {
+        let mut t = vec![r.now()];
+        for (access, calls) in [(Access::Write, 1), (Access::Read, 2)] {
+            let mut f = r
+                .open("/f", OpenMode::CreateReadWrite, true, Api::MpiIo)
+                .await
+                .unwrap();
+            t.push(r.now());
+            for i in 0..calls {
+                let pos = Position::At((r.world_rank() as u64 * 2 + i) * 4096);
+                let op = Op {
+                    access,
+                    coord: Coordination::Independent,
+                    pos,
+                };
+                r.xfer(&mut f, op, 4096).await.unwrap();
+            }
+            t.push(r.now());
+            r.close(f).await;
+            t.push(r.now());
+        }
+        t
+    };
+    let base = run(&scenario(2, false, &[]), 2, program);
+    let set = [
+        "mpiio.open=10us",
+        "mpiio.first_open=100us",
+        "mpiio.close=3us",
+        "mpiio.first_close=30us",
+        "nodes[0].syscall=2us",
+        "nodes[0].read_syscall=500ns",
+    ];
+    let with = run(&scenario(2, false, &set), 2, program);
+    let want = [110e-6, 2e-6, 33e-6, 10e-6, 2.0 * 0.5e-6, 3e-6];
+    for (b, w) in base.iter().zip(&with) {
+        for (i, want) in want.iter().enumerate() {
+            let d = (w[i + 1] - w[i]) - (b[i + 1] - b[i]);
+            assert!(close(d, *want), "phase {i}: {d} against {want}");
+        }
     }
 }
 
@@ -908,5 +959,37 @@ fn writers_of_one_file_take_its_inode_lock_in_turn() {
     assert_eq!(
         none.iter().map(|t| t.to_bits()).collect::<Vec<_>>(),
         unlocked.iter().map(|t| t.to_bits()).collect::<Vec<_>>()
+    );
+    // `write_lock_span`: with a 5 ms system call per write, the lock over the
+    // copy alone lets both calls run at once (5 ms), then the copies in turn:
+    // 15 and 25 ms; over the whole call the second waits for the first's call
+    // and copy: 15 and 30 ms. Writers of a file each: 15 ms either way.
+    let call = ["nodes[0].syscall=5ms"];
+    let copy_span = times(&[&call[..], &lock[..]].concat(), true);
+    assert!(
+        close(copy_span[0], 15e-3) && close(copy_span[1], 25e-3),
+        "{copy_span:?}"
+    );
+    let span = ["filesystem.write_lock_span=\"call\""];
+    let call_span = times(&[&call[..], &lock[..], &span[..]].concat(), true);
+    assert!(
+        close(call_span[0], 15e-3) && close(call_span[1], 30e-3),
+        "{call_span:?}"
+    );
+    let separate = times(&[&call[..], &lock[..], &span[..]].concat(), false);
+    assert!(separate.iter().all(|&t| close(t, 15e-3)), "{separate:?}");
+    // "copy" is the default.
+    let copy = times(
+        &[
+            &call[..],
+            &lock[..],
+            &["filesystem.write_lock_span=\"copy\""],
+        ]
+        .concat(),
+        true,
+    );
+    assert_eq!(
+        copy.iter().map(|t| t.to_bits()).collect::<Vec<_>>(),
+        copy_span.iter().map(|t| t.to_bits()).collect::<Vec<_>>()
     );
 }

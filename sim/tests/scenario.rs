@@ -254,7 +254,7 @@ fn cpu_cost_keys_default_off_and_check_units() {
         .unwrap_err()
         .to_string();
     assert!(
-        e.starts_with("--set mpiio.colective_call=1us: mpiio.colective_call: unknown key; allowed in [mpiio]: shared_pointer, independent_call, collective_call, open, close, open_steps"),
+        e.starts_with("--set mpiio.colective_call=1us: mpiio.colective_call: unknown key; allowed in [mpiio]: shared_pointer, independent_call, collective_call, open, close, first_open, first_close, open_steps"),
         "{e}"
     );
 }

@@ -66,11 +66,16 @@ pub(crate) async fn fs_io(
     access: Access,
     ext: &[(u64, u64)],
 ) -> u64 {
-    // one system call per request (reads at the end of file included), on the rank's core
-    let syscalls = {
+    // one system call per request (reads at the end of file included), on the
+    // rank's core; a write's under the inode's lock where it takes the whole call
+    let (syscalls, locked_call) = {
         let m = sim.model.borrow();
         let calls = ext.iter().filter(|e| e.1 > 0).count();
-        calls as f64 * m.platform.syscall(m.platform.node_of(world_rank))
+        let each = m.platform.syscall(m.platform.node_of(world_rank), access);
+        match access == Access::Write && m.fs.inode_write_lock && m.fs.locked_syscall {
+            true => (0.0, each),
+            false => (calls as f64 * each, 0.0),
+        }
     };
     if syscalls > 0.0 {
         cpu(sim, world_rank, syscalls).await;
@@ -116,7 +121,7 @@ pub(crate) async fn fs_io(
         m.waiting[world_rank] = Wait::Io;
         (node, reqs)
     };
-    storage::io(sim, world_rank, node, access, &reqs).await;
+    storage::io(sim, world_rank, node, access, &reqs, locked_call).await;
     let mut m = sim.model.borrow_mut();
     m.waiting[world_rank] = Wait::Running;
     if access == Access::Write {

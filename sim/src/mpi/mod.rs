@@ -63,7 +63,7 @@ use crate::platform::Platform;
 use crate::romio::FsRequest;
 use crate::romio::hints::Effective;
 use crate::scenario::{FileSystem, Metadata, MpiIo, Scenario};
-use crate::storage::{self, Load, Machine, Storage, node_flow};
+use crate::storage::{self, Load, Machine, Storage};
 /// Counters of a finished run.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct RunStats {
@@ -136,6 +136,9 @@ pub(crate) struct Model {
     pub(crate) mail: FxHashMap<(u32, usize, usize), Mailbox>,
     pub(crate) ptrs: Vec<SharedPtr>,
     pub(crate) waiting: Vec<Wait>,
+    /// Per world rank: whether it has made an MPI-IO open, and a close, before
+    /// (`mpiio.first_open`, `first_close` are charged on the first).
+    pub(crate) mpiio_used: Vec<(bool, bool)>,
     pub(crate) fs: FileSystem,
     /// Collective I/O calls in progress, by (file communicator, call number).
     pub(crate) coll: FxHashMap<(u32, u64), Rc<CollIo>>,
@@ -229,6 +232,7 @@ impl Twin {
             mail: FxHashMap::default(),
             ptrs: Vec::new(),
             waiting: vec![Wait::Running; ranks],
+            mpiio_used: vec![(false, false); ranks],
             fs: scenario.filesystem.clone(),
             coll: FxHashMap::default(),
             opened_hints: BTreeMap::new(),
@@ -347,23 +351,4 @@ impl Twin {
     }
 }
 
-/// `seconds` of CPU work of world rank `world`: a delay where it has a core of
-/// its own, else shared with its node's other ranks ([`crate::platform::Platform::cpu_path`]).
-pub(crate) async fn cpu(sim: &Sim, world_rank: usize, seconds: f64) {
-    let path = sim.platform.cpu_path(world_rank);
-    match path {
-        None => delay(sim, seconds).await,
-        Some(path) => node_flow(sim, world_rank, path, seconds.max(0.0)).await,
-    }
-}
-
-/// Waits `seconds` of virtual time.
-pub(crate) async fn delay(sim: &Sim, seconds: f64) {
-    let s = Signal::new();
-    {
-        let mut e = sim.engine.borrow_mut();
-        let at = e.now() + seconds;
-        e.fire_at(at, s.clone());
-    }
-    s.wait().await;
-}
+pub(crate) use crate::storage::{cpu, delay};

@@ -105,7 +105,12 @@ impl Rank {
     ) -> Result<File, IoError> {
         let hints_given = hints;
         if api == Api::MpiIo {
-            self.call_cost(|c| c.open).await;
+            let first = !std::mem::replace(
+                &mut self.sim.model.borrow_mut().mpiio_used[self.world_rank].0,
+                true,
+            );
+            self.call_cost(|c| c.open + if first { c.first_open } else { 0.0 })
+                .await;
         }
         let (rank, opened) = if shared && self.size() > 1 {
             let out = self.on_comm(Contrib::None, Kind::Open(path, mode)).await;
@@ -522,7 +527,12 @@ impl Rank {
     /// Closes `file` (collective over the file's ranks when it was opened shared).
     pub async fn close(&self, file: File) {
         if file.api == Api::MpiIo {
-            self.call_cost(|c| c.close).await;
+            let first = !std::mem::replace(
+                &mut self.sim.model.borrow_mut().mpiio_used[self.world_rank].1,
+                true,
+            );
+            self.call_cost(|c| c.close + if first { c.first_close } else { 0.0 })
+                .await;
         }
         let node = self.sim.model.borrow().platform.node_of(self.world_rank);
         self.sim.model.borrow_mut().waiting[self.world_rank] = Wait::Io;

@@ -413,6 +413,7 @@ mod tests {
             lock_granularity: None,
             lock_revoke: 0.0,
             inode_write_lock: false,
+            locked_syscall: false,
         }
     }
 

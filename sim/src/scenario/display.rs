@@ -207,6 +207,14 @@ impl fmt::Display for Scenario {
                     fmt_time(g.oversubscribed_wakeup)
                 )?;
             }
+            if g.read_syscall != g.syscall {
+                writeln!(
+                    f,
+                    "  a read system call on `{}` takes {}",
+                    g.name,
+                    fmt_time(g.read_syscall)
+                )?;
+            }
             if g.oversubscribed_unpack_bw.is_finite() || g.oversubscribed_pack_bw.is_finite() {
                 let rate = |r: f64| match r.is_finite() {
                     true => fmt_rate(r),
@@ -264,10 +272,12 @@ impl fmt::Display for Scenario {
                 ),
                 None => String::new(),
             },
-            if fs.inode_write_lock {
-                "; buffered writes to a file one at a time per node"
-            } else {
-                ""
+            match (fs.inode_write_lock, fs.locked_syscall) {
+                (true, false) => "; buffered writes to a file one at a time per node",
+                (true, true) => {
+                    "; buffered writes to a file one at a time per node, system call included"
+                }
+                (false, _) => "",
             }
         )?;
         let m = &self.metadata;
@@ -297,6 +307,14 @@ impl fmt::Display for Scenario {
             fmt_time(mp.open),
             fmt_time(mp.close)
         )?;
+        if mp.first_open > 0.0 || mp.first_close > 0.0 {
+            writeln!(
+                f,
+                "    a process's first open takes {} more, its first close {} more",
+                fmt_time(mp.first_open),
+                fmt_time(mp.first_close)
+            )?;
+        }
         if mp.open_steps > 0.0 {
             writeln!(
                 f,

@@ -129,6 +129,11 @@ pub struct NodeGroup {
     /// file-system request a rank issues, whether a POSIX call or one ROMIO
     /// makes for it. 0 = free (the default).
     pub syscall: f64,
+    /// CPU time of one read system call, where it differs from `syscall`
+    /// (`nodes.read_syscall`): a write allocates and dirties pages under the
+    /// inode's lock, a read of cached pages only copies them out. Default:
+    /// `syscall`.
+    pub read_syscall: f64,
     /// CPU time of one Fortran data-transfer statement (`WRITE`/`READ` of an
     /// unformatted unit) in the Fortran runtime above its system calls (unit lock,
     /// statement set-up, record positioning, the I/O list into the unit's buffer),
@@ -498,6 +503,11 @@ pub struct FileSystem {
     /// hold the inode lock for a whole buffered write) or in parallel
     /// (`"none"`, the default: Lustre's client locks ranges).
     pub inode_write_lock: bool,
+    /// Whether a write's system call runs under that inode lock as well as
+    /// its copy (`write_lock_span = "call"`: ext4 takes it on entry to the
+    /// buffered write, before the page lookups and block reservations a
+    /// small write's time goes to) or only the copy (`"copy"`, the default).
+    pub locked_syscall: bool,
 }
 
 /// Metadata operation costs at the server, in seconds each; the server runs them one at a time.
@@ -538,6 +548,12 @@ pub struct MpiIo {
     pub open: f64,
     /// CPU time of `MPI_File_close` on each rank beyond the metadata operation, in seconds. 0 = free.
     pub close: f64,
+    /// CPU time a process's first `MPI_File_open` takes beyond `open` (the
+    /// library's set-up on first use: ROMIO's ADIO initialisation, its code
+    /// paged in), in seconds. 0 = none.
+    pub first_open: f64,
+    /// CPU time a process's first `MPI_File_close` takes beyond `close`, in seconds. 0 = none.
+    pub first_close: f64,
     /// Message steps of a collective `MPI_File_open` beyond the one
     /// synchronisation the twin makes (ROMIO duplicates the communicator,
     /// agrees on the access mode, gathers the host names for

@@ -387,6 +387,7 @@ impl Scenario {
                 },
                 cache,
                 syscall: n.time_or("syscall", 0.0)?,
+                read_syscall: n.time_or("read_syscall", n.time_or("syscall", 0.0)?)?,
                 fortran_statement: n.time_or("fortran_statement", 0.0)?,
                 oversubscribed_wakeup: n.time_or("oversubscribed_wakeup", 0.0)?,
                 waiting_ranks: [WaitingRanks::Idle, WaitingRanks::Poll]
@@ -486,6 +487,7 @@ impl Scenario {
                     },
                     lock_revoke: f.time_or("lock_revoke", 0.0)?,
                     inode_write_lock: f.choice("write_lock", &["none", "inode"], 0)? == 1,
+                    locked_syscall: f.choice("write_lock_span", &["copy", "call"], 0)? == 1,
                 }
             }
             None => FileSystem {
@@ -495,6 +497,7 @@ impl Scenario {
                 lock_granularity: None,
                 lock_revoke: 0.0,
                 inode_write_lock: false,
+                locked_syscall: false,
             },
         };
         if fs.is_none() && server.count != 1 {
@@ -560,6 +563,8 @@ impl Scenario {
                 collective_call: mpiio.time_or("collective_call", 0.0)?,
                 open: mpiio.time_or("open", 0.0)?,
                 close: mpiio.time_or("close", 0.0)?,
+                first_open: mpiio.time_or("first_open", 0.0)?,
+                first_close: mpiio.time_or("first_close", 0.0)?,
                 open_steps: mpiio.number_or("open_steps", 0.0)?,
             },
             calibration,

@@ -233,6 +233,12 @@ const KEYS: &[Key] = &[
         "CPU time of one `pread`/`pwrite` on a core, per file-system request a rank issues",
     ),
     key(
+        "nodes.read_syscall",
+        Quantity(Time),
+        Otherwise("`syscall`"),
+        "CPU time of one `pread` on a core, where it differs from a write's (a read of cached pages allocates nothing)",
+    ),
+    key(
         "nodes.fortran_statement",
         Quantity(Time),
         Value("\"0s\""),
@@ -571,6 +577,12 @@ const KEYS: &[Key] = &[
         Value("\"none\""),
         "inode: a node's buffered writes to one file copy into the page cache one at a time, fresh pages included (ext4, XFS and the NFS client hold the inode lock for a whole buffered write); none: in parallel (Lustre's client locks ranges)",
     ),
+    key(
+        "filesystem.write_lock_span",
+        Choice(&["copy", "call"]),
+        Value("\"copy\""),
+        "with write_lock = inode, what the lock covers: the write's copy into the page cache (copy) or its whole system call, `nodes.syscall` included (call)",
+    ),
     // [metadata]
     key(
         "metadata.open",
@@ -623,6 +635,18 @@ const KEYS: &[Key] = &[
         Quantity(Time),
         Value("\"0s\""),
         "CPU of `MPI_File_close` per rank, beyond the metadata costs",
+    ),
+    key(
+        "mpiio.first_open",
+        Quantity(Time),
+        Value("\"0s\""),
+        "CPU a process's first `MPI_File_open` takes beyond `open` (the library's set-up on first use)",
+    ),
+    key(
+        "mpiio.first_close",
+        Quantity(Time),
+        Value("\"0s\""),
+        "CPU a process's first `MPI_File_close` takes beyond `close`",
     ),
     key(
         "mpiio.open_steps",

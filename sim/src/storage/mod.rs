@@ -135,6 +135,26 @@ pub(crate) async fn node_flow(machine: &Machine, rank: usize, path: Path, units:
     machine.load.borrow_mut().busy[rank] += now - start;
 }
 
+/// `seconds` of CPU work of world rank `rank`: a delay where it has a core of
+/// its own, else shared with its node's other ranks ([`crate::platform::Platform::cpu_path`]).
+pub(crate) async fn cpu(machine: &Machine, rank: usize, seconds: f64) {
+    match machine.platform.cpu_path(rank) {
+        None => delay(machine, seconds).await,
+        Some(path) => node_flow(machine, rank, path, seconds.max(0.0)).await,
+    }
+}
+
+/// Waits `seconds` of virtual time.
+pub(crate) async fn delay(machine: &Machine, seconds: f64) {
+    let s = Signal::new();
+    {
+        let mut e = machine.engine.borrow_mut();
+        let at = e.now() + seconds;
+        e.fire_at(at, s.clone());
+    }
+    s.wait().await;
+}
+
 /// Bytes the flusher writes back per round (Linux writes back in chunks of
 /// `MAX_WRITEBACK_PAGES`-like batches; 16 MiB keeps flows few and large).
 pub(crate) const FLUSH_CHUNK: u64 = 16 << 20;

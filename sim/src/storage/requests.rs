@@ -7,7 +7,7 @@ use crate::storage::fs::FileSystemKind as _;
 use piotwin_types::Access;
 
 use super::cache::State;
-use super::{FLUSH_CHUNK, LockUnit, Machine, Started, Storage, node_flow};
+use super::{FLUSH_CHUNK, LockUnit, Machine, Started, Storage, cpu, node_flow};
 use crate::engine::Signal;
 use crate::flow::ResourceId;
 
@@ -294,13 +294,16 @@ pub(crate) async fn flush(machine: &Machine, node: usize, file: usize, a: u64, b
 /// `node`, all of one `access`, done one after the other. This is the file-system layer's seam:
 /// MPI-IO middleware (two-phase I/O, data sieving) calls it with the requests
 /// it decided on. Returns when every byte is where the file system puts it
-/// (a page cache, a server cache or a device).
+/// (a page cache, a server cache or a device). `locked_call` is each write
+/// request's system call where it runs under the inode's lock
+/// (`filesystem.write_lock_span = "call"`), else 0 (the caller charged it).
 pub(crate) async fn io(
     machine: &Machine,
     rank: usize,
     node: usize,
     access: Access,
     reqs: &[(usize, u64, u64)],
+    locked_call: f64,
 ) {
     for &(file, off, len) in reqs {
         if len == 0 {
@@ -328,6 +331,10 @@ pub(crate) async fn io(
                 m.release(node, file, now);
                 m.invalidate_everywhere(file, a, b);
             }
+        }
+        if locked_call > 0.0 && !(access == Access::Write && cached) {
+            // no page-cache copy, so no inode lock to take it under
+            cpu(machine, rank, locked_call).await;
         }
         match (access, cached) {
             (Access::Write, true) => loop {
@@ -365,6 +372,9 @@ pub(crate) async fn io(
         match (access, cached) {
             (Access::Write, true) => {
                 let locked = inode_lock(machine, rank, node, file).await;
+                if locked_call > 0.0 {
+                    cpu(machine, rank, locked_call).await;
+                }
                 let held = {
                     let m = machine.storage.borrow();
                     m.nodes[node]
