@@ -55,6 +55,11 @@ pub struct IorRow {
     pub close_s: f64,
     /// Aggregate bandwidth, MiB/s.
     pub bw_mib_s: f64,
+    /// The repetition (`iter`, from 0; each probe step is one process, so
+    /// repetition 0's write makes the process's first open). Absent in probes
+    /// recorded before it was kept.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub iter: Option<u64>,
 }
 
 /// One measurement of a b_eff run: a pattern at a size by a method.
@@ -227,7 +232,14 @@ impl ProbeResults {
                     })?;
                 for r in rows(
                     &report,
-                    &["access", "bw_mib_s", "latency_s", "open_s", "close_s"],
+                    &[
+                        "access",
+                        "bw_mib_s",
+                        "latency_s",
+                        "open_s",
+                        "close_s",
+                        "iter",
+                    ],
                 )? {
                     self.ior.push(IorRow {
                         ranks: step.ranks,
@@ -238,6 +250,7 @@ impl ProbeResults {
                         open_s: num(&r, "open_s")?,
                         close_s: num(&r, "close_s")?,
                         bw_mib_s: num(&r, "bw_mib_s")?,
+                        iter: Some(num(&r, "iter")? as u64),
                     });
                 }
             }
