@@ -87,7 +87,8 @@ const REAL: &[Case] = &[
     Case {
         name: "madbench2",
         ranks: 4,
-        // W's 8 busy-works of 1024³/4 flops per rank take a second or two each here.
+        // Busy-work of 1024^3.4 flops (BWEXP 1.7): the run takes about 15 s on
+        // a host where the default 1024³ ends it in 2 s, before the window's end.
         args: &[
             "madbench2",
             "1024",
@@ -99,6 +100,8 @@ const REAL: &[Case] = &[
             "1",
             "--iomethod",
             "mpi",
+            "--bwexp",
+            "1.7",
             "-p",
             "{S}",
         ],
@@ -157,7 +160,7 @@ const TWIN: &[Case] = &[
             "--sim",
             "{T}",
             "--ranks",
-            "16",
+            "64",
         ],
         window: (0.5, 3.0),
     },
@@ -183,7 +186,7 @@ const TWIN: &[Case] = &[
         name: "ftio",
         ranks: 0,
         args: &[
-            "ftio", "-i", "192", "-p", "{S}", "--sim", "{T}", "--ranks", "4",
+            "ftio", "-i", "300", "-p", "{S}", "--sim", "{T}", "--ranks", "4",
         ],
         window: (0.5, 3.0),
     },
@@ -211,7 +214,7 @@ const TWIN: &[Case] = &[
         args: &[
             "madbench2",
             "4096",
-            "256",
+            "4096",
             "1",
             "16",
             "1024",
