@@ -112,6 +112,7 @@ mod tests {
             "validation/vm-f/scenario.toml",
             "validation/vm-g/scenario.toml",
             "validation/vm-h/scenario.toml",
+            "validation/vm-i/scenario.toml",
         ] {
             let probes = root.join(format!("{file}.probes.json"));
             let raw: serde_json::Value =

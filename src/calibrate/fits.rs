@@ -1801,6 +1801,7 @@ pub(crate) mod tests {
             "validation/vm-f/scenario.toml",
             "validation/vm-g/scenario.toml",
             "validation/vm-h/scenario.toml",
+            "validation/vm-i/scenario.toml",
         ] {
             let probes = root.join(format!("{file}.probes.json"));
             let raw: serde_json::Value =
