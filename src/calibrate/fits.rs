@@ -221,6 +221,16 @@ pub fn quality(fit: &LinearFit) -> String {
     format!("method={method} r2={:.4} n={}", fit.r_squared, fit.n)
 }
 
+/// `e` moved down by `by` (a base cost taken off a measured time), its interval with it.
+fn less(e: Estimate, by: f64) -> Estimate {
+    Estimate {
+        value: e.value - by,
+        ci_low: e.ci_low - by,
+        ci_high: e.ci_high - by,
+        level: e.level,
+    }
+}
+
 fn why(e: &FitError) -> String {
     format!("fit failed: {e}")
 }
@@ -1431,17 +1441,7 @@ fn fit_ior(r: &ProbeResults, base: &Scenario, f: &mut Fitted) {
                     "method=huber r2={:.4} n={} intercept {:.3e} s {minus_note}",
                     line.r_squared, line.n, e.value
                 );
-                f.time(
-                    key,
-                    Estimate {
-                        value: e.value - minus,
-                        ci_low: e.ci_low - minus,
-                        ci_high: e.ci_high - minus,
-                        level: e.level,
-                    },
-                    &probe,
-                    q,
-                );
+                f.time(key, less(e, minus), &probe, q);
             }
             Err(e) => f.skip(&[key], why(&e)),
         }
@@ -1640,12 +1640,7 @@ fn fit_open_close(r: &ProbeResults, base: &Scenario, f: &mut Fitted) {
             Ok(e) => {
                 f.time(
                     key,
-                    Estimate {
-                        value: e.value - meta,
-                        ci_low: e.ci_low - meta,
-                        ci_high: e.ci_high - meta,
-                        level: e.level,
-                    },
+                    less(e, meta),
                     &format!("{probe}, {which}"),
                     format!(
                         "method=mean n={} mean {:.3e} s minus base {meta_key} {meta:.3e} s",
@@ -1671,12 +1666,7 @@ fn fit_open_close(r: &ProbeResults, base: &Scenario, f: &mut Fitted) {
         match mean_estimate(&first, LEVEL) {
             Ok(e) => f.time(
                 first_key,
-                Estimate {
-                    value: e.value - steady,
-                    ci_low: e.ci_low - steady,
-                    ci_high: e.ci_high - steady,
-                    level: e.level,
-                },
+                less(e, steady),
                 &format!("{probe}, the first repetition (the process's first)"),
                 format!(
                     "method=mean n={} mean {:.3e} s minus the later repetitions' mean {steady:.3e} s",
