@@ -1484,11 +1484,7 @@ fn fit_ior(r: &ProbeResults, base: &Scenario, f: &mut Fitted) {
 /// IOzone's stands where IOR did not run at 1 rank.
 fn fit_write_syscall(r: &ProbeResults, f: &mut Fitted) {
     const KEY: &str = "nodes.syscall";
-    let writes = || {
-        r.ior
-            .iter()
-            .filter(|x| x.shape == "shared-independent" && x.access == "write" && x.ranks == 1)
-    };
+    let writes = || independent_writes(r).filter(|x| x.ranks == 1);
     let got = |key: &str| f.get(key).map(|p| p.value);
     let (Some(t), Some(call), Some(bw)) = (
         writes().map(|x| x.transfer).min(),
@@ -1518,6 +1514,13 @@ fn fit_write_syscall(r: &ProbeResults, f: &mut Fitted) {
     );
 }
 
+/// IOR's independent writes of one shared file.
+fn independent_writes(r: &ProbeResults) -> impl Iterator<Item = &IorRow> {
+    r.ior
+        .iter()
+        .filter(|x| x.shape == "shared-independent" && x.access == "write")
+}
+
 const WRITE_LOCK_SPAN: &str = "filesystem.write_lock_span";
 
 /// `filesystem.write_lock_span` (a choice), with the inode lock found: IOR's
@@ -1535,21 +1538,13 @@ fn fit_write_lock_span(r: &ProbeResults, f: &mut Fitted) {
         .is_some_and(|c| c.0 == "inode");
     let got = |key: &str| f.get(key).map(|p| p.value);
     let median_call = |ranks: usize, t: u64| -> Option<f64> {
-        let mut v: Vec<f64> = r
-            .ior
-            .iter()
-            .filter(|x| x.shape == "shared-independent" && x.access == "write")
+        let mut v: Vec<f64> = independent_writes(r)
             .filter(|x| x.ranks == ranks && x.transfer == t)
             .map(|x| x.latency_s)
             .collect();
         crate::report::median(&mut v)
     };
-    let smallest = r
-        .ior
-        .iter()
-        .filter(|x| x.shape == "shared-independent" && x.access == "write")
-        .map(|x| x.transfer)
-        .min();
+    let smallest = independent_writes(r).map(|x| x.transfer).min();
     let found = match (
         inode,
         smallest,

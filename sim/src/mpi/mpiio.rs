@@ -105,10 +105,7 @@ impl Rank {
     ) -> Result<File, IoError> {
         let hints_given = hints;
         if api == Api::MpiIo {
-            let first = !std::mem::replace(
-                &mut self.sim.model.borrow_mut().mpiio_used[self.world_rank].0,
-                true,
-            );
+            let first = self.first_use(|used| &mut used.0);
             self.call_cost(|c| c.open + if first { c.first_open } else { 0.0 })
                 .await;
         }
@@ -524,13 +521,17 @@ impl Rank {
         self.sim.storage.borrow().size(file.inode)
     }
 
+    /// Whether this rank has not made the MPI-IO call `pick` chooses of its
+    /// [`Model::mpiio_used`] (open, close) before; marks it made.
+    fn first_use(&self, pick: impl FnOnce(&mut (bool, bool)) -> &mut bool) -> bool {
+        let mut m = self.sim.model.borrow_mut();
+        !std::mem::replace(pick(&mut m.mpiio_used[self.world_rank]), true)
+    }
+
     /// Closes `file` (collective over the file's ranks when it was opened shared).
     pub async fn close(&self, file: File) {
         if file.api == Api::MpiIo {
-            let first = !std::mem::replace(
-                &mut self.sim.model.borrow_mut().mpiio_used[self.world_rank].1,
-                true,
-            );
+            let first = self.first_use(|used| &mut used.1);
             self.call_cost(|c| c.close + if first { c.first_close } else { 0.0 })
                 .await;
         }
