@@ -307,9 +307,9 @@ fn repeated_real_runs_give_the_median_and_its_band() {
 
 /// A scenario whose page cache pays for fresh memory that the host takes
 /// back: compare waits 1.5 × release_time before the real run, reads the free
-/// memory it found, and starts the twin with it.
+/// and warm memory it found, and starts the twin with them.
 #[test]
-fn the_twin_starts_from_the_free_memory_the_real_run_found() {
+fn the_twin_starts_from_the_free_and_warm_memory_the_real_run_found() {
     let Some(launcher) = launcher_line() else {
         panic!("no MPI launcher: real-mode tests need mpiexec");
     };
@@ -330,10 +330,17 @@ fn the_twin_starts_from_the_free_memory_the_real_run_found() {
     );
     let free = cmp["mem_free_at_start"][0].as_u64().unwrap();
     assert!(free > 0);
-    assert_eq!(
-        cmp["twin_sets"],
-        serde_json::json!([format!("nodes[0].cache.free={free}B")])
-    );
+    // The warm part: free blocks below free page reporting's order, where the
+    // kernel reports free pages.
+    let reporting = std::path::Path::new("/sys/module/page_reporting/parameters").exists();
+    let warm = cmp["warm_at_start"].as_array().unwrap();
+    assert_eq!(warm.len(), usize::from(reporting), "{cmp}");
+    let mut sets = vec![format!("nodes[0].cache.free={free}B")];
+    if let Some(warm) = warm.first().and_then(|w| w.as_u64()) {
+        assert!(0 < warm && warm <= free, "warm {warm} of free {free}");
+        sets.push(format!("nodes[0].cache.warm={warm}B"));
+    }
+    assert_eq!(cmp["twin_sets"], serde_json::json!(sets));
     assert!(
         stderr(&o).contains("the twin starts so (nodes.cache.free)"),
         "{}",
@@ -399,7 +406,10 @@ fn the_twin_takes_the_rates_measured_again_before_the_real_run() {
         .map(|s| s.as_str().unwrap())
         .collect();
     assert!(sets[0].starts_with("nodes[0].cache.free="), "{sets:?}");
-    for (r, set) in refreshed.iter().zip(&sets[1..]) {
+    // Then the warm memory the run found, where the kernel reports free pages.
+    let start = 1 + usize::from(sets[1].starts_with("nodes[0].cache.warm="));
+    assert_eq!(sets.len(), start + refreshed.len(), "{sets:?}");
+    for (r, set) in refreshed.iter().zip(&sets[start..]) {
         let f = |k: &str| r[k].as_f64().unwrap();
         let (key, value) = set.split_once('=').unwrap();
         assert_eq!(key, r["key"].as_str().unwrap());

@@ -34,7 +34,7 @@
 //! | `nodes.cache.release_time` | rewrites a wait after a delete, at two sizes | the wait until freed memory is no longer backed (`piotwin_calibration::fit_release`) |
 //! | `nodes.cache.fresh_bw` | settled writes in 1 MiB and 2 MiB (and more) requests (huge pages take fresh memory) | bytes / (huge requests' time − smallest requests'); else the release probe's |
 //! | `nodes.cache.warm` | the machine: free memory in blocks below free page reporting's order | `/proc/buddyinfo` at the start; else the release probe's |
-//! | `nodes.cache.huge_from` | the same settled writes | the smallest request size at 2 × the smallest requests' time, every larger too |
+//! | `nodes.cache.huge_from` | the same settled writes | the smallest request size at 2 × the smallest requests' time, every larger too; where the smallest ran at under half `cache.write_bw` (the warm floor used up), the smallest size that took all its memory fresh (0.9 × bytes / `write_bw` + bytes / `fresh_bw`), every larger too |
 //! | `filesystem.write_lock` (a choice) | warm rewrites in the scratch directory, 1 MiB requests: one writer; 2 writers of one file; 2 writers of a file each | `inode` where the medians' rate of one file stays below the geometric midpoint of one writer's and a file each's, else `none`; not chosen where a file each did not reach 1.25 × one writer (the probe cannot tell) |
 //! | `nodes.sleeping_ranks` (a choice) | pingpong's locked-write test at N > cores ranks: every rank rewrites its part of one file at once, each call after a barrier | `yield` where the median call ran below the geometric midpoint of N · bytes / `rewrite_bw` (each writer woken from the inode lock on a whole core) and N / cores times that (at its share); needs `poll` and `inode` chosen |
 //! | `nodes.cores`, `nodes.memory` | the machine | `available_parallelism`, `MemTotal` |
@@ -975,6 +975,12 @@ fn fresh_from_huge(r: &ProbeResults) -> Option<Param> {
 /// size whose settled write took at least twice as long as that of the
 /// smallest requests (which found the warm floor), every larger one too;
 /// the interval runs from just above the next smaller size.
+///
+/// Where the smallest requests themselves ran at under half the cache's
+/// write rate (`nodes.cache.write_bw`), the warm floor was used up before the
+/// probe (the probes before it keep files cached) and they took fresh memory
+/// too; the huge sizes are then those whose write took all its memory fresh:
+/// at least 0.9 × (bytes / `write_bw` + bytes / `fresh_bw`).
 fn fit_huge(r: &ProbeResults, f: &mut Fitted) {
     const KEY: &str = "nodes.cache.huge_from";
     let mut samples = r.huge.clone();
@@ -991,10 +997,36 @@ fn fit_huge(r: &ProbeResults, f: &mut Fitted) {
         .iter()
         .map(|s| format!("{} B requests {:.4} s", s.request, s.seconds))
         .collect();
-    let slow = |s: &HugeSample| s.seconds >= 2.0 * first.seconds;
+    let time_at = |key: &str| f.get(key).map(|p| first.bytes as f64 / p.value);
+    let warm = time_at("nodes.cache.write_bw").filter(|&t| first.seconds >= 2.0 * t);
+    let (threshold, rule) = match (warm, time_at("nodes.cache.fresh_bw")) {
+        (None, _) => (
+            2.0 * first.seconds,
+            "smallest request size taking 2 x the time of the smallest requests, every larger one too".to_string(),
+        ),
+        (Some(warm), Some(fresh)) => (
+            0.9 * (warm + fresh),
+            format!(
+                "the smallest requests ran at under half the cache's write rate ({:.4} s against {warm:.4} s): the warm floor was used up; smallest request size taking all its memory fresh (0.9 x ({warm:.4} + {fresh:.4}) s at write_bw and fresh_bw), every larger one too",
+                first.seconds
+            ),
+        ),
+        (Some(warm), None) => {
+            f.skip(
+                &[KEY],
+                format!(
+                    "the smallest requests ran at under half the cache's write rate ({:.4} s against {warm:.4} s), so the warm floor was used up, and no fresh_bw tells a write that took all its memory fresh ({})",
+                    first.seconds,
+                    table.join(", ")
+                ),
+            );
+            return;
+        }
+    };
+    let slow = |s: &HugeSample| s.seconds >= threshold;
     let from = samples.iter().rposition(|s| !slow(s)).map_or(0, |i| i + 1);
-    match samples.get(from) {
-        None => f.skip(
+    match (from, samples.get(from)) {
+        (_, None) => f.skip(
             &[KEY],
             format!(
                 "no request size up to {} B wrote at half the speed of {} B requests: huge pages find the warm floor, or the smallest requests did not ({})",
@@ -1003,17 +1035,21 @@ fn fit_huge(r: &ProbeResults, f: &mut Fitted) {
                 table.join(", ")
             ),
         ),
-        Some(s) => f.params.push(Param {
+        (0, Some(_)) => f.skip(
+            &[KEY],
+            format!(
+                "every request size took all its memory fresh: the probe cannot tell huge pages from small ones ({rule}; {})",
+                table.join(", ")
+            ),
+        ),
+        (_, Some(s)) => f.params.push(Param {
             key: KEY.into(),
             unit: Unit::Size,
             value: s.request as f64,
             low: (samples[from - 1].request + 1) as f64,
             high: s.request as f64,
             probe,
-            quality: format!(
-                "smallest request size taking 2 x the time of the smallest requests, every larger one too; {}",
-                table.join(", ")
-            ),
+            quality: format!("{rule}; {}", table.join(", ")),
         }),
     }
 }
@@ -2333,7 +2369,10 @@ pub(crate) mod tests {
         within(&f, "nodes.oversubscribed_wakeup", WAKEUP);
         assert_eq!(f.get("nodes.eager_limit").unwrap().value, EAGER as f64);
         let huge = f.get("nodes.cache.huge_from").unwrap();
-        assert_eq!((huge.value, huge.low), (HUGE as f64, (HUGE / 2 + 1) as f64));
+        assert_eq!(
+            (huge.value, huge.low),
+            (HUGE as f64, (HUGE - HUGE / 16 + 1) as f64)
+        );
         let mmap = f.get("nodes.mmap_from").unwrap();
         assert_eq!(
             (mmap.value, mmap.low),
@@ -2412,6 +2451,40 @@ pub(crate) mod tests {
         assert!(f.get("nodes.cache.huge_from").is_none());
         let why = &f.skipped["nodes.cache.huge_from"];
         assert!(why.contains("no request size up to"), "{why}");
+    }
+
+    /// Settled writes whose smallest requests found the warm floor used up
+    /// (two thirds of their memory fresh): the huge size is the one that took
+    /// all its memory fresh; where every size did, the probe cannot tell.
+    #[test]
+    fn a_used_up_warm_floor_leaves_huge_from_to_the_writes_all_fresh() {
+        let mut r = synthetic();
+        let bytes = r.plan.huge_bytes as f64;
+        let all_fresh = bytes / CACHE_W + bytes / FRESH_BW;
+        for s in r.huge.iter_mut().filter(|s| s.request < HUGE) {
+            s.seconds = bytes / CACHE_W + 2.0 / 3.0 * bytes / FRESH_BW;
+        }
+        let f = fit_all(&r, &base());
+        let huge = f.get("nodes.cache.huge_from").unwrap();
+        assert_eq!(
+            (huge.value, huge.low),
+            (HUGE as f64, (HUGE - HUGE / 16 + 1) as f64)
+        );
+        assert!(
+            huge.quality.contains("warm floor was used up"),
+            "{}",
+            huge.quality
+        );
+        for s in &mut r.huge {
+            s.seconds = all_fresh;
+        }
+        let f = fit_all(&r, &base());
+        assert!(f.get("nodes.cache.huge_from").is_none());
+        let why = &f.skipped["nodes.cache.huge_from"];
+        assert!(
+            why.contains("every request size took all its memory fresh"),
+            "{why}"
+        );
     }
 
     /// Exchanges as fast per byte at every size: MPI's buffers were reused

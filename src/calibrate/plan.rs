@@ -373,10 +373,11 @@ impl Plan {
             });
         }
         // Kernel probes of 10-200 ms (Quick, Full): a rank's BT step of class
-        // A on 4 ranks is 2.2e8 flops, on 1 rank 8.6e8; FTIO's transforms at I = 16-32.
+        // A on 4 ranks is 2.2e8 flops, on 1 rank 8.6e8; FTIO's transforms at
+        // I = 16-48 (the largest, 3 ms, as `make validate` runs FTIO).
         let (bt_steps, fft_sides, kernel_reps) = match scale {
             Scale::Tiny => (vec![(12, 1), (12, 4)], vec![4, 8], 2),
-            Scale::Quick => (vec![(24, 1), (36, 4), (64, 4)], vec![8, 16, 32], 5),
+            Scale::Quick => (vec![(24, 1), (36, 4), (64, 4)], vec![8, 16, 32, 48], 5),
             Scale::Full => (
                 vec![(24, 1), (36, 4), (64, 4), (64, 1), (102, 9)],
                 vec![8, 16, 32, 48],
@@ -410,11 +411,13 @@ impl Plan {
         // Linux caches a write of 2 MiB or more in huge pages (large folios),
         // which only the free blocks free page reporting hands back hold: after
         // a settle, 1 MiB requests found the warm floor here (4.8 GB/s) while
-        // 2 and 4 MiB requests took fresh memory (0.5 GB/s).
+        // 2 and 4 MiB requests took fresh memory (0.5 GB/s). 1920 KiB requests
+        // (just below) found the warm floor as well; they bound the fitted
+        // size from below (applications write rows of 1.7 MiB and the like).
         let (huge_requests, huge_bytes) = match scale {
             Scale::Tiny => (vec![M, 2 * M], 4 * M),
-            Scale::Quick => (vec![M, 2 * M], 256 * M),
-            Scale::Full => (vec![256 * K, M, 2 * M, 4 * M, 16 * M], 256 * M),
+            Scale::Quick => (vec![M, 1920 * K, 2 * M], 256 * M),
+            Scale::Full => (vec![256 * K, M, 1920 * K, 2 * M, 4 * M, 16 * M], 256 * M),
         };
         // Warm rewrites by 2 writers, of one file and of a file each: whether
         // the file system copies one buffered write of a file at a time.

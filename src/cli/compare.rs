@@ -159,20 +159,26 @@ fn mem_free() -> Option<u64> {
     piotwin::calibrate::meminfo_bytes(&text, "MemFree").ok()
 }
 
-/// The twin's start in the state the real runs found: their median free
-/// memory, for every node group whose page cache pays for fresh memory (on
-/// others free memory changes nothing). Run after a settle, MemFree holds
-/// no recently freed memory: all of it is fresh to the page cache.
-fn start_state(scenario: &Scenario, free: Option<u64>) -> Vec<String> {
-    let Some(free) = free else {
-        return Vec::new();
-    };
+/// The twin's start in the state the real runs found, for every node group
+/// whose page cache pays for fresh memory (on others neither changes
+/// anything): their median free memory, and their median warm memory, the
+/// free blocks below free page reporting's order that the page cache's small
+/// pages take without faulting memory in (`/proc/buddyinfo`; the probes,
+/// benchmarks and compares before a run use it up, and freed memory comes
+/// back in blocks the kernel hands back). Run after a settle, MemFree holds
+/// no recently freed memory: all of it is fresh to the page cache, but for
+/// the warm part.
+fn start_state(scenario: &Scenario, free: Option<u64>, warm: Option<u64>) -> Vec<String> {
     scenario
         .nodes
         .iter()
         .enumerate()
         .filter(|(_, g)| g.cache.as_ref().is_some_and(|c| c.fresh_bw.is_finite()))
-        .map(|(i, _)| format!("nodes[{i}].cache.free={free}B"))
+        .flat_map(|(i, _)| {
+            let free = free.map(|b| format!("nodes[{i}].cache.free={b}B"));
+            let warm = warm.map(|b| format!("nodes[{i}].cache.warm={b}B"));
+            free.into_iter().chain(warm)
+        })
         .collect()
 }
 
@@ -851,6 +857,7 @@ pub(super) fn run(args: &CompareArgs) -> Result<(), CliError> {
         );
     }
     let mut free_at_start = Vec::new();
+    let mut warm_at_start = Vec::new();
     // Before each real run's settle, so the probes' own files are long freed when it starts.
     let mut refreshes: Vec<Vec<Refreshed>> = Vec::new();
     let mut refresh = |i: u64| {
@@ -871,6 +878,7 @@ pub(super) fn run(args: &CompareArgs) -> Result<(), CliError> {
         refresh(1);
         settle(settle_s);
         free_at_start.extend(mem_free());
+        warm_at_start.extend(piotwin::calibrate::unreported_free());
         let mut real_cmd = launcher.command(args.ranks);
         real_cmd.arg(&exe).args(&real).args(json_arg("measured"));
         match stop::requested() {
@@ -894,25 +902,38 @@ pub(super) fn run(args: &CompareArgs) -> Result<(), CliError> {
                 break;
             }
             free_at_start.extend(mem_free());
+            warm_at_start.extend(piotwin::calibrate::unreported_free());
             let mut real_cmd = launcher.command(args.ranks);
             real_cmd.arg(&exe).args(&real).args(json_arg(&name));
             runs.push(run_side("compare", &name, real_cmd, &workdir, &dir)?);
         }
         repeated_side(runs, args.repeat, &dir)?
     };
-    let free_median =
-        piotwin::report::median(&mut free_at_start.iter().map(|&b| b as f64).collect::<Vec<_>>())
-            .map(|m| m as u64);
-    let free_sets = start_state(&scenario, free_median);
+    let start_median = |bytes: &[u64]| {
+        piotwin::report::median(&mut bytes.iter().map(|&b| b as f64).collect::<Vec<_>>())
+            .map(|m| m as u64)
+    };
+    let (free_median, warm_median) = (start_median(&free_at_start), start_median(&warm_at_start));
+    let free_sets = start_state(&scenario, free_median, warm_median);
+    let listed = |bytes: &[u64]| {
+        bytes
+            .iter()
+            .map(|&b| fmt_size(b))
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
     if let Some(free) = free_median.filter(|_| !free_sets.is_empty()) {
         eprintln!(
             "piotwin compare: the real runs started with {} of free memory (MemFree; median {}): the twin starts so (nodes.cache.free)",
-            free_at_start
-                .iter()
-                .map(|&b| fmt_size(b))
-                .collect::<Vec<_>>()
-                .join(", "),
+            listed(&free_at_start),
             fmt_size(free)
+        );
+    }
+    if let Some(warm) = warm_median.filter(|_| !free_sets.is_empty()) {
+        eprintln!(
+            "piotwin compare: of it {} in blocks below free page reporting's order (median {}): the twin's page cache starts with that much warm (nodes.cache.warm)",
+            listed(&warm_at_start),
+            fmt_size(warm)
         );
     }
     let refreshed = refresh::median(&refreshes);
@@ -1001,6 +1022,7 @@ pub(super) fn run(args: &CompareArgs) -> Result<(), CliError> {
         "repeat": args.repeat,
         "settle_s": settle_s,
         "mem_free_at_start": free_at_start,
+        "warm_at_start": warm_at_start,
         "twin_sets": twin_sets,
         "rates_refreshed": refreshed,
         "resolved": resolved,
