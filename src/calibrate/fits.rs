@@ -1823,6 +1823,7 @@ pub(crate) mod tests {
             "validation/vm-g/scenario.toml",
             "validation/vm-h/scenario.toml",
             "validation/vm-i/scenario.toml",
+            "validation/vm-j/scenario.toml",
         ] {
             let probes = root.join(format!("{file}.probes.json"));
             let raw: serde_json::Value =
