@@ -914,7 +914,7 @@ pub(super) fn run(args: &CompareArgs) -> Result<(), CliError> {
             .map(|m| m as u64)
     };
     let (free_median, warm_median) = (start_median(&free_at_start), start_median(&warm_at_start));
-    let free_sets = start_state(&scenario, free_median, warm_median);
+    let start_sets = start_state(&scenario, free_median, warm_median);
     let listed = |bytes: &[u64]| {
         bytes
             .iter()
@@ -922,14 +922,14 @@ pub(super) fn run(args: &CompareArgs) -> Result<(), CliError> {
             .collect::<Vec<_>>()
             .join(", ")
     };
-    if let Some(free) = free_median.filter(|_| !free_sets.is_empty()) {
+    if let Some(free) = free_median.filter(|_| !start_sets.is_empty()) {
         eprintln!(
             "piotwin compare: the real runs started with {} of free memory (MemFree; median {}): the twin starts so (nodes.cache.free)",
             listed(&free_at_start),
             fmt_size(free)
         );
     }
-    if let Some(warm) = warm_median.filter(|_| !free_sets.is_empty()) {
+    if let Some(warm) = warm_median.filter(|_| !start_sets.is_empty()) {
         eprintln!(
             "piotwin compare: of it {} in blocks below free page reporting's order (median {}): the twin's page cache starts with that much warm (nodes.cache.warm)",
             listed(&warm_at_start),
@@ -943,7 +943,7 @@ pub(super) fn run(args: &CompareArgs) -> Result<(), CliError> {
             refreshes.len()
         );
     }
-    let twin_sets: Vec<String> = free_sets
+    let twin_sets: Vec<String> = start_sets
         .into_iter()
         .chain(refreshed.iter().map(Refreshed::as_override))
         .collect();
