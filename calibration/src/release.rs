@@ -37,7 +37,8 @@ pub struct Rewrite {
 pub struct ReleaseFit {
     /// Time over which freed memory is handed back, seconds, with its interval.
     pub time: Estimate,
-    /// Partial rewrites the release time comes from.
+    /// Partial rewrites the release time comes from; with fewer than two it
+    /// is the midpoint of the bracket the waits put round the hand-back.
     pub n: usize,
     /// Rate of taking fresh memory, bytes/s; its interval allows each of the
     /// four times it comes from the spread of the repeated quickest rewrites
@@ -58,7 +59,7 @@ const PARTIAL: (f64, f64) = (0.05, 0.95);
 /// longest wait, one (the one with the most rewrites) also in between. Fails when the longest wait's
 /// rewrite is not clearly slower than the shortest's (memory is not handed
 /// back: nothing to fit), or when fewer than two rewrites found the memory
-/// partly handed back.
+/// partly handed back and no wait brackets the hand-back (see [`bracket`]).
 pub fn fit_release(rewrites: &[Rewrite], level: f64) -> Result<ReleaseFit, FitError> {
     if !(level > 0.0 && level < 1.0) {
         return Err(FitError::BadLevel { level });
@@ -119,25 +120,41 @@ pub fn fit_release(rewrites: &[Rewrite], level: f64) -> Result<ReleaseFit, FitEr
     if first == last || fresh_s - warm_s <= 0.2 * fresh_s {
         return Err(FitError::NotReleased { warm_s, fresh_s });
     }
-    let taus: Vec<f64> = rewrites
+    // (wait + rewrite/2, share still backed) of every rewrite at this size.
+    let shares: Vec<(f64, f64)> = rewrites
         .iter()
         .filter(|r| r.bytes == partial && r.wait_s != first && r.wait_s != last)
-        .filter_map(|r| {
+        .map(|r| {
             let w = (fresh_s - r.seconds) / (fresh_s - warm_s);
-            (w > PARTIAL.0 && w < PARTIAL.1).then(|| (r.wait_s + r.seconds / 2.0) / (1.0 - w))
+            (r.wait_s + r.seconds / 2.0, w)
         })
         .collect();
+    let taus: Vec<f64> = shares
+        .iter()
+        .filter(|&&(_, w)| w > PARTIAL.0 && w < PARTIAL.1)
+        .map(|&(t, w)| t / (1.0 - w))
+        .collect();
     let n = taus.len();
-    if n < 2 {
-        return Err(FitError::TooFewSamples {
-            what: "release fit (rewrites that found the freed memory partly handed back)",
-            n,
-            need: 2,
-        });
-    }
-    let mean = taus.iter().sum::<f64>() / n as f64;
-    let var = taus.iter().map(|t| (t - mean).powi(2)).sum::<f64>() / (n - 1) as f64;
-    let half = t_quantile(level, (n - 1) as f64) * (var / n as f64).sqrt();
+    let time = match n {
+        0 | 1 => bracket(&shares, (first, warm_s), (last, fresh_s), level).ok_or(
+            FitError::TooFewSamples {
+                what: "release fit (rewrites that found the freed memory partly handed back, or a wait that brackets the hand-back)",
+                n,
+                need: 2,
+            },
+        )?,
+        _ => {
+            let mean = taus.iter().sum::<f64>() / n as f64;
+            let var = taus.iter().map(|t| (t - mean).powi(2)).sum::<f64>() / (n - 1) as f64;
+            let half = t_quantile(level, (n - 1) as f64) * (var / n as f64).sqrt();
+            Estimate {
+                value: mean,
+                ci_low: (mean - half).max(0.0),
+                ci_high: mean + half,
+                level,
+            }
+        }
+    };
     // The fresh part of each size's rewrite: (S − warm) / rate. Its noise:
     // the spread of the repeated shortest-wait rewrites, in each of the four
     // times the difference of differences takes.
@@ -166,12 +183,7 @@ pub fn fit_release(rewrites: &[Rewrite], level: f64) -> Result<ReleaseFit, FitEr
         },
     );
     Ok(ReleaseFit {
-        time: Estimate {
-            value: mean,
-            ci_low: (mean - half).max(0.0),
-            ci_high: mean + half,
-            level,
-        },
+        time,
         n,
         fresh_rate: Estimate {
             value: rate,
@@ -181,6 +193,42 @@ pub fn fit_release(rewrites: &[Rewrite], level: f64) -> Result<ReleaseFit, FitEr
         },
         warm,
         ends: vec![(sizes[0], w1, f1), (sizes[1], w2, f2)],
+    })
+}
+
+/// The release time where the memory went back faster than the waits step:
+/// no rewrite found it partly handed back, but the latest that found it all
+/// backed and the earliest that found it all gone (times from the delete to
+/// the middle of the rewrite; the ends are `(wait, time)` of the shortest and
+/// longest waits) bracket it, one of them a rewrite between the ends. The
+/// midpoint, the bracket as its interval.
+fn bracket(
+    shares: &[(f64, f64)],
+    first: (f64, f64),
+    last: (f64, f64),
+    level: f64,
+) -> Option<Estimate> {
+    let backed_between = shares
+        .iter()
+        .filter(|&&(_, w)| w >= PARTIAL.1)
+        .map(|&(t, _)| t)
+        .reduce(f64::max);
+    let backed = backed_between.unwrap_or(first.0 + first.1 / 2.0);
+    let gone_between = shares
+        .iter()
+        .filter(|&&(t, w)| w <= PARTIAL.0 && t > backed)
+        .map(|&(t, _)| t)
+        .reduce(f64::min);
+    let gone = gone_between.unwrap_or(last.0 + last.1 / 2.0);
+    // The ends alone bracket every hand-back: a wait between them must say more.
+    if backed_between.is_none() && gone_between.is_none() {
+        return None;
+    }
+    (gone > backed).then(|| Estimate {
+        value: (backed + gone) / 2.0,
+        ci_low: backed,
+        ci_high: gone,
+        level,
     })
 }
 
@@ -236,6 +284,49 @@ mod tests {
         assert!((fit.fresh_rate.value / 1.5e9 - 1.0).abs() < 1e-9, "{fit:?}");
         assert!(fit.fresh_rate.ci_low <= 1.5e9 && fit.fresh_rate.ci_high >= 1.5e9);
         assert!((fit.warm / (GIB / 8.0) - 1.0).abs() < 1e-6, "{fit:?}");
+    }
+
+    /// Measured here: 1 GiB handed back between 1 and 2 s after its delete,
+    /// no rewrite in between. By hand: still backed at 1 + 0.26/2 = 1.13 s
+    /// (share (2.5 - 0.26) / (2.5 - 0.2) = 0.974), gone at 2 + 2.6/2 = 3.3 s
+    /// (share -0.043); midpoint 2.215 s. Fresh rate (1 GiB - 0.5 GiB) over
+    /// ((2.5 - 0.2) - (1.12 - 0.1)) s = 419.43 MB/s.
+    #[test]
+    fn a_hand_back_between_two_waits_is_bracketed() {
+        let rw = |bytes: f64, wait_s: f64, seconds: f64| Rewrite {
+            bytes,
+            wait_s,
+            seconds,
+        };
+        let steps = [
+            rw(GIB, 0.0, 0.2),
+            rw(GIB, 0.0, 0.21),
+            rw(GIB, 1.0, 0.26),
+            rw(GIB, 2.0, 2.6),
+            rw(GIB, 3.0, 2.6),
+            rw(GIB, 20.0, 2.5),
+            rw(GIB / 2.0, 0.0, 0.1),
+            rw(GIB / 2.0, 20.0, 1.12),
+        ];
+        let fit = fit_release(&steps, 0.95).unwrap();
+        assert_eq!(fit.n, 0);
+        assert!((fit.time.ci_low - 1.13).abs() < 1e-12, "{fit:?}");
+        assert!((fit.time.ci_high - 3.3).abs() < 1e-12, "{fit:?}");
+        assert!((fit.time.value - 2.215).abs() < 1e-12, "{fit:?}");
+        assert!(
+            (fit.fresh_rate.value - GIB / 2.0 / 1.28).abs() < 1e-3,
+            "{fit:?}"
+        );
+        // With no wait between the ends there is nothing to bracket with.
+        let ends_only: Vec<Rewrite> = steps
+            .iter()
+            .copied()
+            .filter(|r| r.wait_s == 0.0 || r.wait_s == 20.0)
+            .collect();
+        assert!(matches!(
+            fit_release(&ends_only, 0.95),
+            Err(FitError::TooFewSamples { n: 0, .. })
+        ));
     }
 
     #[test]

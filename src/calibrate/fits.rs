@@ -904,10 +904,15 @@ fn fit_release(r: &ProbeResults, f: &mut Fitted) {
                 KEYS[0],
                 fit.time,
                 probe,
-                format!(
-                    "method=mean n={} of (wait + rewrite/2) / (1 - share still backed); {ends}",
-                    fit.n
-                ),
+                match fit.n {
+                    0 | 1 => format!(
+                        "no rewrite found the memory partly handed back: the midpoint of the latest wait + rewrite/2 that found it backed ({:.3} s) and the earliest that found it gone ({:.3} s), the interval those two; {ends}",
+                        fit.time.ci_low, fit.time.ci_high
+                    ),
+                    n => format!(
+                        "method=mean n={n} of (wait + rewrite/2) / (1 - share still backed); {ends}"
+                    ),
+                },
             );
             match huge {
                 Some(p) => f.params.push(p),
