@@ -61,6 +61,13 @@ impl Kernel {
             amount: 5.0 * n_f * n_f.log2() * count as f64,
         }
     }
+    /// FTIO's closed-form input computed into `bytes` bytes.
+    pub fn signal(bytes: u64) -> Kernel {
+        Kernel {
+            kind: KernelKind::Signal,
+            amount: bytes as f64,
+        }
+    }
     /// `flops` floating-point operations of plain loops (MADbench2's busy-work).
     pub fn flops(flops: f64) -> Kernel {
         Kernel {

@@ -183,6 +183,46 @@ fn twin_ftio_writes_a_report_and_is_deterministic() {
     assert!(csv.contains("io_fraction,"), "{csv}");
 }
 
+/// The input FTIO computes before it writes is charged at `compute.signal`,
+/// bytes of output per second. By hand, I = 4 on 2 ranks (c = 2, a core each):
+/// a band is I³ = 64 elements of 16 bytes, and each rank computes c·I = 8 of
+/// them, 8192 bytes: 8.192 ms at 1 MB/s, 4.096 ms at 2 MB/s, and nothing else
+/// is computed in init.
+#[test]
+fn twin_ftio_computes_its_input_at_the_signal_rate() {
+    let dir = tempfile::tempdir().unwrap();
+    let sc = scenario("default.toml");
+    for (rate, want) in [("1MB/s", 8.192e-3), ("2MB/s", 4.096e-3)] {
+        let o = piotwin_env(
+            dir.path(),
+            &[
+                "run",
+                "ftio",
+                "-i",
+                "4",
+                "--sim",
+                sc.to_str().unwrap(),
+                "--ranks",
+                "2",
+                "--set",
+                &format!("nodes[0].compute.signal={rate}"),
+                "--json",
+                "r.json",
+            ],
+            &[],
+        );
+        assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+        let r = read_json(&dir.path().join("r.json"));
+        let init = &r["tables"]["phases"]["rows"][0];
+        assert_eq!(init[0], "init");
+        let compute = init[3].as_f64().unwrap();
+        assert!(
+            (compute - want).abs() <= 1e-9 * want,
+            "{rate}: init computed {compute} s"
+        );
+    }
+}
+
 // ---------------------------------------------------------------- real
 
 #[cfg(feature = "mpi")]

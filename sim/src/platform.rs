@@ -886,6 +886,7 @@ impl Platform {
         let rate = match kind {
             KernelKind::Memcpy => r.memcpy,
             KernelKind::Fft => r.fft,
+            KernelKind::Signal => r.signal,
             KernelKind::BtStep => r.bt,
             KernelKind::Flops => r.flops,
             KernelKind::Pattern if cached => r.pattern_cached,

@@ -12,6 +12,8 @@
 //! | `nodes.compute.flops` | MADbench2's busy-work loop over loop counts | time = latency + flops / rate (Huber) |
 //! | `nodes.compute.bt` | NPB BT's step (rank 0's cells, several grids and rank counts) over its counted flops | time = latency + flops / rate (Huber) |
 //! | `nodes.compute.fft` | FTIO's FFT kernel over Mini-Square sides | time = latency + flops / rate (Huber) |
+//! | `nodes.memory_bw` | the inode-lock probe's writers of a file each, at once | their aggregate page-cache copy rate (median of runs) |
+//! | `nodes.compute.signal` | FTIO's input computed over Mini-Square sides | time = latency + bytes / rate (Huber) |
 //! | `nodes.fortran_statement` | Fortran `WRITE(REC=)` of 40-byte records over statement counts | time = latency + statements · cost (Huber) |
 //! | `nodes.nic_latency`, `nodes.nic_bw` | b_eff, 2 ranks, its `MPI_Sendrecv` loops | exchange time (loop time / 2 loops) = latency + bytes / bw (Huber) |
 //! | `nodes.oversubscribed_wakeup` | b_eff's `MPI_Sendrecv` exchanges of 1 byte | mean exchange at N > cores ranks − mean at 2 ranks |
@@ -281,6 +283,7 @@ pub fn fit_all(r: &ProbeResults, base: &Scenario) -> Fitted {
     fit_huge(r, &mut f);
     fit_first_touch(r, &mut f);
     fit_inode_lock(r, &mut f);
+    fit_memory_bus(r, &mut f);
     fit_sleeping(r, &mut f);
     fit_shared_pointer(r, &mut f);
     fit_cache_capacity(r, &mut f);
@@ -369,6 +372,24 @@ fn fit_memcpy(r: &ProbeResults, f: &mut Fitted) {
         "nodes.compute.fft",
         "fft: FTIO's FFT kernel (gather, rustfft, scatter; 4 bands) in process over Mini-Square sides",
     );
+    const SIGNAL: &str = "nodes.compute.signal";
+    match r.signal.is_empty() {
+        true => f.skip(&[SIGNAL], "not probed (no samples)".to_string()),
+        false => match fit_latency_bandwidth_robust(
+            &r.signal
+                .iter()
+                .map(|s| (s.bytes as f64, s.seconds))
+                .collect::<Vec<_>>(),
+            LEVEL,
+        ) {
+            Ok(fit) => f.linear(
+                (None, Some(SIGNAL)),
+                &fit,
+                "signal: FTIO's input (the closed-form signal of one band) computed in process over Mini-Square sides",
+            ),
+            Err(e) => f.skip(&[SIGNAL], why(&e)),
+        },
+    }
     let statements: Vec<(f64, f64)> = r
         .fortran
         .iter()
@@ -1107,6 +1128,44 @@ fn fit_inode_lock(r: &ProbeResults, f: &mut Fitted) {
         "none"
     };
     f.choices.insert(KEY.into(), (word.into(), found));
+}
+
+/// `nodes.memory_bw` from the inode-lock probe's writers of a file each: their
+/// page-cache copies run at once on as many cores and all cross the node's
+/// memory bus, so it carried at least their aggregate rate. The median over
+/// the probe's runs, the fastest and slowest as its interval. Not fitted
+/// without those samples (the base's value, or `compute.memcpy`, stays).
+fn fit_memory_bus(r: &ProbeResults, f: &mut Fitted) {
+    const KEY: &str = "nodes.memory_bw";
+    let writers = r.inode_lock.iter().map(|s| s.writers).max().unwrap_or(0);
+    let mut v: Vec<f64> = r
+        .inode_lock
+        .iter()
+        .filter(|s| s.writers == writers && writers > 1 && !s.shared && s.seconds > 0.0)
+        .map(|s| s.bytes as f64 / s.seconds)
+        .collect();
+    if v.is_empty() {
+        f.skip(
+            &[KEY],
+            "not probed (no inode-lock probe's writers of a file each)".to_string(),
+        );
+        return;
+    }
+    v.sort_by(f64::total_cmp);
+    f.rate(
+        KEY,
+        Estimate {
+            value: v[v.len() / 2],
+            ci_low: v[0],
+            ci_high: v[v.len() - 1],
+            level: LEVEL,
+        },
+        "inode-lock probe: warm rewrites of a file each by threads at once (1 MiB requests): their aggregate rate, which the memory bus carried",
+        format!(
+            "median of {} runs of {writers} writers, the slowest and fastest as the interval",
+            v.len()
+        ),
+    );
 }
 
 /// `nodes.sleeping_ranks` from pingpong's locked-write test at more ranks than
@@ -1890,6 +1949,7 @@ pub(crate) mod tests {
     const FLOPS: f64 = 6e9;
     const BT: f64 = 1.7e9;
     const FFT: f64 = 4.5e9;
+    const SIGNAL: f64 = 2.2e9;
     const STATEMENT: f64 = 250e-9;
     const WARM: u64 = 256 << 20;
     const SHARED_PTR: f64 = 3e-6;
@@ -1950,6 +2010,17 @@ pub(crate) mod tests {
                 r.fft.push(crate::calibrate::memcpy::FlopSample {
                     flops,
                     seconds: 3e-5 + flops / FFT + 200e-6 * nk.normal(),
+                });
+            }
+        }
+        // FTIO's input with its own noise: bands of I = 8, 16, 32, 48.
+        let mut ns = Lcg(0x6c07_8965_d5a3_1c2b);
+        for i in [8u64, 16, 32, 48] {
+            for _ in 0..5 {
+                let bytes = i * i * i * 16;
+                r.signal.push(crate::calibrate::memcpy::CopySample {
+                    bytes,
+                    seconds: 2e-6 + bytes as f64 / SIGNAL + 5e-6 * ns.normal(),
                 });
             }
         }
@@ -2343,6 +2414,7 @@ pub(crate) mod tests {
         within(&f, "nodes.compute.flops", FLOPS);
         within(&f, "nodes.compute.bt", BT);
         within(&f, "nodes.compute.fft", FFT);
+        within(&f, "nodes.compute.signal", SIGNAL);
         within(&f, "nodes.fortran_statement", STATEMENT);
         // (the release fit's intervals carry the spread of its estimates,
         // not the noise of the ends it divides by)
@@ -2515,6 +2587,10 @@ pub(crate) mod tests {
         let f = fit_all(&synthetic(), &base());
         let (word, why) = &f.choices["filesystem.write_lock"];
         assert_eq!(word, "inode", "{why}");
+        // Two writers of a file each copied at CACHE_W each, at once.
+        let bus = f.get("nodes.memory_bw").unwrap();
+        assert!((bus.value / (2.0 * CACHE_W) - 1.0).abs() < 0.01, "{bus:?}");
+        assert!(bus.low <= bus.value && bus.value <= bus.high, "{bus:?}");
         let mut r = synthetic();
         for s in r.inode_lock.iter_mut().filter(|s| s.shared) {
             s.seconds /= 2.0;
@@ -2615,6 +2691,7 @@ pub(crate) mod tests {
         r.inode_lock.clear();
         let f = fit_all(&r, &base());
         assert!(f.notes["filesystem.write_lock"].contains("no inode-lock probe"));
+        assert!(f.skipped["nodes.memory_bw"].contains("not probed"));
         assert!(f.skipped["nodes.read_syscall"].contains("no IOzone"));
         // (IOR's writes need the page cache's write rate: no IOzone, no syscall)
         assert!(f.skipped["nodes.syscall"].contains("no IOzone"));

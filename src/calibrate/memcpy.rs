@@ -334,6 +334,13 @@ mod tests {
         assert_eq!(bt[0].flops, 3_860_428.0);
         assert!(bt[3].flops < bt[0].flops / 2.0);
         assert!(bt.iter().all(|s| s.seconds > 0.0), "{bt:?}");
+        // I = 4 and 8: bands of 4³ and 8³ elements of 16 bytes.
+        let signal = super::measure_signal(&[4, 8], 2);
+        assert_eq!(
+            signal.iter().map(|s| s.bytes).collect::<Vec<_>>(),
+            [1024, 1024, 8192, 8192]
+        );
+        assert!(signal.iter().all(|s| s.seconds > 0.0), "{signal:?}");
         // I = 4 on 4 bands: N = 16 · 4 = 64, 4 transforms of 5 · 64 · 6 flops.
         let fft = super::measure_fft(&[4], 3);
         assert_eq!(fft.len(), 3);
@@ -487,6 +494,33 @@ pub fn measure_bt(cases: &[(u64, usize)], reps: usize) -> Vec<FlopSample> {
             });
         }
         std::hint::black_box(rank.rhs_sums());
+    }
+    out
+}
+
+/// FTIO's input as real FTIO computes it before writing it
+/// ([`crate::bench::ftio::fill_band`]: the closed-form signal of one band, `I³`
+/// elements of 16 bytes) at each Mini-Square side `I` (4 bands): `reps`
+/// timings each, of bands in turn, in bytes of output (as the twin charges
+/// them at `signal`).
+pub fn measure_signal(sides: &[u64], reps: usize) -> Vec<CopySample> {
+    use crate::bench::ftio::{ELEM_BYTES, Geometry, Signal, fill_band};
+    let mut out = Vec::with_capacity(sides.len() * reps);
+    for &i in sides {
+        let geo = Geometry { i, c: 4 };
+        let bytes = geo.band_elems() * ELEM_BYTES;
+        let sig = Signal::new(geo.n());
+        let mut band = vec![0u8; bytes as usize];
+        fill_band(&mut band, geo, &sig, 0, 0, 0);
+        for rep in 0..reps as u64 {
+            let t0 = Instant::now();
+            fill_band(std::hint::black_box(&mut band), geo, &sig, 1, 2, rep % i);
+            out.push(CopySample {
+                bytes,
+                seconds: t0.elapsed().as_secs_f64(),
+            });
+        }
+        std::hint::black_box(&band);
     }
     out
 }

@@ -128,6 +128,9 @@ pub struct ProbeResults {
     /// FTIO's FFT kernel over Mini-Square sides.
     #[serde(default)]
     pub fft: Vec<super::memcpy::FlopSample>,
+    /// FTIO's input computed over band sizes (Mini-Square sides).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub signal: Vec<CopySample>,
     /// Point-to-point rows (barriers), every run.
     pub pingpong: Vec<PingRow>,
     /// b_eff's measurements, every run.
@@ -158,6 +161,7 @@ impl ProbeResults {
             fortran: Vec::new(),
             bt: Vec::new(),
             fft: Vec::new(),
+            signal: Vec::new(),
             pingpong: Vec::new(),
             beff: Vec::new(),
             ior: Vec::new(),
@@ -168,9 +172,11 @@ impl ProbeResults {
 
     /// Results for `plan` on `machine` holding its in-process kernels, timed
     /// now at the plan's sizes and repetitions: memcpy, the data pattern's
-    /// fills and checks, busy-work, BT's step and the FFT.
+    /// fills and checks, busy-work, BT's step, the FFT and FTIO's input.
     pub fn with_kernels(machine: Machine, plan: Plan) -> ProbeResults {
-        use super::memcpy::{measure, measure_bt, measure_busy_work, measure_fft, measure_pattern};
+        use super::memcpy::{
+            measure, measure_bt, measure_busy_work, measure_fft, measure_pattern, measure_signal,
+        };
         let mut r = ProbeResults::new(machine, plan);
         let p = &r.plan;
         let memcpy = measure(&p.memcpy_sizes, p.memcpy_reps);
@@ -179,7 +185,8 @@ impl ProbeResults {
         let bt = measure_bt(&p.bt_steps, p.kernel_reps);
         let fft = measure_fft(&p.fft_sides, p.kernel_reps);
         (r.memcpy, r.pattern, r.pattern_check) = (memcpy, pattern, pattern_check);
-        (r.busy_work, r.bt, r.fft) = (busy_work, bt, fft);
+        let signal = measure_signal(&p.fft_sides, p.kernel_reps);
+        (r.busy_work, r.bt, r.fft, r.signal) = (busy_work, bt, fft, signal);
         r
     }
 

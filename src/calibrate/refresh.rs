@@ -25,7 +25,7 @@ use super::plan::{Probe, Step};
 use super::probes::ProbeResults;
 
 /// The keys measured again (calibration's `nodes.` names: the first node group).
-pub const REFRESHED: [&str; 11] = [
+pub const REFRESHED: [&str; 12] = [
     "nodes.compute.memcpy",
     "nodes.compute.pattern",
     "nodes.compute.pattern_check",
@@ -34,6 +34,7 @@ pub const REFRESHED: [&str; 11] = [
     "nodes.compute.flops",
     "nodes.compute.bt",
     "nodes.compute.fft",
+    "nodes.compute.signal",
     "nodes.cache.write_bw",
     "nodes.cache.rewrite_bw",
     "nodes.cache.read_bw",

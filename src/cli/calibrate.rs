@@ -514,13 +514,14 @@ fn probe(inp: &Inputs, plan: Plan, scratch: &Path) -> ProbeResults {
     progress.step(
         "memcpy",
         &format!(
-            "{} copies, {} data-pattern fills and {} checks, {} busy-work loops, {} BT and {} FFT kernel runs, {} Fortran runs, {} rewrites after a delete, {} settled writes, {} lock-probe rewrites",
+            "{} copies, {} data-pattern fills and {} checks, {} busy-work loops, {} BT, {} FFT and {} FTIO-input kernel runs, {} Fortran runs, {} rewrites after a delete, {} settled writes, {} lock-probe rewrites",
             results.memcpy.len(),
             results.pattern.len(),
             results.pattern_check.len(),
             results.busy_work.len(),
             results.bt.len(),
             results.fft.len(),
+            results.signal.len(),
             results.fortran.len(),
             results.release.len(),
             results.huge.len(),

@@ -290,6 +290,9 @@ pub enum KernelKind {
     Memcpy,
     /// Complex 1-D FFTs (rustfft); `amount` in flops (5·n·log2 n per transform).
     Fft,
+    /// Computing FTIO's input, the closed-form signal (a table look-up and a
+    /// complex store per element); `amount` in bytes of output.
+    Signal,
     /// A part of an NPB BT time step; `amount` in flops (counted: see `bench::btio::bt::flops`).
     BtStep,
     /// Anything else; `amount` in flops.

@@ -220,6 +220,9 @@ pub struct ComputeRates {
     pub memcpy: f64,
     /// Complex FFT rate in flop/s.
     pub fft: f64,
+    /// Computing FTIO's closed-form input, bytes/s of output (`signal`;
+    /// absent = `memcpy` / 2, a read and a write of each byte).
+    pub signal: f64,
     /// NPB BT solver rate in flop/s.
     pub bt: f64,
     /// Any other kernel, in flop/s.

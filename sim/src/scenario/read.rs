@@ -375,6 +375,7 @@ impl Scenario {
                 compute: ComputeRates {
                     memcpy,
                     fft: c.flops("fft")?,
+                    signal: c.rate_or("signal", memcpy / 2.0)?,
                     bt: c.flops("bt")?,
                     flops: c.flops("flops")?,
                     pattern,

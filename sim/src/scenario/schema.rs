@@ -305,6 +305,12 @@ const KEYS: &[Key] = &[
         "complex 1-D FFTs per core",
     ),
     key(
+        "nodes.compute.signal",
+        Quantity(Rate),
+        Otherwise("`compute.memcpy` / 2"),
+        "computing FTIO's closed-form input per core, bytes of output",
+    ),
+    key(
         "nodes.compute.bt",
         Quantity(Flops),
         Required,

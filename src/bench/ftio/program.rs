@@ -383,7 +383,7 @@ impl<'a, C: IoCtx> RankRun<'a, C> {
             for b in 0..geo.i {
                 stop_if_seen(ctx)?;
                 let signal = &mut self.signal;
-                m.compute(Kernel::memcpy(2 * band_bytes as u64), || {
+                m.compute(Kernel::signal(band_bytes as u64), || {
                     if let Some(bytes) = buf.bytes_mut() {
                         let sig = signal.get_or_insert_with(|| Signal::new(geo.n()));
                         fill_band(bytes, geo, sig, p, q, b);
