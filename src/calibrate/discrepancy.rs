@@ -114,6 +114,7 @@ mod tests {
             "validation/vm-h/scenario.toml",
             "validation/vm-i/scenario.toml",
             "validation/vm-j/scenario.toml",
+            "validation/vm-k/scenario.toml",
         ] {
             let probes = root.join(format!("{file}.probes.json"));
             let raw: serde_json::Value =

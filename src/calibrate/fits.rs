@@ -1888,6 +1888,7 @@ pub(crate) mod tests {
             "validation/vm-h/scenario.toml",
             "validation/vm-i/scenario.toml",
             "validation/vm-j/scenario.toml",
+            "validation/vm-k/scenario.toml",
         ] {
             let probes = root.join(format!("{file}.probes.json"));
             let raw: serde_json::Value =
