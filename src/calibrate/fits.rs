@@ -321,20 +321,12 @@ fn fit_memcpy(r: &ProbeResults, f: &mut Fitted) {
         "nodes.compute.memcpy",
         "memcpy: in-process copies over sizes",
     );
-    match fit_latency_bandwidth_robust(
-        &r.delete
-            .iter()
-            .map(|s| (s.bytes as f64, s.seconds))
-            .collect::<Vec<_>>(),
-        LEVEL,
-    ) {
-        Ok(fit) => f.linear(
-            (Some("metadata.delete"), Some("metadata.delete_bw")),
-            &fit,
-            "delete: unlink of synced, cached files over sizes",
-        ),
-        Err(e) => f.skip(&["metadata.delete", "metadata.delete_bw"], why(&e)),
-    }
+    fit_sized(
+        f,
+        &r.delete,
+        (Some("metadata.delete"), Some("metadata.delete_bw")),
+        "delete: unlink of synced, cached files over sizes",
+    );
     let (fills, checks) = pattern_fills_and_checks(r);
     fit_in_process(
         r,
@@ -375,20 +367,12 @@ fn fit_memcpy(r: &ProbeResults, f: &mut Fitted) {
     const SIGNAL: &str = "nodes.compute.signal";
     match r.signal.is_empty() {
         true => f.skip(&[SIGNAL], "not probed (no samples)".to_string()),
-        false => match fit_latency_bandwidth_robust(
-            &r.signal
-                .iter()
-                .map(|s| (s.bytes as f64, s.seconds))
-                .collect::<Vec<_>>(),
-            LEVEL,
-        ) {
-            Ok(fit) => f.linear(
-                (None, Some(SIGNAL)),
-                &fit,
-                "signal: FTIO's input (the closed-form signal of one band) computed in process over Mini-Square sides",
-            ),
-            Err(e) => f.skip(&[SIGNAL], why(&e)),
-        },
+        false => fit_sized(
+            f,
+            &r.signal,
+            (None, Some(SIGNAL)),
+            "signal: FTIO's input (the closed-form signal of one band) computed in process over Mini-Square sides",
+        ),
     }
     let statements: Vec<(f64, f64)> = r
         .fortran
@@ -424,7 +408,27 @@ fn fit_memcpy(r: &ProbeResults, f: &mut Fitted) {
     }
 }
 
-/// A bandwidth from timed in-process work over sizes (beyond the CPU cache).
+/// A latency and a bandwidth (either key may be left out) from timed work
+/// over sizes, every size (Huber).
+fn fit_sized(
+    f: &mut Fitted,
+    samples: &[super::memcpy::CopySample],
+    keys: (Option<&str>, Option<&str>),
+    probe: &str,
+) {
+    let points: Vec<(f64, f64)> = samples
+        .iter()
+        .map(|s| (s.bytes as f64, s.seconds))
+        .collect();
+    match fit_latency_bandwidth_robust(&points, LEVEL) {
+        Ok(fit) => f.linear(keys, &fit, probe),
+        Err(e) => {
+            let named: Vec<&str> = [keys.0, keys.1].into_iter().flatten().collect();
+            f.skip(&named, why(&e))
+        }
+    }
+}
+
 /// The pattern probe's fills and checks. Probes files from before the two were
 /// stored apart hold them in one list, a fill then a check per repetition.
 fn pattern_fills_and_checks(
@@ -505,6 +509,7 @@ fn fit_in_cache(
     }
 }
 
+/// A bandwidth from timed in-process work over sizes (beyond the CPU cache).
 fn fit_in_process(
     r: &ProbeResults,
     f: &mut Fitted,
