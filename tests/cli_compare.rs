@@ -394,6 +394,7 @@ fn the_twin_takes_the_rates_measured_again_before_the_real_run() {
             "nodes[0].compute.flops",
             "nodes[0].compute.bt",
             "nodes[0].compute.fft",
+            "nodes[0].compute.signal",
             "nodes[0].cache.write_bw",
             "nodes[0].cache.rewrite_bw",
             "nodes[0].cache.read_bw"
