@@ -1096,13 +1096,7 @@ fn fit_huge(r: &ProbeResults, f: &mut Fitted) {
 fn fit_inode_lock(r: &ProbeResults, f: &mut Fitted) {
     const KEY: &str = "filesystem.write_lock";
     let rate = |writers: usize, shared: bool| -> Option<f64> {
-        let mut v: Vec<f64> = r
-            .inode_lock
-            .iter()
-            .filter(|s| s.writers == writers && s.shared == shared && s.seconds > 0.0)
-            .map(|s| s.bytes as f64 / s.seconds)
-            .collect();
-        v.sort_by(f64::total_cmp);
+        let v = lock_rates(r, writers, shared);
         (!v.is_empty()).then(|| v[v.len() / 2])
     };
     let writers = r.inode_lock.iter().map(|s| s.writers).max().unwrap_or(0);
@@ -1135,6 +1129,19 @@ fn fit_inode_lock(r: &ProbeResults, f: &mut Fitted) {
     f.choices.insert(KEY.into(), (word.into(), found));
 }
 
+/// The inode-lock probe's rates (bytes over seconds) of `writers` writers of
+/// one file (`shared`) or of a file each, every run, slowest first.
+fn lock_rates(r: &ProbeResults, writers: usize, shared: bool) -> Vec<f64> {
+    let mut v: Vec<f64> = r
+        .inode_lock
+        .iter()
+        .filter(|s| s.writers == writers && s.shared == shared && s.seconds > 0.0)
+        .map(|s| s.bytes as f64 / s.seconds)
+        .collect();
+    v.sort_by(f64::total_cmp);
+    v
+}
+
 /// `nodes.memory_bw` from the inode-lock probe's writers of a file each: their
 /// page-cache copies run at once on as many cores and all cross the node's
 /// memory bus, so it carried at least their aggregate rate. The median over
@@ -1143,12 +1150,10 @@ fn fit_inode_lock(r: &ProbeResults, f: &mut Fitted) {
 fn fit_memory_bus(r: &ProbeResults, f: &mut Fitted) {
     const KEY: &str = "nodes.memory_bw";
     let writers = r.inode_lock.iter().map(|s| s.writers).max().unwrap_or(0);
-    let mut v: Vec<f64> = r
-        .inode_lock
-        .iter()
-        .filter(|s| s.writers == writers && writers > 1 && !s.shared && s.seconds > 0.0)
-        .map(|s| s.bytes as f64 / s.seconds)
-        .collect();
+    let v = match writers > 1 {
+        true => lock_rates(r, writers, false),
+        false => Vec::new(),
+    };
     if v.is_empty() {
         f.skip(
             &[KEY],
@@ -1156,7 +1161,6 @@ fn fit_memory_bus(r: &ProbeResults, f: &mut Fitted) {
         );
         return;
     }
-    v.sort_by(f64::total_cmp);
     f.rate(
         KEY,
         Estimate {
