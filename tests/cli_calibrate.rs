@@ -254,6 +254,9 @@ fn pingpong_runs_for_real_and_checks_its_data() {
     );
     assert!(r["errors"].as_array().unwrap().is_empty());
     assert!(r["metrics"]["bandwidth_mb_s"].as_f64().unwrap() > 0.0);
+    // The files the polled test's ranks synced before each episode are gone.
+    let files = files_in(dir.path());
+    assert!(!files.iter().any(|f| f.contains(".polled")), "{files:?}");
 }
 
 /// The two-phase test for real on 4 ranks and in the twin: a write and a read

@@ -49,9 +49,10 @@
 //! that capacity. A message step pays the wake-up only where its
 //! communicator has more ranks on the node than cores (all 4 ranks' barrier:
 //! 8 ms on 2 cores); among fewer it costs `nodes.polled_wakeup`, a mean over
-//! jobs: measured, 2 ranks stepping while 2 others poll run together in some
-//! jobs (a barrier in microseconds) and out of phase in others (each barrier
-//! waits a time slice, 8 ms), whichever way the kernel placed them.
+//! placements: measured, 2 ranks stepping on cores of their own (each beside a
+//! poller) meet in a barrier in microseconds, 2 on one core wait a time slice
+//! (8 ms) at each; ranks that sleep in I/O are placed again as they wake, so
+//! the probe takes the mean over episodes that each follow such a sleep.
 //!
 //! With `nodes.sleeping_ranks = "yield"` as well, a rank asleep in the kernel
 //! (on a file's inode lock, a byte-range lock, the dirty limit, a device) is

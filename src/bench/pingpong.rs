@@ -31,7 +31,13 @@
 //! wait in the world's barrier; with more ranks than cores it shows whether
 //! waiting ranks take their share of the cores and what a barrier among no
 //! more ranks than cores costs meanwhile (`nodes.waiting_ranks`,
-//! `nodes.polled_wakeup`). Real runs check the last copy.
+//! `nodes.polled_wakeup`). The steps come in episodes of 5, each after the
+//! taking part slept in a sync of a small file of their own (untimed): a rank
+//! that never sleeps keeps the core it was given, and two stepping ranks that
+//! share one core wait a time slice at every barrier (8 ms here) where two on
+//! cores of their own do not, so one job would measure one placement; the
+//! episodes sample the placements an application whose ranks sleep in I/O
+//! goes through. Real runs check the last copy.
 //!
 //! The two-phase test (after the polled one): one shared file seen by every rank
 //! through an interleaved view (rank r's blocks of `two_phase_block` bytes at

@@ -769,8 +769,10 @@ fn fit_two_phase(r: &ProbeResults, f: &mut Fitted) {
 /// `memcpy` rate alone it would take `bytes / memcpy`; sharing the cores with
 /// every rank, N / cores times that. A step less a copy is the barrier's
 /// ceil(log2 cores) message steps; their mean over sizes and runs is the
-/// wake-up of a step while the others poll (the runs differ: two ranks are
-/// scheduled together or out of phase, whichever the kernel set up).
+/// wake-up of a step while the others poll (a mean over placements: stepping
+/// ranks on one core wait a time slice at each barrier, on cores of their own
+/// they do not; the probe's episodes each follow a sleep in I/O, after which
+/// the kernel places the ranks again).
 fn fit_polled(r: &ProbeResults, f: &mut Fitted) {
     const KEYS: [&str; 1] = ["nodes.polled_wakeup"];
     let cores = r.machine.cores as u64;

@@ -30,6 +30,10 @@ With --polled A, before that: the first A ranks, in a communicator of their own,
 time for each size of --polled-copies n copies of a buffer, then n steps of a
 copy and a barrier among them, while the other ranks wait in a barrier of all;
 rows polled_copy and polled_step give the mean time of a copy and of a step.
+The steps come in episodes of 5, each after every rank taking part wrote,
+synced and deleted a page-sized file of its own (-o with .polledR appended;
+untimed), so that the kernel places the ranks again as it does an I/O
+application's.
 With more ranks than cores this shows what waiting ranks do (MPICH busy-polls:
 they keep their share of the cores) and what a barrier among no more ranks
 than cores costs meanwhile. Real runs check the last copy.

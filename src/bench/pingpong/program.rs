@@ -153,6 +153,46 @@ async fn open_shared<C: IoCtx>(
     }
 }
 
+/// Steps of the polled test between two sleeps ([`sleep_in_a_sync`]).
+const POLLED_EPISODE: u64 = 5;
+
+/// Bytes of the file each rank of the polled test writes and syncs before an
+/// episode of steps.
+const SLEEPER_BYTES: usize = 4096;
+
+/// Sleeps this rank in the kernel as an application's I/O does: creates
+/// `path`, writes a page, syncs it (a journal commit) and deletes it. A rank that
+/// never sleeps keeps the core the scheduler gave it; one that sleeps is
+/// placed again when it wakes, so the polled test's episodes sample the
+/// placements an I/O application's ranks go through, not one job's.
+/// Failures are recorded as the polled test's.
+async fn sleep_in_a_sync<C: IoCtx>(ctx: &C, path: &str, out: &mut PingpongOutput) {
+    let opts = OpenOptions {
+        mode: OpenMode::Create,
+        scope: Scope::Private,
+        api: Api::Posix,
+        hints: Default::default(),
+        unique_open: false,
+    };
+    let mut file = match ctx.open(path, &opts).await {
+        Ok(f) => f,
+        Err(e) => {
+            out.mismatches
+                .push(format!("polled test: open `{path}`: {e}"));
+            return;
+        }
+    };
+    let mut page = ctx.alloc(SLEEPER_BYTES);
+    let written = ctx.xfer(&mut file, Op::write_at(0), &mut page).await;
+    let synced = ctx.sync(&mut file).await;
+    let closed = ctx.close(file).await;
+    let deleted = ctx.delete(path).await;
+    if let Err(e) = written.and(synced).and(closed).and(deleted) {
+        out.mismatches
+            .push(format!("polled test: write, sync and delete `{path}`: {e}"));
+    }
+}
+
 /// The byte at index `i` of rank `rank`'s data in two-phase call `call`.
 fn call_pattern(rank: usize, call: u64, i: usize) -> u8 {
     pattern(rank, i) ^ (call as u8).wrapping_mul(29)
@@ -174,6 +214,7 @@ impl Pingpong {
         let active = self.params.polled;
         let sub = ctx.split(Some(usize::from(rank as u64 >= active)), 0).await;
         if let Some(sub) = sub.filter(|_| (rank as u64) < active) {
+            let sleeper = format!("{}.polled{rank}", self.params.file);
             for &bytes in &self.params.polled_copies {
                 let n = self.params.polled_steps(bytes);
                 let mut src = ctx.alloc(bytes as usize);
@@ -197,13 +238,21 @@ impl Pingpong {
                     copy(&mut dst).await;
                 }
                 let copied = (sub.wtime() - t0) / n as f64;
-                sub.barrier().await;
-                let t0 = sub.wtime();
-                for _ in 0..n {
-                    copy(&mut dst).await;
+                let mut stepping = 0.0;
+                let mut done = 0;
+                while done < n {
+                    let k = POLLED_EPISODE.min(n - done);
+                    sleep_in_a_sync(&sub, &sleeper, out).await;
                     sub.barrier().await;
+                    let t0 = sub.wtime();
+                    for _ in 0..k {
+                        copy(&mut dst).await;
+                        sub.barrier().await;
+                    }
+                    stepping += sub.wtime() - t0;
+                    done += k;
                 }
-                let stepped = (sub.wtime() - t0) / n as f64;
+                let stepped = stepping / n as f64;
                 if let Some(b) = dst.bytes()
                     && let Some(i) = (0..b.len()).find(|&i| b[i] != pattern(rank, i))
                 {
