@@ -274,3 +274,16 @@ fn the_step_count_is_npbs() {
         );
     }
 }
+
+/// Norms print in Fortran's `E20.13`, a diverged run's too (a grid whose
+/// time step is too long for it blows up to NaN).
+#[test]
+fn norms_print_as_fortran_does() {
+    use super::verify::fortran_e;
+    assert_eq!(fortran_e(0.0), " 0.0000000000000E+00");
+    assert_eq!(fortran_e(1.0), " 0.1000000000000E+01");
+    assert_eq!(fortran_e(-2.5e-3), "-0.2500000000000E-02");
+    assert_eq!(fortran_e(f64::NAN), "                 NaN");
+    assert_eq!(fortran_e(f64::INFINITY), "            Infinity");
+    assert_eq!(fortran_e(f64::NEG_INFINITY), "           -Infinity");
+}

@@ -362,10 +362,17 @@ impl Norms {
 }
 
 /// Fortran's `E20.13`: `0.` then 13 digits, `E`, sign and two exponent digits,
-/// right-aligned in 20 columns.
+/// right-aligned in 20 columns; a diverged norm prints as gfortran prints it
+/// (`NaN`, `Infinity`, `-Infinity`).
 pub fn fortran_e(v: f64) -> String {
     if v == 0.0 {
         return format!("{:>20}", "0.0000000000000E+00");
+    }
+    if v.is_nan() {
+        return format!("{:>20}", "NaN");
+    }
+    if v.is_infinite() {
+        return format!("{:>20}", if v > 0.0 { "Infinity" } else { "-Infinity" });
     }
     // v = 0.d₁d₂… × 10^exp with d₁ ≠ 0.
     let sci = format!("{:.12e}", v.abs());
