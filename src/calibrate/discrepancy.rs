@@ -115,6 +115,7 @@ mod tests {
             "validation/vm-i/scenario.toml",
             "validation/vm-j/scenario.toml",
             "validation/vm-k/scenario.toml",
+            "validation/vm-l/scenario.toml",
         ] {
             let probes = root.join(format!("{file}.probes.json"));
             let raw: serde_json::Value =

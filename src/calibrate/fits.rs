@@ -19,7 +19,7 @@
 //! | `nodes.oversubscribed_wakeup` | b_eff's `MPI_Sendrecv` exchanges of 1 byte | mean exchange at N > cores ranks − mean at 2 ranks |
 //! | `nodes.eager_limit` | b_eff's `MPI_Sendrecv` exchanges at N > cores ranks over message sizes | the largest size before the median exchange steps up to 1.5 × that at ≤ 1 KiB and stays there (the rendezvous' second wake-up) |
 //! | `nodes.oversubscribed_unpack_bw`, `nodes.oversubscribed_pack_bw` | pingpong's two-phase test (`write_at_all`, `read_at_all` through an interleaved view) at N > cores ranks over call sizes | call time − the aggregator's page-cache copy = intercept + exchanged bytes / bw (Huber); exchanged: the (N − 1)/N of a call's bytes that reach the node's one aggregator |
-//! | `nodes.waiting_ranks` (a choice), `nodes.polled_wakeup` | pingpong's polled test at N > cores ranks: `cores` ranks copy, then copy and meet in a barrier, while the others wait | `poll` where the largest copy ran below the midpoint of a whole core and cores / N of one (against `nodes.compute.memcpy`), else `idle`; with `poll`, the mean of (step − copy) / barrier steps over sizes and runs (Student t) |
+//! | `nodes.waiting_ranks` (a choice), `nodes.polled_wakeup` | pingpong's polled test at N > cores ranks: `cores` ranks copy, then copy and meet in a barrier, while the others wait, the steps in episodes each after a sleep in a sync | `poll` where the largest copy ran below the midpoint of a whole core and cores / N of one (against `nodes.compute.memcpy`), else `idle`; with `poll`, the mean of (step − copy) / barrier steps over sizes and runs (Student t) |
 //! | `nodes.syscall`, `nodes.cache.write_bw` | IOzone write, cached files | time per record = latency + record / bw (Huber); `syscall` then from IOR (below) |
 //! | `nodes.syscall` | IOR MPI-IO shared file, independent writes at 1 rank, smallest `-t` | mean of call time − `mpiio.independent_call` − `-t` / `cache.write_bw` (Student t) |
 //! | `filesystem.write_lock_span` (a choice) | the same writes at 1 and 2 ranks, smallest `-t` | `call` where the median call at 2 ranks is above the geometric midpoint of max(t1, 2 copies) (the lock over the copy) and max(t1, 2 (t1 − `independent_call`)) (over the whole call), else `copy`; needs `inode` chosen |
@@ -1900,6 +1900,7 @@ pub(crate) mod tests {
             "validation/vm-i/scenario.toml",
             "validation/vm-j/scenario.toml",
             "validation/vm-k/scenario.toml",
+            "validation/vm-l/scenario.toml",
         ] {
             let probes = root.join(format!("{file}.probes.json"));
             let raw: serde_json::Value =

@@ -286,4 +286,11 @@ fn norms_print_as_fortran_does() {
     assert_eq!(fortran_e(f64::NAN), "                 NaN");
     assert_eq!(fortran_e(f64::INFINITY), "            Infinity");
     assert_eq!(fortran_e(f64::NEG_INFINITY), "           -Infinity");
+    // A grid with no reference values whose solution blew up says so.
+    let diverged = Norms::check([20; 3], 7, 0.01, [f64::NAN; 5], [1.0; 5], true);
+    let text = diverged.npb_text();
+    assert!(text.contains("                 NaN"), "{text}");
+    assert!(text.contains(" The solution diverged"), "{text}");
+    let finite = Norms::check([20; 3], 7, 0.01, [1.0; 5], [1.0; 5], true);
+    assert!(!finite.npb_text().contains("diverged"));
 }

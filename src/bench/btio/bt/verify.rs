@@ -355,6 +355,12 @@ impl Norms {
                 }
                 let _ = writeln!(s, " No reference values provided");
                 let _ = writeln!(s, " No verification performed");
+                if self.xcr.iter().chain(&self.xce).any(|v| !v.is_finite()) {
+                    let _ = writeln!(
+                        s,
+                        " The solution diverged (norms not finite): the time step dt is too long for this grid"
+                    );
+                }
             }
         }
         s
