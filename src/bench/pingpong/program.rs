@@ -201,7 +201,8 @@ fn call_pattern(rank: usize, call: u64, i: usize) -> u8 {
 impl Pingpong {
     /// The polled test: the first `polled` ranks, in a communicator of their
     /// own, time for each copy size `n` copies of it (a copy of a buffer into
-    /// another), then `n` steps of a copy and a barrier among them, while the
+    /// another), then `n` steps of a copy and a barrier among them in episodes
+    /// of [`POLLED_EPISODE`], each after [`sleep_in_a_sync`] (untimed), while the
     /// other ranks wait in the world's barrier. Rows `polled_copy` and
     /// `polled_step`: the mean time of a copy, of a step (maximum over the
     /// taking part). With more ranks than cores, a copy's time says whether
