@@ -240,18 +240,15 @@ impl Pingpong {
                 }
                 let copied = (sub.wtime() - t0) / n as f64;
                 let mut stepping = 0.0;
-                let mut done = 0;
-                while done < n {
-                    let k = POLLED_EPISODE.min(n - done);
+                for first in (0..n).step_by(POLLED_EPISODE as usize) {
                     sleep_in_a_sync(&sub, &sleeper, out).await;
                     sub.barrier().await;
                     let t0 = sub.wtime();
-                    for _ in 0..k {
+                    for _ in first..n.min(first + POLLED_EPISODE) {
                         copy(&mut dst).await;
                         sub.barrier().await;
                     }
                     stepping += sub.wtime() - t0;
-                    done += k;
                 }
                 let stepped = stepping / n as f64;
                 if let Some(b) = dst.bytes()
