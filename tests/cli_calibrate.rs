@@ -242,8 +242,18 @@ fn pingpong_runs_for_real_and_checks_its_data() {
     assert_eq!(r["benchmark"], "pingpong");
     assert_eq!(r["mode"], "real");
     let rows = r["tables"]["pingpong"]["rows"].as_array().unwrap();
-    // 3 sizes, the barrier, a copy and a step row per polled copy size (2 ranks of 3)
-    assert_eq!(rows.len(), 8);
+    // 3 sizes, the barrier, when the second and third ranks left the barriers,
+    // a copy and a step row per polled copy size (2 ranks of 3)
+    assert_eq!(rows.len(), 10);
+    let exits: Vec<f64> = rows
+        .iter()
+        .filter(|r| r[0] == "barrier_exit")
+        .map(|r| r[4].as_f64().unwrap())
+        .collect();
+    assert!(
+        exits.len() == 2 && 0.0 <= exits[0] && exits[0] <= exits[1],
+        "{rows:?}"
+    );
     let polled: Vec<_> = rows.iter().filter(|r| r[0] == "polled_step").collect();
     assert_eq!(polled.len(), 2);
     assert!(
@@ -325,8 +335,10 @@ fn pingpong_two_phase_test_runs_in_both_modes() {
         .map(|(t, b)| (t.to_string(), *b))
         .collect();
         assert_eq!(two, want, "{side}");
+        // Times are positive; ranks may leave a barrier together (0 after the first).
         assert!(
-            rows.iter().all(|row| row[4].as_f64().unwrap() > 0.0),
+            rows.iter()
+                .all(|row| row[4].as_f64().unwrap() > 0.0 || row[0] == "barrier_exit"),
             "{side}"
         );
     }
@@ -349,7 +361,9 @@ fn pingpong_two_phase_test_runs_in_both_modes() {
 /// copy at 1 GB/s takes 1 ms while the waiting ranks idle, 2 ms while they
 /// poll (each rank holds half a core); a step adds the barrier's one message
 /// step: the wake-up of 4 ranks' steps (5 ms) idle, the polled one (1 ms)
-/// polling.
+/// polling. With `release_stagger` 4 ms the third and fourth ranks leave the
+/// barriers 4 ms after the first two where the ranks poll, with them where
+/// they idle.
 #[test]
 fn pingpong_polled_test_in_the_twin() {
     let dir = tempfile::tempdir().unwrap();
@@ -383,6 +397,8 @@ fn pingpong_polled_test_in_the_twin() {
                 "--set",
                 "nodes[0].polled_wakeup=1ms",
                 "--set",
+                "nodes[0].release_stagger=4ms",
+                "--set",
                 &format!("nodes[0].waiting_ranks={waiting}"),
                 "--json",
                 json,
@@ -398,13 +414,23 @@ fn pingpong_polled_test_in_the_twin() {
                 .as_f64()
                 .unwrap()
         };
-        (time("polled_copy"), time("polled_step"))
+        let exits: Vec<f64> = rows
+            .iter()
+            .filter(|r| r[0] == "barrier_exit")
+            .map(|r| r[4].as_f64().unwrap())
+            .collect();
+        (time("polled_copy"), time("polled_step"), exits)
     };
     let close = |a: f64, b: f64| (a - b).abs() < 1e-9;
-    let (copy, step) = run("idle.json", "idle");
+    let (copy, step, exits) = run("idle.json", "idle");
     assert!(close(copy, 1e-3) && close(step, 6e-3), "{copy} {step}");
-    let (copy, step) = run("poll.json", "poll");
+    assert_eq!(exits, [0.0; 3]);
+    let (copy, step, exits) = run("poll.json", "poll");
     assert!(close(copy, 2e-3) && close(step, 3e-3), "{copy} {step}");
+    assert!(
+        exits.len() == 3 && exits[0] == 0.0 && exits[1..].iter().all(|&e| close(e, 4e-3)),
+        "{exits:?}"
+    );
 }
 
 /// The locked-write test, 4 ranks on 2 cores writing 1 MB each to one file

@@ -852,6 +852,54 @@ fn polling_ranks_keep_their_share_and_wake_only_crowded_communicators() {
     assert!(close(poll[0].1 + poll[0].0, 2.0 + 20e-3), "{poll:?}");
 }
 
+/// Four ranks on two cores polling, wake-up 10 ms: the world barrier's 2
+/// steps end at 20 ms. With `release_stagger` 4 ms ranks 0 and 1 leave at
+/// 16 ms, ranks 2 and 3 at 20 ms. Each then computes 1 s of work on half a
+/// core (2 s): the span from the first out to the last done is 2.004 s, not
+/// 2 s, and the next barrier (its last arrival at 2.020 s) ends at 2.040 s
+/// for ranks 2 and 3 and 2.036 s for 0 and 1. A split into pairs (2 ranks of
+/// the communicator on 2 cores) releases both together; so does every
+/// barrier without the key, or with ranks waiting idle.
+#[test]
+fn polling_ranks_beyond_the_cores_leave_a_crowded_collective_later() {
+    let prog = async |r: &Rank| {
+        r.barrier().await;
+        let out = r.now();
+        r.compute(KernelKind::Flops, 1e9).await;
+        let done = r.now();
+        r.barrier().await;
+        let next = r.now();
+        let sub = r.split(Some(r.rank() / 2), 0).await.unwrap();
+        let t = r.now();
+        sub.barrier().await;
+        (out, done, next, r.now() - t)
+    };
+    let wake = "nodes[0].oversubscribed_wakeup=10ms";
+    let stagger = "nodes[0].release_stagger=4ms";
+    let t = run(
+        &scenario(2, false, &[wake, "nodes[0].waiting_ranks=poll", stagger]),
+        4,
+        prog,
+    );
+    for (r, &(out, done, next, pair)) in t.iter().enumerate() {
+        let early = if r < 2 { 4e-3 } else { 0.0 };
+        assert!(close(out, 20e-3 - early), "rank {r}: {t:?}");
+        assert!(close(done, 2.020 - early), "rank {r}: {t:?}");
+        assert!(close(next, 2.040 - early), "rank {r}: {t:?}");
+        assert!(close(pair, 0.0), "rank {r}: {t:?}");
+    }
+    let span =
+        t.iter().map(|x| x.1).fold(0.0, f64::max) - t.iter().map(|x| x.0).fold(1.0, f64::min);
+    assert!(close(span, 2.004), "{t:?}");
+    for set in [
+        vec![wake, "nodes[0].waiting_ranks=poll"],
+        vec![wake, stagger],
+    ] {
+        let t = run(&scenario(2, false, &set), 4, prog);
+        assert!(t.iter().all(|x| close(x.0, 20e-3)), "{set:?}: {t:?}");
+    }
+}
+
 /// `MPI_Sendrecv_replace` packs its message into a temporary buffer: from
 /// `nodes.mmap_from` on, a freshly mapped one each call, filled at
 /// `compute.first_touch` on the rank's core. 2 ranks exchange 4 MB with

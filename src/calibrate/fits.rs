@@ -19,6 +19,7 @@
 //! | `nodes.oversubscribed_wakeup` | b_eff's `MPI_Sendrecv` exchanges of 1 byte | mean exchange at N > cores ranks − mean at 2 ranks |
 //! | `nodes.eager_limit` | b_eff's `MPI_Sendrecv` exchanges at N > cores ranks over message sizes | the largest size before the median exchange steps up to 1.5 × that at ≤ 1 KiB and stays there (the rendezvous' second wake-up) |
 //! | `nodes.oversubscribed_unpack_bw`, `nodes.oversubscribed_pack_bw` | pingpong's two-phase test (`write_at_all`, `read_at_all` through an interleaved view) at N > cores ranks over call sizes | call time − the aggregator's page-cache copy = intercept + exchanged bytes / bw (Huber); exchanged: the (N − 1)/N of a call's bytes that reach the node's one aggregator |
+//! | `nodes.release_stagger` | pingpong's barriers at N > cores ranks: every rank's exit times | the mean over runs of (mean exit after the first rank out of the ranks beyond the first `cores` − that of the first `cores`) (Student t); only where waiting ranks poll |
 //! | `nodes.waiting_ranks` (a choice), `nodes.polled_wakeup` | pingpong's polled test at N > cores ranks: `cores` ranks copy, then copy and meet in a barrier, while the others wait, the steps in episodes each after a sleep in a sync | `poll` where the largest copy ran below the midpoint of a whole core and cores / N of one (against `nodes.compute.memcpy`), else `idle`; with `poll`, the mean of (step − copy) / barrier steps over sizes and runs (Student t) |
 //! | `nodes.syscall`, `nodes.cache.write_bw` | IOzone write, cached files | time per record = latency + record / bw (Huber); `syscall` then from IOR (below) |
 //! | `nodes.syscall` | IOR MPI-IO shared file, independent writes at 1 rank, smallest `-t` | mean of call time − `mpiio.independent_call` − `-t` / `cache.write_bw` (Student t) |
@@ -279,6 +280,7 @@ pub fn fit_all(r: &ProbeResults, base: &Scenario) -> Fitted {
     fit_iozone(r, &mut f);
     fit_two_phase(r, &mut f);
     fit_polled(r, &mut f);
+    fit_release_stagger(r, &mut f);
     fit_release(r, &mut f);
     fit_huge(r, &mut f);
     fit_first_touch(r, &mut f);
@@ -836,6 +838,70 @@ fn fit_polled(r: &ProbeResults, f: &mut Fitted) {
             ),
         ),
         Err(e) => f.skip(&KEYS, why(&e)),
+    }
+}
+
+/// `nodes.release_stagger` from pingpong's `barrier_exit` rows at more ranks
+/// than cores: in each run, the mean time after the first rank out at which
+/// the ranks beyond the first `cores` left its barriers, less that of the
+/// first `cores` (the first one's is 0); the mean over runs (Student t). The
+/// twin lets the first `cores` ranks leave that much before the others, so
+/// its own rows give the key back. Only where waiting ranks poll.
+fn fit_release_stagger(r: &ProbeResults, f: &mut Fitted) {
+    const KEY: &str = "nodes.release_stagger";
+    let cores = r.machine.cores as u64;
+    // A run's rows come together, places 1 to ranks - 1.
+    let mut runs: Vec<Vec<&PingRow>> = Vec::new();
+    for p in r
+        .pingpong
+        .iter()
+        .filter(|p| p.test == "barrier_exit" && p.ranks > cores)
+    {
+        match runs.last_mut() {
+            Some(run) if p.active > 1 => run.push(p),
+            _ => runs.push(vec![p]),
+        }
+    }
+    runs.retain(|run| run.len() as u64 + 1 == run[0].ranks);
+    if runs.is_empty() {
+        f.skip(
+            &[KEY],
+            format!("no pingpong barrier exits at more ranks than cores ({cores}): give --ranks above {cores}"),
+        );
+        return;
+    }
+    if f.choices
+        .get("nodes.waiting_ranks")
+        .is_none_or(|c| c.0 != "poll")
+    {
+        f.skip(&[KEY], "waiting ranks not chosen to poll".into());
+        return;
+    }
+    let mean = |v: &[f64]| v.iter().sum::<f64>() / v.len() as f64;
+    let staggers: Vec<f64> = runs
+        .iter()
+        .map(|run| {
+            let after: Vec<f64> = std::iter::once(0.0)
+                .chain(run.iter().map(|p| p.seconds))
+                .collect();
+            let (first, rest) = after.split_at(cores as usize);
+            mean(rest) - mean(first)
+        })
+        .collect();
+    match mean_estimate(&staggers, LEVEL) {
+        Ok(est) => f.time(
+            KEY,
+            est,
+            &format!(
+                "pingpong: every rank's exit from barriers at {} ranks on {cores} cores",
+                runs[0][0].ranks
+            ),
+            format!(
+                "method=mean n={} runs of (mean exit after the first of the ranks beyond the first {cores} - that of the first {cores})",
+                staggers.len()
+            ),
+        ),
+        Err(e) => f.skip(&[KEY], why(&e)),
     }
 }
 
@@ -1981,6 +2047,7 @@ pub(crate) mod tests {
     const FIRST_TOUCH: f64 = 1.7e9;
     const MESSAGE_BW: f64 = 5e9;
     const POLLED_WAKEUP: f64 = 1e-3;
+    const STAGGER: f64 = 4e-3;
     const OPEN_STEPS: f64 = 12.0;
     const UNPACK: f64 = 110e6;
     const PACK: f64 = 160e6;
@@ -2153,6 +2220,27 @@ pub(crate) mod tests {
                         active: 2,
                     });
                 }
+            }
+        }
+        // pingpong's barrier exits at 4 ranks in 3 runs: the second rank out
+        // within a few µs of the first, the other two STAGGER after them, give
+        // or take a tenth (the fit: the mean over runs of (their mean - the
+        // first two's)).
+        for run in 0..3 {
+            let (second, late) = (10e-6 * run as f64, STAGGER * (0.9 + 0.1 * run as f64));
+            for (place, after) in [
+                (1, second),
+                (2, late + second / 2.0),
+                (3, late + second / 2.0),
+            ] {
+                r.pingpong.push(PingRow {
+                    test: "barrier_exit".into(),
+                    ranks: 4,
+                    bytes: 0,
+                    iterations: 10,
+                    seconds: after,
+                    active: place,
+                });
             }
         }
         let mut warm = IozoneRun {
@@ -2475,6 +2563,8 @@ pub(crate) mod tests {
         let span = span.unwrap_or_else(|| panic!("{:?}", f.notes.get(WRITE_LOCK_SPAN)));
         assert_eq!(span.0, "call", "{}", span.1);
         within(&f, "nodes.polled_wakeup", POLLED_WAKEUP);
+        // (0.9 + 1.0 + 1.1) / 3 of STAGGER, exactly.
+        within(&f, "nodes.release_stagger", STAGGER);
         within(&f, "nodes.oversubscribed_unpack_bw", UNPACK);
         within(&f, "nodes.oversubscribed_pack_bw", PACK);
         // The ranks <= cores opens only (those at 4 ranks wait for wake-ups).
@@ -2512,6 +2602,7 @@ pub(crate) mod tests {
         assert_eq!(word, "idle");
         assert!(why.contains("ran at 1.00 of a core"), "{why}");
         assert!(f.skipped["nodes.polled_wakeup"].contains("waiting ranks idle"));
+        assert!(f.skipped["nodes.release_stagger"].contains("not chosen to poll"));
     }
 
     /// Exchanges that never step up leave the eager limit unfitted (above the

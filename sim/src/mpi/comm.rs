@@ -24,6 +24,9 @@ pub(crate) struct Comm {
     /// Message latency (s) and bandwidth (B/s) for the collective cost models.
     pub(crate) lat: f64,
     pub(crate) bw: f64,
+    /// How much earlier than a collective's completion each member leaves it
+    /// (`Platform::release_advance`; empty: all together).
+    pub(crate) advance: Vec<f64>,
 }
 
 #[derive(Clone, Copy)]
@@ -550,6 +553,17 @@ pub(crate) fn complete(
         .signals
         .into_iter()
         .map(|s| s.expect("every rank arrived"));
+    // Members that leave early do so no sooner than the last one arrived.
+    let per_rank = match (per_rank, comm.advance.is_empty()) {
+        (at, true) => at,
+        (at, false) => Some(
+            at.unwrap_or_else(|| vec![t; n])
+                .into_iter()
+                .zip(&comm.advance)
+                .map(|(at, early)| (at - early).max(now))
+                .collect(),
+        ),
+    };
     match per_rank {
         Some(at) => signals.zip(at).for_each(|(s, at)| e.fire_at(at, s)),
         None => e.fire_all_at(t, signals.collect()),

@@ -163,6 +163,7 @@ impl Model {
     pub(crate) fn new_comm(&mut self, members: Vec<usize>) -> Rc<Comm> {
         let wakes = self.platform.wakes(&members);
         let (lat, bw) = self.platform.message_params(&members, &wakes);
+        let advance = self.platform.release_advance(&members);
         self.next_comm += 1;
         Rc::new(Comm {
             id: self.next_comm - 1,
@@ -170,6 +171,7 @@ impl Model {
             wakes,
             lat,
             bw,
+            advance,
         })
     }
 

@@ -173,6 +173,14 @@ impl fmt::Display for Scenario {
                     g.name,
                     fmt_time(g.polled_wakeup)
                 )?;
+                if g.release_stagger > 0.0 {
+                    writeln!(
+                        f,
+                        "  ranks of `{}` leave a collective with more of them than cores staggered: the first `cores` {} before the others",
+                        g.name,
+                        fmt_time(g.release_stagger)
+                    )?;
+                }
                 if g.sleeping_ranks == SleepingRanks::Yield {
                     writeln!(
                         f,

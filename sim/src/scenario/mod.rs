@@ -151,6 +151,13 @@ pub struct NodeGroup {
     /// poll (the ranks of the step are not always scheduled together). 0 = none
     /// (the default).
     pub polled_wakeup: f64,
+    /// With `waiting_ranks = poll`: how much earlier, in seconds, the first
+    /// `cores` of a node's ranks leave a collective whose ranks on the node
+    /// outnumber its cores than the others do. The last message reaches the
+    /// ranks on a core at once and the others at their next time slice, so
+    /// a phase timed from the first rank out to the last rank done is that
+    /// much longer than its work. 0 = none (the default: all leave together).
+    pub release_stagger: f64,
     /// With `waiting_ranks = poll`: what a rank sleeping in the kernel (waiting
     /// for a file's inode lock, a byte-range lock, the dirty limit or a device)
     /// does with its share of the cores (`sleeping_ranks`).

@@ -394,6 +394,7 @@ impl Scenario {
                 waiting_ranks: [WaitingRanks::Idle, WaitingRanks::Poll]
                     [n.choice("waiting_ranks", &["idle", "poll"], 0)?],
                 polled_wakeup: n.time_or("polled_wakeup", 0.0)?,
+                release_stagger: n.time_or("release_stagger", 0.0)?,
                 sleeping_ranks: [SleepingRanks::Hold, SleepingRanks::Yield]
                     [n.choice("sleeping_ranks", &["hold", "yield"], 0)?],
                 eager_limit: n.size_or("eager_limit", u64::MAX)?,

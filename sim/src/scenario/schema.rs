@@ -263,6 +263,12 @@ const KEYS: &[Key] = &[
         "with waiting_ranks = poll, extra latency of a message step among no more of a node's ranks than cores while its other ranks poll",
     ),
     key(
+        "nodes.release_stagger",
+        Quantity(Time),
+        Value("\"0s\""),
+        "with waiting_ranks = poll, how much earlier the first `cores` of a node's ranks leave a collective whose ranks on the node outnumber its cores than the others (those see the last message only at their next time slice)",
+    ),
+    key(
         "nodes.sleeping_ranks",
         Choice(&["hold", "yield"]),
         Value("\"hold\""),

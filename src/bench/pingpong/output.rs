@@ -8,7 +8,7 @@ impl Pingpong {
         let mut s = format!("piotwin point-to-point probe ({label})\n");
         let _ = writeln!(
             s,
-            "{:<9} {:>6} {:>12} {:>8} {:>14} {:>12}",
+            "{:<12} {:>6} {:>12} {:>8} {:>14} {:>12}",
             "test", "ranks", "bytes", "reps", "time/op [us]", "MB/s"
         );
         for r in &out.rows {
@@ -19,7 +19,7 @@ impl Pingpong {
             };
             let _ = writeln!(
                 s,
-                "{:<9} {:>6} {:>12} {:>8} {:>14.3} {:>12}",
+                "{:<12} {:>6} {:>12} {:>8} {:>14.3} {:>12}",
                 r.test,
                 r.ranks,
                 r.bytes,

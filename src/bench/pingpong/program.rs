@@ -5,7 +5,7 @@ use super::*;
 /// One measured row.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct PingRow {
-    /// `sendrecv` or `barrier`.
+    /// `sendrecv`, `barrier`, `barrier_exit` or one of the tests' names.
     pub test: String,
     /// Ranks in the job.
     pub ranks: u64,
@@ -15,7 +15,9 @@ pub struct PingRow {
     pub iterations: u64,
     /// Time of one operation, seconds: the maximum over ranks of elapsed / iterations.
     pub seconds: f64,
-    /// Ranks taking part (the polled test's first ranks); 0: all of them.
+    /// Ranks taking part (the polled test's first ranks); 0: all of them. In
+    /// a `barrier_exit` row, the place in the order the ranks left the barriers
+    /// (1: the second out).
     #[serde(default)]
     pub active: u64,
 }
@@ -103,8 +105,10 @@ impl RankProgram for Pingpong {
         }
         ctx.barrier().await;
         let t0 = ctx.wtime();
+        let mut left = Vec::with_capacity(self.params.barriers as usize);
         for _ in 0..self.params.barriers {
             ctx.barrier().await;
+            left.push(ctx.wtime());
         }
         let mine = (ctx.wtime() - t0) / self.params.barriers as f64;
         let seconds = ctx.allreduce_f64(mine, ReduceOp::Max).await;
@@ -116,6 +120,7 @@ impl RankProgram for Pingpong {
             seconds,
             active: 0,
         });
+        out.rows.extend(exit_rows(ctx, &left).await);
         if self.params.polled > 0 && ctx.stop_requested().await.is_none() {
             self.polled(ctx, &mut out).await;
         }
@@ -127,6 +132,31 @@ impl RankProgram for Pingpong {
         }
         out
     }
+}
+
+/// The `barrier_exit` rows of the timed barriers, whose exit times on this rank are
+/// `left`: row `k` (in `active`, 1 to ranks − 1) is the mean over the
+/// barriers of how long after the first rank out the (k + 1)-th left.
+async fn exit_rows<C: IoCtx>(ctx: &C, left: &[f64]) -> Vec<PingRow> {
+    let size = ctx.size();
+    let mut after_first = vec![0.0; size];
+    for &t in left {
+        let mut exits = ctx.allgather_f64(t).await;
+        exits.sort_by(f64::total_cmp);
+        for (k, e) in exits.iter().enumerate() {
+            after_first[k] += e - exits[0];
+        }
+    }
+    (1..size)
+        .map(|k| PingRow {
+            test: "barrier_exit".into(),
+            ranks: size as u64,
+            bytes: 0,
+            iterations: left.len() as u64,
+            seconds: after_first[k] / left.len().max(1) as f64,
+            active: k as u64,
+        })
+        .collect()
 }
 
 /// Opens the tests' shared file for MPI-IO, created if absent; a failure is

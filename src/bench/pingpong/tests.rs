@@ -53,12 +53,21 @@ fn twin_exchange_time_grows_with_size_and_barrier_is_timed() {
     let (outs, _) =
         crate::backend::sim::launch(&scenario, 3, piotwin_sim::SimOptions::seeded(1), &p).unwrap();
     let rows = &outs[0].rows;
-    assert_eq!(rows.len(), 4);
+    // 3 sizes, the barrier, and when the second and third ranks left it (together:
+    // no stagger in the default scenario)
+    assert_eq!(rows.len(), 6);
     assert!(
-        rows.iter().all(|r| r.ranks == 3 && r.seconds > 0.0),
+        rows[..4].iter().all(|r| r.ranks == 3 && r.seconds > 0.0),
         "{rows:?}"
     );
     assert!(rows[0].seconds < rows[2].seconds, "{rows:?}");
     assert_eq!(rows[3].test, "barrier");
+    assert!(
+        rows[4..]
+            .iter()
+            .zip(1..)
+            .all(|(r, k)| r.test == "barrier_exit" && r.active == k && r.seconds == 0.0),
+        "{rows:?}"
+    );
     assert_eq!(outs[1].rows, *rows, "every rank returns the same rows");
 }
