@@ -1967,6 +1967,7 @@ pub(crate) mod tests {
             "validation/vm-j/scenario.toml",
             "validation/vm-k/scenario.toml",
             "validation/vm-l/scenario.toml",
+            "validation/vm-m/scenario.toml",
         ] {
             let probes = root.join(format!("{file}.probes.json"));
             let raw: serde_json::Value =
