@@ -25,7 +25,7 @@
 //! mode) each rank fills its buffer with its own pattern and checks after the
 //! exchanges that it holds its own (even `k`) or its partner's (odd `k`) pattern.
 //! The `barrier_exit` rows: every rank's exit time of each timed barrier (one clock
-//! on one node), sorted per barrier; row k is the mean time after the first
+//! on one node; the first 100 barriers), sorted per barrier; row k is the mean time after the first
 //! rank out at which the (k + 1)-th left. With more ranks than cores the
 //! ranks polling on a core see the last message at once and the others at
 //! their next time slice (`nodes.release_stagger`).

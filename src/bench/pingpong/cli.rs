@@ -15,8 +15,10 @@ MPI_Sendrecv_replace, for each message size; then all ranks time barriers.
 One exchange moves both directions at once, so its time is one one-way message
 time (latency + bytes / bandwidth). Each row is the maximum over ranks of
 elapsed / repetitions. With more ranks than cores the barrier time shows the
-cost of waking a descheduled, busy-polling rank. Real runs check the data each
-rank holds after the exchanges.
+cost of waking a descheduled, busy-polling rank, and the barrier_exit rows when
+the ranks left the barriers (row k: the mean time after the first rank out at
+which the (k+1)-th left, over the first 100 barriers). Real runs check the data
+each rank holds after the exchanges.
 
 With --two-phase SIZES, then collective I/O through ROMIO's two-phase method:
 every rank sees one shared file (-o) through an interleaved view (blocks of
