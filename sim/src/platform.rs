@@ -748,17 +748,22 @@ impl Platform {
         2.0 * (n.nic_latency + self.routes[n.switch][self.servers[0].switch].latency)
     }
 
+    /// How many of `members` (world ranks) run on each node they are on, by node.
+    fn members_by_node(&self, members: &[usize]) -> BTreeMap<usize, usize> {
+        let mut on_node: BTreeMap<usize, usize> = BTreeMap::new();
+        for &r in members {
+            *on_node.entry(self.node_of(r)).or_default() += 1;
+        }
+        on_node
+    }
+
     /// The wake-up of a message step among `members` (world ranks of a
     /// communicator) to a rank of each oversubscribed node they are on, by
     /// node (sorted): `oversubscribed_wakeup`; where waiting ranks poll, that
     /// only with more of the members on the node than cores, else
     /// `polled_wakeup`.
     pub(crate) fn wakes(&self, members: &[usize]) -> Vec<(u32, f64)> {
-        let mut on_node: BTreeMap<usize, usize> = BTreeMap::new();
-        for &r in members {
-            *on_node.entry(self.node_of(r)).or_default() += 1;
-        }
-        on_node
+        self.members_by_node(members)
             .into_iter()
             .filter(|&(ni, _)| self.nodes[ni].oversubscribed)
             .map(|(ni, count)| {
@@ -776,10 +781,7 @@ impl Platform {
     /// `release_stagger` before the others, which see the last message only
     /// at their next time slice. Empty where no member leaves early.
     pub(crate) fn release_advance(&self, members: &[usize]) -> Vec<f64> {
-        let mut on_node: BTreeMap<usize, usize> = BTreeMap::new();
-        for &r in members {
-            *on_node.entry(self.node_of(r)).or_default() += 1;
-        }
+        let on_node = self.members_by_node(members);
         let staggered = |ni: usize| {
             let n = &self.nodes[ni];
             n.oversubscribed
