@@ -85,6 +85,8 @@ pub(crate) struct Node {
     pub(crate) mem: ResourceId,
     /// Capacity of `mem`, bytes/s.
     memory_bw: f64,
+    /// The bus's rate for reads out of the page cache (`memory_read_bw`), bytes/s.
+    memory_read_bw: f64,
     nic_latency: f64,
     nic_bw: f64,
     rates: ComputeRates,
@@ -431,6 +433,7 @@ impl Platform {
                     rx: flows.add_resource(format!("{name}.nic.rx"), g.nic_bw),
                     mem: flows.add_resource(format!("{name}.mem"), g.memory_bw),
                     memory_bw: g.memory_bw,
+                    memory_read_bw: g.memory_read_bw,
                     nic_latency: g.nic_latency,
                     nic_bw: g.nic_bw,
                     rates: g.compute.clone(),
@@ -531,6 +534,7 @@ impl Platform {
             n.oversubscribed
                 || n.rates.memcpy < n.memory_bw
                 || n.cache_bw.iter().any(|&b| b < n.memory_bw)
+                || n.cache_bw[1] < n.memory_read_bw
         };
         if !self.nodes.iter().any(needs) {
             return;
@@ -648,11 +652,25 @@ impl Platform {
         Some(vec![(core, 1.0)])
     }
 
-    /// Path of a copy by world rank `rank` out of its node's page cache: the
-    /// memory bus, plus the rank's core at weight 1/rate (the per-core
-    /// page-cache rate) where that rate is below the bus's (`memory_bw`).
-    pub(crate) fn cache_read_path(&self, rank: usize) -> Vec<(ResourceId, f64)> {
-        self.cache_path(rank, &[(1, 1.0)])
+    /// The core (or, where waiting ranks poll, the share of the cores) world
+    /// rank `rank` runs on, where its node models cores.
+    pub(crate) fn core_of(&self, rank: usize) -> Option<ResourceId> {
+        self.rank_cpu.get(rank).copied().flatten()
+    }
+
+    /// Path of a copy of a `len`-byte request by world rank `rank` out of its
+    /// node's page cache: the memory bus, at its rate for reads
+    /// (`memory_read_bw`) where the buffer fits the private cache (larger ones
+    /// are written back to memory, as a write's lines), plus the rank's core
+    /// at weight 1/rate (the per-core page-cache rate) where that rate is
+    /// below the bus's.
+    pub(crate) fn cache_read_path(&self, rank: usize, len: u64) -> Vec<(ResourceId, f64)> {
+        let n = &self.nodes[self.node_of(rank)];
+        let bus = match len <= n.rates.private_cache {
+            true => n.memory_read_bw,
+            false => n.memory_bw,
+        };
+        self.cache_path(rank, &[(1, 1.0)], bus)
     }
 
     /// Path of a copy of `len` bytes by world rank `rank` into its node's
@@ -668,22 +686,24 @@ impl Platform {
         let n = &self.nodes[self.node_of(rank)];
         // One rate for both: the weight of a plain write, to the bit.
         if n.cache_bw[2] == n.cache_bw[0] {
-            return self.cache_path(rank, &[(0, 1.0)]);
+            return self.cache_path(rank, &[(0, 1.0)], n.memory_bw);
         }
         let held = held.min(len) as f64 / len as f64;
-        self.cache_path(rank, &[(0, 1.0 - held), (2, held)])
+        self.cache_path(rank, &[(0, 1.0 - held), (2, held)], n.memory_bw)
     }
 
-    /// The memory bus and, at the per-byte core time of `parts` (rate index,
-    /// share of the bytes) where a rate is below the bus's, the rank's core.
-    fn cache_path(&self, rank: usize, parts: &[(usize, f64)]) -> Vec<(ResourceId, f64)> {
+    /// The memory bus at weight `memory_bw` / `bus` (the bus's rate for this
+    /// copy) and, at the per-byte core time of `parts` (rate index, share of
+    /// the bytes) where a rate is below `bus`, the rank's core.
+    fn cache_path(&self, rank: usize, parts: &[(usize, f64)], bus: f64) -> Vec<(ResourceId, f64)> {
         let n = &self.nodes[self.node_of(rank)];
         let weight: f64 = parts
             .iter()
-            .filter(|&&(i, share)| share > 0.0 && n.cache_bw[i] < n.memory_bw)
+            .filter(|&&(i, share)| share > 0.0 && n.cache_bw[i] < bus)
             .map(|&(i, share)| share / n.cache_bw[i])
             .sum();
-        let mut path = vec![(n.mem, 1.0)];
+        // (memory_bw / memory_bw is 1 to the bit: writes, and reads by default)
+        let mut path = vec![(n.mem, n.memory_bw / bus)];
         if weight > 0.0 {
             let core =
                 self.rank_cpu[rank].expect("cores where the page cache is slower than the bus");

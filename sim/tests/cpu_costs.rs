@@ -368,6 +368,48 @@ fn page_cache_copies_at_per_core_rates() {
     for &(w, rd) in &over {
         assert!(close(w, 20e-3) && close(rd, 8e-3), "{over:?}");
     }
+    // The bus's rate for reads: two ranks on two cores read 1 MB at 800 MB/s
+    // a core, the 1 GB/s bus shared (0.5 GB/s each: 2 ms); with
+    // memory_read_bw = 2 GB/s a read into a buffer the 2 MB private cache
+    // holds takes the bus at half a write's weight, so the cores bind
+    // (1.25 ms). Writes keep the bus at 1 GB/s (2 ms each), and so does a
+    // read into a buffer larger than the private cache.
+    let reads = [
+        "nodes[0].cache.read_bw=800MB/s",
+        "nodes[0].compute.private_cache=2MB",
+    ];
+    let bus = run(&scenario(2, true, &reads), 2, prog);
+    let fast = [&reads[..], &["nodes[0].memory_read_bw=2GB/s"]].concat();
+    let fast = run(&scenario(2, true, &fast), 2, prog);
+    for i in 0..2 {
+        assert!(
+            close(bus[i].1, 2e-3) && close(fast[i].1, 1.25e-3),
+            "{bus:?} {fast:?}"
+        );
+        assert!(
+            close(bus[i].0, 2e-3) && close(fast[i].0, 2e-3),
+            "{bus:?} {fast:?}"
+        );
+    }
+    let large = [
+        "nodes[0].cache.read_bw=800MB/s",
+        "nodes[0].compute.private_cache=512kB",
+        "nodes[0].memory_read_bw=2GB/s",
+    ];
+    let large = run(&scenario(2, true, &large), 2, prog);
+    let bits = |v: &[(f64, f64)]| {
+        v.iter()
+            .map(|p| (p.0.to_bits(), p.1.to_bits()))
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(
+        bits(&large),
+        bits(&bus),
+        "a buffer beyond the private cache"
+    );
+    let same = [&reads[..], &["nodes[0].memory_read_bw=1GB/s"]].concat();
+    let same = run(&scenario(2, true, &same), 2, prog);
+    assert_eq!(bits(&same), bits(&bus), "memory_read_bw = memory_bw");
 }
 
 /// Two ranks on one core share it by processor sharing: rank 1's 0.5 s of
@@ -563,6 +605,51 @@ fn a_huge_write_request_takes_fresh_memory_past_the_warm_floor() {
     // Below the size the key changes nothing.
     let above = times(&[&fresh[..], &["nodes[0].cache.huge_from=3MB"]].concat());
     assert_eq!(above.map(f64::to_bits), off.map(f64::to_bits));
+}
+
+/// `fresh_stall = "core"`: growth into fresh memory holds the writer's core,
+/// as a guest's vCPU waits in the hypervisor while the host backs the page.
+/// By hand, one core, two polling ranks (each holds half of it), copies at
+/// 1 GB/s (the bus at 10 GB/s, so the copy is the core's), warm 1 MB, fresh
+/// 100 MB/s: rank 0 writes 2 MB to a file of its own while rank 1 computes.
+/// The copy takes 4 ms at half the core; the 1 MB beyond warm memory takes
+/// 10 ms at the host's rate, or, holding the core, 20 ms at half of it. With a
+/// core each, holding it changes nothing: 2 + 10 ms.
+#[test]
+fn growth_into_fresh_memory_can_hold_the_writers_core() {
+    const MB: u64 = 1_000_000;
+    let write = |cores: usize, set: &[&str]| -> f64 {
+        let base = [
+            "nodes[0].waiting_ranks=poll",
+            "nodes[0].memory_bw=10GB/s",
+            "nodes[0].cache.fresh_bw=100MB/s",
+            "nodes[0].cache.warm=1MB",
+        ];
+        let scn = scenario(cores, true, &[&base[..], set].concat());
+        run(&scn, 2, async |r: &Rank| {
+            if r.rank() == 1 {
+                r.compute(KernelKind::Flops, 1e9).await;
+                return 0.0;
+            }
+            let mut f = r
+                .open("/f0", OpenMode::CreateReadWrite, false, Api::Posix)
+                .await
+                .unwrap();
+            let t0 = r.now();
+            write_at_start(r, &mut f, 2 * MB).await;
+            r.now() - t0
+        })[0]
+    };
+    let core = ["nodes[0].cache.fresh_stall=\"core\""];
+    let off = write(1, &[]);
+    assert!(close(off, 4e-3 + 10e-3), "{off}");
+    let on = write(1, &core);
+    assert!(close(on, 4e-3 + 20e-3), "{on}");
+    let none = write(1, &["nodes[0].cache.fresh_stall=\"none\""]);
+    assert_eq!(none.to_bits(), off.to_bits());
+    let own = write(2, &core);
+    assert!(close(own, 2e-3 + 10e-3), "{own}");
+    assert_eq!(own.to_bits(), write(2, &[]).to_bits(), "a core each");
 }
 
 /// Released memory: a file's pages freed by its delete stay backed, beyond

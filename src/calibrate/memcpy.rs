@@ -147,6 +147,47 @@ pub fn measure_huge(
     Ok(out)
 }
 
+/// The fresh-stall probe, run settled after [`measure_huge`]: a file of
+/// `bytes` written in requests of `request` bytes (huge ones, which take fresh
+/// memory) while `spinners` threads spin beside the writer, so that it has only
+/// a share of a core. A guest's vCPU that waits in the hypervisor while the
+/// host backs a page is busy for its scheduler all the while: the fresh part
+/// of the write then stretches with the share, as the copy does; where the host
+/// backs memory on its own time, only the copy does. The file is deleted and
+/// the memory left to settle again.
+pub fn measure_fresh_stall(
+    dir: &std::path::Path,
+    bytes: u64,
+    request: u64,
+    spinners: usize,
+    settle: f64,
+) -> std::io::Result<HugeSample> {
+    use std::sync::atomic::{AtomicBool, Ordering};
+    let path = dir.join("fresh-stall-probe.tmp");
+    let stop = AtomicBool::new(false);
+    let seconds = std::thread::scope(|s| {
+        for _ in 0..spinners {
+            s.spawn(|| {
+                while !stop.load(Ordering::Relaxed) {
+                    std::hint::spin_loop();
+                }
+            });
+        }
+        // the spinners on their cores before the clock starts
+        std::thread::sleep(std::time::Duration::from_millis(50));
+        let t = write_timed(&path, bytes, request);
+        stop.store(true, Ordering::Relaxed);
+        t
+    })?;
+    std::fs::remove_file(&path)?;
+    std::thread::sleep(std::time::Duration::from_secs_f64(settle));
+    Ok(HugeSample {
+        request,
+        bytes,
+        seconds,
+    })
+}
+
 /// One timing of the inode-lock probe: `writers` threads rewrote `bytes`
 /// together (each its share, in 1 MiB requests), into one file or a file each.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
@@ -183,6 +224,87 @@ fn rewrite_together(files: &[std::fs::File], writers: usize, bytes: u64) -> std:
                     while off < bytes {
                         let n = (bytes - off).min(buf.len() as u64) as usize;
                         f.write_all_at(&buf[..n], base + off)?;
+                        off += n as u64;
+                    }
+                    Ok(())
+                })
+            })
+            .collect();
+        start.wait();
+        let t0 = Instant::now();
+        for t in threads {
+            t.join().expect("a probe thread panicked")?;
+        }
+        Ok(t0.elapsed().as_secs_f64())
+    })
+}
+
+/// The bus-read probe, the reading twin of the inode-lock probe's writers of a
+/// file each: `readers` files of `bytes` written and read once (cached), then
+/// `reps` times `readers` threads read a file each together, in 1 MiB
+/// requests into a buffer of their own (which the private cache holds, so
+/// each byte crosses the memory bus once, where a write into the page cache
+/// moves it more than once). The files are deleted at the end.
+pub fn measure_bus_read(
+    dir: &std::path::Path,
+    readers: usize,
+    bytes: u64,
+    reps: usize,
+) -> std::io::Result<Vec<LockSample>> {
+    let paths: Vec<std::path::PathBuf> = (0..readers)
+        .map(|i| dir.join(format!("bus-read-probe-{i}.tmp")))
+        .collect();
+    let run = || -> std::io::Result<Vec<LockSample>> {
+        let files = paths
+            .iter()
+            .map(|p| {
+                std::fs::OpenOptions::new()
+                    .create(true)
+                    .truncate(true)
+                    .read(true)
+                    .write(true)
+                    .open(p)
+            })
+            .collect::<std::io::Result<Vec<_>>>()?;
+        rewrite_together(&files, readers, bytes)?;
+        read_together(&files, bytes)?;
+        (0..reps)
+            .map(|_| {
+                Ok(LockSample {
+                    writers: readers,
+                    shared: false,
+                    bytes: bytes * readers as u64,
+                    seconds: read_together(&files, bytes)?,
+                })
+            })
+            .collect()
+    };
+    let out = run();
+    for p in &paths {
+        if p.exists() {
+            std::fs::remove_file(p)?;
+        }
+    }
+    out
+}
+
+/// A thread per file reading its first `bytes` in 1 MiB requests, started
+/// together; the seconds until the last is done.
+fn read_together(files: &[std::fs::File], bytes: u64) -> std::io::Result<f64> {
+    use std::os::unix::fs::FileExt;
+    let start = std::sync::Barrier::new(files.len() + 1);
+    std::thread::scope(|s| {
+        let threads: Vec<_> = files
+            .iter()
+            .map(|f| {
+                let start = &start;
+                s.spawn(move || -> std::io::Result<()> {
+                    let mut buf = vec![0u8; 1 << 20];
+                    start.wait();
+                    let mut off = 0;
+                    while off < bytes {
+                        let n = (bytes - off).min(buf.len() as u64) as usize;
+                        f.read_exact_at(&mut buf[..n], off)?;
                         off += n as u64;
                     }
                     Ok(())

@@ -113,9 +113,16 @@ pub struct ProbeResults {
     /// Warm rewrites of one file and of a file each (the inode-lock probe).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub inode_lock: Vec<super::memcpy::LockSample>,
+    /// Cached reads of a file each by threads at once (the bus-read probe).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub bus_read: Vec<super::memcpy::LockSample>,
     /// Settled writes in requests of several sizes (the huge-page probe).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub huge: Vec<super::memcpy::HugeSample>,
+    /// A settled write in the huge-page probe's largest requests with a
+    /// spinning thread per core beside it (the fresh-stall probe).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub fresh_stall: Vec<super::memcpy::HugeSample>,
     /// MADbench2's busy-work loop over loop counts.
     #[serde(default)]
     pub busy_work: Vec<super::memcpy::FlopSample>,
@@ -156,7 +163,9 @@ impl ProbeResults {
             delete: Vec::new(),
             release: Vec::new(),
             huge: Vec::new(),
+            fresh_stall: Vec::new(),
             inode_lock: Vec::new(),
+            bus_read: Vec::new(),
             busy_work: Vec::new(),
             fortran: Vec::new(),
             bt: Vec::new(),

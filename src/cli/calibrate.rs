@@ -484,6 +484,14 @@ fn probe(inp: &Inputs, plan: Plan, scratch: &Path) -> ProbeResults {
                 message: e.to_string(),
             }),
         }
+        match memcpy::measure_bus_read(scratch, 2, plan.lock_bytes, plan.lock_reps) {
+            Ok(b) => results.bus_read = b,
+            Err(e) => results.failures.push(StepFailure {
+                step: "bus read: cached reads of a file each by 2 readers in the scratch directory"
+                    .into(),
+                message: e.to_string(),
+            }),
+        }
     }
     match memcpy::measure_delete(scratch, &plan.delete_sizes, 2) {
         Ok(d) => results.delete = d,
@@ -511,10 +519,22 @@ fn probe(inp: &Inputs, plan: Plan, scratch: &Path) -> ProbeResults {
             message: e.to_string(),
         }),
     }
+    if let Some(&request) = plan.huge_requests.iter().max() {
+        let spinners = results.machine.cores;
+        match memcpy::measure_fresh_stall(scratch, plan.huge_bytes, request, spinners, settle) {
+            Ok(h) => results.fresh_stall = vec![h],
+            Err(e) => results.failures.push(StepFailure {
+                step: format!(
+                    "fresh-stall: a settled write in {request} B requests beside {spinners} spinning threads in the scratch directory"
+                ),
+                message: e.to_string(),
+            }),
+        }
+    }
     progress.step(
         "memcpy",
         &format!(
-            "{} copies, {} data-pattern fills and {} checks, {} busy-work loops, {} BT, {} FFT and {} FTIO-input kernel runs, {} Fortran runs, {} rewrites after a delete, {} settled writes, {} lock-probe rewrites",
+            "{} copies, {} data-pattern fills and {} checks, {} busy-work loops, {} BT, {} FFT and {} FTIO-input kernel runs, {} Fortran runs, {} rewrites after a delete, {} settled writes ({} beside spinning threads), {} lock-probe rewrites, {} bus-probe reads",
             results.memcpy.len(),
             results.pattern.len(),
             results.pattern_check.len(),
@@ -525,7 +545,9 @@ fn probe(inp: &Inputs, plan: Plan, scratch: &Path) -> ProbeResults {
             results.fortran.len(),
             results.release.len(),
             results.huge.len(),
-            results.inode_lock.len()
+            results.fresh_stall.len(),
+            results.inode_lock.len(),
+            results.bus_read.len()
         ),
     );
     for (i, step) in plan.steps.iter().enumerate() {

@@ -59,6 +59,13 @@ impl fmt::Display for Scenario {
             if g.memory_bw != g.compute.memcpy {
                 writeln!(f, "      memory bus {} per node", fmt_rate(g.memory_bw))?;
             }
+            if g.memory_read_bw != g.memory_bw {
+                writeln!(
+                    f,
+                    "      memory bus {} per node for reads out of the page cache",
+                    fmt_rate(g.memory_read_bw)
+                )?;
+            }
         }
         if self.placement == Placement::RoundRobin {
             writeln!(f, "  ranks placed round robin over the nodes")?;
@@ -120,6 +127,9 @@ impl fmt::Display for Scenario {
                         fmt_size(c.warm),
                         fmt_rate(c.fresh_bw)
                     )?;
+                }
+                if c.fresh_holds_core && c.fresh_bw.is_finite() {
+                    writeln!(f, "    growth into fresh memory holds the writer's core")?;
                 }
                 if c.huge_from != u64::MAX {
                     writeln!(

@@ -116,6 +116,13 @@ pub struct NodeGroup {
     /// copies of all its ranks share it, each copy at most one core's
     /// `compute.memcpy` (default: `compute.memcpy`, one copy fills the bus).
     pub memory_bw: f64,
+    /// The bus's rate for copies out of the page cache into buffers within
+    /// `compute.private_cache`, bytes/s (default `memory_bw`): a write into the
+    /// cache moves each byte over the bus more than once (the new line read for
+    /// ownership, then written back), while a read into a buffer the private
+    /// cache holds reads it once; those reads take the bus at `memory_bw` /
+    /// this per byte (larger buffers are written back as a write's lines).
+    pub memory_read_bw: f64,
     /// NIC latency per message in seconds.
     pub nic_latency: f64,
     /// The switch the nodes' NICs attach to (a name from `[network]`).
@@ -314,6 +321,12 @@ pub struct ClientCache {
     /// takes memory freed recently, then fresh memory; the `warm` floor (free
     /// memory in smaller blocks, never handed back) serves smaller requests only.
     pub huge_from: u64,
+    /// Whether growth into fresh memory also holds the writer's core
+    /// (`fresh_stall = "core"`; default `"none"`): a guest's vCPU waits in
+    /// the hypervisor while the host backs the page it touched, so where the
+    /// core is shared the writer backs memory only in its share of the core's
+    /// time, as it copies.
+    pub fresh_holds_core: bool,
 }
 
 /// The interconnect: switches (each with a backplane bandwidth) joined by links;

@@ -359,6 +359,7 @@ impl Scenario {
                             Some(_) => t.size("huge_from")?,
                             None => u64::MAX,
                         },
+                        fresh_holds_core: t.choice("fresh_stall", &["none", "core"], 0)? == 1,
                     })
                 }
                 None => None,
@@ -370,6 +371,7 @@ impl Scenario {
                 memory,
                 nic_bw: n.rate("nic_bw")?,
                 memory_bw: n.rate_or("memory_bw", memcpy)?,
+                memory_read_bw: n.rate_or("memory_read_bw", n.rate_or("memory_bw", memcpy)?)?,
                 nic_latency: n.time("nic_latency")?,
                 switch: n.string_or("switch", "a switch name", "core")?,
                 compute: ComputeRates {

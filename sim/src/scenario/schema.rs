@@ -227,6 +227,12 @@ const KEYS: &[Key] = &[
         "the node's memory bus, shared by its intra-node messages and page-cache copies (each copy at most one core's `memcpy`)",
     ),
     key(
+        "nodes.memory_read_bw",
+        Quantity(Rate),
+        Otherwise("`memory_bw`"),
+        "the memory bus's rate for copies out of the page cache into buffers within `compute.private_cache` (such a read crosses the bus once, a write into the cache more than once): those reads take the bus at `memory_bw` / this per byte",
+    ),
+    key(
         "nodes.syscall",
         Quantity(Time),
         Value("\"0s\""),
@@ -441,6 +447,12 @@ const KEYS: &[Key] = &[
         Quantity(Size),
         Otherwise("not modelled"),
         "write requests of this size or larger are cached in huge pages (Linux's large folios), which only the free blocks free page reporting hands back hold: they take recently freed memory, then fresh memory (`fresh_bw`), never the `warm` floor",
+    ),
+    key(
+        "nodes.cache.fresh_stall",
+        Choice(&["none", "core"]),
+        Value("\"none\""),
+        "what growth into fresh memory holds besides the node's `fresh_bw`: none, or the writer's core too (a guest's vCPU waits in the hypervisor while the host backs the page, so a writer sharing its core backs memory only in its share of the core's time)",
     ),
     // [network]
     key(

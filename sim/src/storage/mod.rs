@@ -205,6 +205,9 @@ pub(crate) struct NodeCache {
     pub(crate) unbacked: f64,
     /// The node's fresh-memory rate, where the scenario gives one.
     pub(crate) fresh: Option<ResourceId>,
+    /// Core seconds a fresh byte holds the writer's core for, 1 / `fresh_bw`
+    /// (0: growth into fresh memory holds no core; `fresh_stall`).
+    pub(crate) fresh_core_s: f64,
     /// Largest read-ahead window, bytes (0: none).
     pub(crate) readahead: u64,
     /// Requests of this many bytes or more bypass the cache (`u64::MAX`: none).
@@ -542,6 +545,10 @@ impl Storage {
                             .fresh_bw
                             .is_finite()
                             .then(|| flows.add_resource(format!("node{n}.fresh"), c.fresh_bw)),
+                        fresh_core_s: match c.fresh_holds_core && c.fresh_bw.is_finite() {
+                            true => 1.0 / c.fresh_bw,
+                            false => 0.0,
+                        },
                         readahead: c.readahead,
                         direct_from: c.direct_from,
                         huge_from: c.huge_from,
@@ -851,6 +858,7 @@ mod tests {
             released: (0.0, warm),
             unbacked: f64::INFINITY,
             fresh: None,
+            fresh_core_s: 0.0,
             readahead: 0,
             direct_from: u64::MAX,
             huge_from: u64::MAX,

@@ -385,14 +385,24 @@ pub(crate) async fn io(
                 };
                 let path = machine.platform.cache_write_path(rank, held, len);
                 transfer(machine, 0.0, path, len).await;
-                let (fresh, res) = {
+                let (fresh, res, core_s) = {
                     let mut m = machine.storage.borrow_mut();
                     m.release(node, file, machine.engine.borrow().now());
                     let fresh = m.write_cached(node, file, (a, b), len);
-                    (fresh, m.nodes[node].as_ref().and_then(|nc| nc.fresh))
+                    let nc = m.nodes[node].as_ref();
+                    (
+                        fresh,
+                        nc.and_then(|nc| nc.fresh),
+                        nc.map_or(0.0, |nc| nc.fresh_core_s),
+                    )
                 };
                 if let Some(res) = res.filter(|_| fresh > 0) {
-                    transfer(machine, 0.0, vec![(res, 1.0)], fresh).await;
+                    let mut path = vec![(res, 1.0)];
+                    // the vCPU waits in the hypervisor: only in the writer's share of its core
+                    if let Some(core) = machine.platform.core_of(rank).filter(|_| core_s > 0.0) {
+                        path.push((core, core_s));
+                    }
+                    transfer(machine, 0.0, path, fresh).await;
                 }
                 if locked {
                     inode_unlock(&mut machine.storage.borrow_mut(), node, file);
@@ -401,7 +411,7 @@ pub(crate) async fn io(
             (Access::Read, true) => {
                 let (hits, misses, path) = {
                     let mut m = machine.storage.borrow_mut();
-                    let path = machine.platform.cache_read_path(rank);
+                    let path = machine.platform.cache_read_path(rank, len);
                     let size = m.size(file);
                     let end = m.read_ahead(rank, node, file, a, b, size);
                     let nc = m.nodes[node].as_mut().expect("cached");
