@@ -117,6 +117,7 @@ mod tests {
             "validation/vm-k/scenario.toml",
             "validation/vm-l/scenario.toml",
             "validation/vm-m/scenario.toml",
+            "validation/vm-n/scenario.toml",
         ] {
             let probes = root.join(format!("{file}.probes.json"));
             let raw: serde_json::Value =
