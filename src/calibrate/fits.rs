@@ -1291,18 +1291,23 @@ fn fit_memory_bus(r: &ProbeResults, f: &mut Fitted) {
     }
     f.rate(
         KEY,
-        Estimate {
-            value: v[v.len() / 2],
-            ci_low: v[0],
-            ci_high: v[v.len() - 1],
-            level: LEVEL,
-        },
+        median_and_range(&v),
         "inode-lock probe: warm rewrites of a file each by threads at once (1 MiB requests): their aggregate rate, which the memory bus carried",
         format!(
             "median of {} runs of {writers} writers, the slowest and fastest as the interval",
             v.len()
         ),
     );
+}
+
+/// The median of sorted runs, the slowest and fastest as its interval.
+fn median_and_range(sorted: &[f64]) -> Estimate {
+    Estimate {
+        value: sorted[sorted.len() / 2],
+        ci_low: sorted[0],
+        ci_high: sorted[sorted.len() - 1],
+        level: LEVEL,
+    }
 }
 
 /// `nodes.memory_read_bw` from the bus-read probe: readers of a cached file
@@ -1331,12 +1336,7 @@ fn fit_memory_read_bus(r: &ProbeResults, f: &mut Fitted) {
     };
     f.rate(
         KEY,
-        Estimate {
-            value: v[v.len() / 2],
-            ci_low: v[0],
-            ci_high: v[v.len() - 1],
-            level: LEVEL,
-        },
+        median_and_range(&v),
         "bus-read probe: cached reads of a file each by threads at once (1 MiB requests into buffers the private cache holds): their aggregate rate, which the memory bus carried",
         format!(
             "median of {} runs of {readers} readers, the slowest and fastest as the interval",

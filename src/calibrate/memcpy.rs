@@ -202,40 +202,52 @@ pub struct LockSample {
     pub seconds: f64,
 }
 
-/// `writers` threads, thread `i` rewriting `bytes` at `bytes * i` of
-/// `files[i % files.len()]` in 1 MiB requests, started together; the seconds
-/// until the last is done.
-fn rewrite_together(files: &[std::fs::File], writers: usize, bytes: u64) -> std::io::Result<f64> {
-    use std::os::unix::fs::FileExt;
-    let start = std::sync::Barrier::new(writers + 1);
+/// `threads` threads started together, thread `i` running `work(i, buf)`
+/// with a 1 MiB buffer of its own; the seconds until the last is done.
+fn together(
+    threads: usize,
+    work: impl Fn(usize, &mut [u8]) -> std::io::Result<()> + Sync,
+) -> std::io::Result<f64> {
+    let start = std::sync::Barrier::new(threads + 1);
     std::thread::scope(|s| {
-        let threads: Vec<_> = (0..writers)
+        let running: Vec<_> = (0..threads)
             .map(|i| {
-                let (f, start) = (&files[i % files.len()], &start);
-                let base = if files.len() == 1 {
-                    bytes * i as u64
-                } else {
-                    0
-                };
+                let (start, work) = (&start, &work);
                 s.spawn(move || -> std::io::Result<()> {
-                    let buf = vec![0x5au8; 1 << 20];
+                    let mut buf = vec![0x5au8; 1 << 20];
                     start.wait();
-                    let mut off = 0;
-                    while off < bytes {
-                        let n = (bytes - off).min(buf.len() as u64) as usize;
-                        f.write_all_at(&buf[..n], base + off)?;
-                        off += n as u64;
-                    }
-                    Ok(())
+                    work(i, &mut buf)
                 })
             })
             .collect();
         start.wait();
         let t0 = Instant::now();
-        for t in threads {
+        for t in running {
             t.join().expect("a probe thread panicked")?;
         }
         Ok(t0.elapsed().as_secs_f64())
+    })
+}
+
+/// `writers` threads, thread `i` rewriting `bytes` at `bytes * i` of
+/// `files[i % files.len()]` in 1 MiB requests, started together; the seconds
+/// until the last is done.
+fn rewrite_together(files: &[std::fs::File], writers: usize, bytes: u64) -> std::io::Result<f64> {
+    use std::os::unix::fs::FileExt;
+    together(writers, |i, buf| {
+        let f = &files[i % files.len()];
+        let base = if files.len() == 1 {
+            bytes * i as u64
+        } else {
+            0
+        };
+        let mut off = 0;
+        while off < bytes {
+            let n = (bytes - off).min(buf.len() as u64) as usize;
+            f.write_all_at(&buf[..n], base + off)?;
+            off += n as u64;
+        }
+        Ok(())
     })
 }
 
@@ -292,31 +304,14 @@ pub fn measure_bus_read(
 /// together; the seconds until the last is done.
 fn read_together(files: &[std::fs::File], bytes: u64) -> std::io::Result<f64> {
     use std::os::unix::fs::FileExt;
-    let start = std::sync::Barrier::new(files.len() + 1);
-    std::thread::scope(|s| {
-        let threads: Vec<_> = files
-            .iter()
-            .map(|f| {
-                let start = &start;
-                s.spawn(move || -> std::io::Result<()> {
-                    let mut buf = vec![0u8; 1 << 20];
-                    start.wait();
-                    let mut off = 0;
-                    while off < bytes {
-                        let n = (bytes - off).min(buf.len() as u64) as usize;
-                        f.read_exact_at(&mut buf[..n], off)?;
-                        off += n as u64;
-                    }
-                    Ok(())
-                })
-            })
-            .collect();
-        start.wait();
-        let t0 = Instant::now();
-        for t in threads {
-            t.join().expect("a probe thread panicked")?;
+    together(files.len(), |i, buf| {
+        let mut off = 0;
+        while off < bytes {
+            let n = (bytes - off).min(buf.len() as u64) as usize;
+            files[i].read_exact_at(&mut buf[..n], off)?;
+            off += n as u64;
         }
-        Ok(t0.elapsed().as_secs_f64())
+        Ok(())
     })
 }
 
