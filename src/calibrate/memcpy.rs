@@ -178,8 +178,14 @@ pub fn measure_fresh_stall(
         let t = write_timed(&path, bytes, request);
         stop.store(true, Ordering::Relaxed);
         t
-    })?;
-    std::fs::remove_file(&path)?;
+    });
+    // the scratch file goes whether the write finished or not
+    let removed = match path.exists() {
+        true => std::fs::remove_file(&path),
+        false => Ok(()),
+    };
+    let seconds = seconds?;
+    removed?;
     std::thread::sleep(std::time::Duration::from_secs_f64(settle));
     Ok(HugeSample {
         request,
