@@ -814,6 +814,63 @@ fn oversubscribed_exchange_moves_at_the_datatype_rates() {
     );
 }
 
+/// A collective data call's synchronisation, each message step the wake-up
+/// (1 ms) on 4 ranks of 2 cores. Without `mpiio.offsets_steps`, the generic
+/// cost: the offsets' exchange (ceil(log2 4) = 2 steps) and a closing barrier
+/// (2 more): 4 ms for a call whose ranks do not interleave, write or read.
+/// With it (1.5 steps) as ROMIO: such a call goes independent after the
+/// exchange and returns, 1.5 ms; a two-phase write still ends with the error
+/// codes' collective (2 steps) and a two-phase read does not, so, the
+/// exchanges' steps alike, the write's wake-ups exceed the read's by 2 ms,
+/// where without the key they match.
+#[test]
+fn collective_calls_synchronise_as_romio_with_offsets_steps() {
+    let contiguous = async |r: &Rank| {
+        let mut f = r
+            .open("/f", OpenMode::CreateReadWrite, true, Api::MpiIo)
+            .await
+            .unwrap();
+        let mut times = [0.0; 2];
+        for (i, access) in [Access::Write, Access::Read].into_iter().enumerate() {
+            r.barrier().await;
+            let t0 = r.now();
+            let op = Op {
+                access,
+                coord: Coordination::Collective,
+                pos: Position::At(r.rank() as u64 * 1000),
+            };
+            r.xfer(&mut f, op, 1000).await.unwrap();
+            times[i] = r.now() - t0;
+        }
+        r.close(f).await;
+        (times[0], times[1])
+    };
+    let wake = "nodes[0].oversubscribed_wakeup=1ms";
+    let romio = "mpiio.offsets_steps=1.5";
+    let free = run(&scenario(2, false, &[]), 4, contiguous);
+    for (set, steps) in [(vec![wake], 4e-3), (vec![wake, romio], 1.5e-3)] {
+        let woken = run(&scenario(2, false, &set), 4, contiguous);
+        for (f, w) in free.iter().zip(&woken) {
+            assert!(close(w.0 - f.0, steps), "write {set:?}: {f:?} {w:?}");
+            assert!(close(w.1 - f.1, steps), "read {set:?}: {f:?} {w:?}");
+        }
+    }
+    for (keys, closing) in [(vec![], 0.0), (vec![romio], 2e-3)] {
+        let free = run(&scenario(2, false, &keys), 4, interleaved_program);
+        let woken = run(
+            &scenario(2, false, &[&keys[..], &[wake]].concat()),
+            4,
+            interleaved_program,
+        );
+        for (f, w) in free.iter().zip(&woken) {
+            assert!(
+                close((w.0 - f.0) - (w.1 - f.1), closing),
+                "{keys:?}: {f:?} {w:?}"
+            );
+        }
+    }
+}
+
 /// `mpiio.open_steps`: a collective open makes that many more message steps
 /// of its communicator, each the wake-up (1 ms) on an oversubscribed node: 3
 /// steps add 3 ms to every rank's open of 4 ranks on 2 cores; on a node with a

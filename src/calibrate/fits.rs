@@ -1749,6 +1749,7 @@ fn fit_ior(r: &ProbeResults, base: &Scenario, f: &mut Fitted) {
     fit_write_lock_span(r, f);
     fit_open_close(r, base, f);
     fit_open_steps(r, base, f);
+    fit_offsets_steps(r, base, f);
 }
 
 /// `nodes.syscall` (a write's system call): IOR's independent write calls at
@@ -2039,6 +2040,79 @@ fn fit_open_steps(r: &ProbeResults, base: &Scenario, f: &mut Fitted) {
     }
 }
 
+/// `mpiio.offsets_steps`: IOR's shared-file collective calls at more ranks
+/// than cores. Its ranks' blocks do not interleave, so ROMIO exchanges every
+/// rank's start and end offsets (two all-gathers, each rank waiting for
+/// descheduled ones) and then does independent I/O. A call less the mean call
+/// of the same access and transfer at the most ranks that have a core each
+/// (the I/O and the per-call costs, no wake-ups) is the exchange; its mean
+/// over the step cost `nic_latency` + `oversubscribed_wakeup` (fitted before)
+/// is the number of steps.
+fn fit_offsets_steps(r: &ProbeResults, base: &Scenario, f: &mut Fitted) {
+    const KEY: &str = "mpiio.offsets_steps";
+    let cores = r.machine.cores;
+    let collective = |k: usize| {
+        r.ior
+            .iter()
+            .filter(move |x| x.shape == "shared-collective" && x.ranks == k)
+    };
+    let ranks_where = |over: bool| {
+        r.ior
+            .iter()
+            .filter(|x| x.shape == "shared-collective" && (x.ranks > cores) == over)
+            .map(|x| x.ranks)
+            .max()
+    };
+    let (Some(ranks), Some(fewer)) = (ranks_where(true), ranks_where(false)) else {
+        f.skip(
+            &[KEY],
+            format!(
+                "needs IOR shared-collective runs at more ranks than cores ({cores}) and at no more"
+            ),
+        );
+        return;
+    };
+    let Some(wakeup) = f.get("nodes.oversubscribed_wakeup").map(|p| p.value) else {
+        f.skip(&[KEY], "needs nodes.oversubscribed_wakeup fitted".into());
+        return;
+    };
+    let latency = f
+        .get("nodes.nic_latency")
+        .map_or(base.nodes[0].nic_latency, |p| p.value);
+    let step = latency + wakeup;
+    let mut beyond = Vec::new();
+    for x in collective(ranks) {
+        let alone: Vec<f64> = collective(fewer)
+            .filter(|y| y.access == x.access && y.transfer == x.transfer)
+            .map(|y| y.latency_s)
+            .collect();
+        if !alone.is_empty() {
+            beyond.push(x.latency_s - alone.iter().sum::<f64>() / alone.len() as f64);
+        }
+    }
+    match mean_estimate(&beyond, LEVEL) {
+        Ok(e) => {
+            let per = |t: f64| (t / step).max(0.0);
+            f.params.push(Param {
+                key: KEY.into(),
+                unit: Unit::Number,
+                value: per(e.value),
+                low: per(e.ci_low),
+                high: per(e.ci_high),
+                probe: format!(
+                    "ior -a MPIIO shared-collective (blocks that do not interleave) at {ranks} ranks on {cores} cores: call time"
+                ),
+                quality: format!(
+                    "method=mean n={} of a call's time less the mean of the same access and transfer at {fewer} ranks: {:.3e} s, over the step {step:.3e} s (nic_latency + oversubscribed_wakeup)",
+                    beyond.len(),
+                    e.value
+                ),
+            });
+        }
+        Err(e) => f.skip(&[KEY], why(&e)),
+    }
+}
+
 #[cfg(test)]
 pub(crate) mod tests {
     use super::*;
@@ -2178,6 +2252,7 @@ pub(crate) mod tests {
     const POLLED_WAKEUP: f64 = 1e-3;
     const STAGGER: f64 = 4e-3;
     const OPEN_STEPS: f64 = 12.0;
+    const OFFSETS_STEPS: f64 = 2.5;
     const UNPACK: f64 = 110e6;
     const PACK: f64 = 160e6;
 
@@ -2547,11 +2622,14 @@ pub(crate) mod tests {
         r.iozone.extend(pointer_runs);
         for ranks in [1usize, 2, 4] {
             for (shape, call) in [("shared-independent", INDEP), ("shared-collective", COLL)] {
-                let call = if shape == "shared-collective" && ranks == 4 {
-                    call + 15e-3
+                // at 4 ranks on 2 cores a collective call's offsets'
+                // exchange waits OFFSETS_STEPS wake-ups
+                let exchange = if shape == "shared-collective" && ranks == 4 {
+                    OFFSETS_STEPS * (NIC_LAT + WAKEUP)
                 } else {
-                    call
+                    0.0
                 };
+                let call = call + exchange;
                 for t in [4096u64, 16384, 65536] {
                     for iter in 0..3 {
                         let first = |cost: f64| if iter == 0 { cost } else { 0.0 };
@@ -2579,6 +2657,7 @@ pub(crate) mod tests {
                             // at 2 ranks and more each waits for the other's
                             // call and copy under the inode lock
                             latency_s: INDEP
+                                + exchange
                                 + if ranks == 1 { 1.0 } else { 2.0 }
                                     * (SYSCALL + t as f64 / CACHE_W)
                                 + first(FIRST_WRITE)
@@ -2719,6 +2798,9 @@ pub(crate) mod tests {
         // Steps over the fitted wake-up: its few per cent of error, 12 times.
         let steps = f.get("mpiio.open_steps").unwrap().value;
         assert!((steps - OPEN_STEPS).abs() < 1.0, "open steps {steps}");
+        // Over the fitted wake-up too, and the 2-rank calls' noise.
+        let steps = f.get("mpiio.offsets_steps").unwrap().value;
+        assert!((steps - OFFSETS_STEPS).abs() < 0.1, "offsets steps {steps}");
         within(&f, "mpiio.close", 2e-4 - 3e-6);
         within(&f, "mpiio.first_open", FIRST_OPEN);
         within(&f, "mpiio.first_close", FIRST_CLOSE);

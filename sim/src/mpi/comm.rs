@@ -47,9 +47,11 @@ pub(crate) enum Kind<'k> {
     Split,
     Ordered(usize),
     SetView(usize),
-    /// An all-gather of two offsets per rank (ROMIO's start/end offsets, the
-    /// all-to-all of sizes opening each two-phase round).
+    /// ROMIO's all-gathers of every rank's start and end offsets, opening each
+    /// collective data call (`mpiio.offsets_steps` message steps where given).
     Offsets,
+    /// The all-to-all of sizes opening each two-phase round.
+    Sizes,
     Open(&'k str, OpenMode),
     Close,
     /// The fast-forward's agreement on a skip: the minimum of every rank's
@@ -72,6 +74,7 @@ impl Kind<'_> {
             Kind::Ordered(_) => "ordered access",
             Kind::SetView(_) => "set_view",
             Kind::Offsets => "collective I/O",
+            Kind::Sizes => "collective I/O round",
             Kind::Open(..) => "open",
             Kind::Close => "close",
             Kind::Agree => "fast-forward agreement",
@@ -506,6 +509,10 @@ pub(crate) fn complete(
             (p.free_at, CollOut::Offsets(offs))
         }
         Kind::Offsets => (
+            now + m.offsets_steps.unwrap_or(steps) * comm.lat + (n - 1) as f64 * 2.0 * word,
+            CollOut::Unit,
+        ),
+        Kind::Sizes => (
             now + steps * comm.lat + (n - 1) as f64 * 2.0 * word,
             CollOut::Unit,
         ),

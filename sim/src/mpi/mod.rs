@@ -128,6 +128,9 @@ pub(crate) struct Model {
     pub(crate) shared_pointer_cost: f64,
     /// `mpiio.open_steps`: message steps of a collective open beyond its one synchronisation.
     pub(crate) open_steps: f64,
+    /// `mpiio.offsets_steps`: message steps of the offsets' exchange opening a
+    /// collective data call; where given, calls synchronise as ROMIO's do.
+    pub(crate) offsets_steps: Option<f64>,
     /// MPI-IO software costs per call (CPU seconds on the calling rank).
     pub(crate) mpiio: MpiIo,
     pub(crate) md_free_at: f64,
@@ -227,6 +230,7 @@ impl Twin {
             md: scenario.metadata.clone(),
             shared_pointer_cost: scenario.mpiio.shared_pointer,
             open_steps: scenario.mpiio.open_steps,
+            offsets_steps: scenario.mpiio.offsets_steps,
             mpiio: scenario.mpiio.clone(),
             md_free_at: 0.0,
             next_comm: 0,

@@ -46,7 +46,14 @@ impl Rank {
     /// gathered; ROMIO's rule picks two-phase collective buffering or
     /// independent I/O; two-phase goes round by round: an all-to-all of sizes,
     /// the exchange between ranks and aggregators (flows over the network), the
-    /// aggregators' requests; a final reduction of error codes ends the call.
+    /// aggregators' requests. How the call synchronises: with
+    /// `mpiio.offsets_steps` as ROMIO does (`ad_write_coll.c`,
+    /// `ad_read_coll.c`): the offsets' exchange takes that many message steps;
+    /// a call the interleave test sends down the independent path, and a
+    /// two-phase read, end with the rank's own part; a two-phase write ends
+    /// with the error codes' collective, so that no rank's independent write
+    /// overtakes its read-modify-write. Without it, the generic cost: every
+    /// call ends with a barrier.
     pub(crate) async fn collective_io(
         &self,
         file: &File,
@@ -107,7 +114,10 @@ impl Rank {
                 }
             }
         };
-        self.on_file(file, Contrib::None, Kind::Barrier).await;
+        let romio_sync = self.sim.model.borrow().offsets_steps.is_some();
+        if !romio_sync || (plan.is_some() && access == Access::Write) {
+            self.on_file(file, Contrib::None, Kind::Barrier).await;
+        }
         moved
     }
 
@@ -117,7 +127,7 @@ impl Rank {
         let my_agg = tp.aggregators.iter().position(|&a| a == me);
         for m in 0..tp.rounds {
             // The all-to-all of sizes that opens every round.
-            self.on_file(file, Contrib::None, Kind::Offsets).await;
+            self.on_file(file, Contrib::None, Kind::Sizes).await;
             let moves = &tp.moves[m];
             let lo = moves.partition_point(|x| x.0 < me);
             let hi = moves.partition_point(|x| x.0 <= me);

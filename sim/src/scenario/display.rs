@@ -340,6 +340,12 @@ impl fmt::Display for Scenario {
                 mp.open_steps
             )?;
         }
+        if let Some(steps) = mp.offsets_steps {
+            writeln!(
+                f,
+                "    a collective data call exchanges the offsets in {steps:.3} message steps and synchronises as ROMIO's"
+            )?;
+        }
         for (k, c) in &self.calibration {
             writeln!(
                 f,

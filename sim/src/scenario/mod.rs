@@ -583,6 +583,14 @@ pub struct MpiIo {
     /// `cb_config_list`, agrees on errors): each costs one message step of the
     /// communicator, the wake-up included on an oversubscribed node. 0 = none.
     pub open_steps: f64,
+    /// Message steps of the exchange of every rank's start and end offsets
+    /// that opens each collective data call (ROMIO's two all-gathers), each a
+    /// message step of the communicator. Given, the twin synchronises
+    /// collective calls as ROMIO does: a call whose ranks do not interleave
+    /// (independent I/O) and a two-phase read end with the rank's own part, a
+    /// two-phase write with a collective of the error codes. `None`: the
+    /// generic cost, ceil(log2 N) steps and a closing barrier on every call.
+    pub offsets_steps: Option<f64>,
 }
 
 /// The kind of value a scenario key holds, and so the unit a

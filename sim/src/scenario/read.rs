@@ -570,6 +570,7 @@ impl Scenario {
                 first_open: mpiio.time_or("first_open", 0.0)?,
                 first_close: mpiio.time_or("first_close", 0.0)?,
                 open_steps: mpiio.number_or("open_steps", 0.0)?,
+                offsets_steps: mpiio.number_opt("offsets_steps")?,
             },
             calibration,
             run_to_run,

@@ -678,6 +678,14 @@ const KEYS: &[Key] = &[
         Value("0"),
         "message steps of a collective MPI_File_open beyond its one synchronisation (communicator duplicate, access-mode and error agreement, host names for cb_config_list), each a message step of the communicator (with the wake-up on an oversubscribed node)",
     ),
+    key(
+        "mpiio.offsets_steps",
+        Quantity(Number),
+        Otherwise(
+            "the generic cost: ceil(log2 N) steps, and a closing barrier on every collective data call",
+        ),
+        "message steps of the exchange of every rank's start and end offsets opening each collective data call (ROMIO's two all-gathers), each a message step of the communicator (with the wake-up on an oversubscribed node); given, calls synchronise as ROMIO's: one whose ranks do not interleave (independent I/O) and a two-phase read end with the rank's own part, a two-phase write with a collective of the error codes",
+    ),
 ];
 
 /// The keys of a device table (`server.device`, and a RAID's `member`, which

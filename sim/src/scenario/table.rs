@@ -328,6 +328,14 @@ impl<'a, 'i> Tbl<'a, 'i> {
         }
     }
 
+    /// An optional plain number ≥ 0 ([`KeyKind::Number`]), `None` where absent.
+    pub(super) fn number_opt(&self, k: &str) -> Result<Option<f64>, ScenarioError> {
+        match self.opt(k) {
+            Some(_) => Ok(Some(self.quantity(k, KeyKind::Number)?.0)),
+            None => Ok(None),
+        }
+    }
+
     pub(super) fn rate_or(&self, k: &str, default: f64) -> Result<f64, ScenarioError> {
         self.default_is(k, &default, |t| units::parse_rate(t).ok());
         if self.opt(k).is_some() {
