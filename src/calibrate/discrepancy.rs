@@ -118,6 +118,7 @@ mod tests {
             "validation/vm-l/scenario.toml",
             "validation/vm-m/scenario.toml",
             "validation/vm-n/scenario.toml",
+            "validation/vm-o/scenario.toml",
         ] {
             let probes = root.join(format!("{file}.probes.json"));
             let raw: serde_json::Value =

@@ -2167,6 +2167,7 @@ pub(crate) mod tests {
             "validation/vm-l/scenario.toml",
             "validation/vm-m/scenario.toml",
             "validation/vm-n/scenario.toml",
+            "validation/vm-o/scenario.toml",
         ] {
             let probes = root.join(format!("{file}.probes.json"));
             let raw: serde_json::Value =
