@@ -752,10 +752,6 @@ fn deleting_a_file_costs_its_size_over_delete_bw() {
 async fn interleaved_program(r: &Rank) -> (f64, f64) {
     use piotwin_types::{Datatype, View};
     const BLOCK: u64 = 500_000;
-    let mut f = r
-        .open("/f", OpenMode::CreateReadWrite, true, Api::MpiIo)
-        .await
-        .unwrap();
     let view = View {
         disp: r.rank() as u64 * BLOCK,
         etype: Datatype::Byte,
@@ -768,7 +764,25 @@ async fn interleaved_program(r: &Rank) -> (f64, f64) {
             }),
         },
     };
-    r.set_view(&mut f, &view).await.unwrap();
+    collective_write_then_read(r, Some(&view), 0, 2 * BLOCK).await
+}
+
+/// Opens `/f` for MPI-IO on every rank (through `view` where given), then
+/// writes and reads `len` bytes at `offset` collectively, each call after a
+/// barrier; returns the (write, read) call times.
+async fn collective_write_then_read(
+    r: &Rank,
+    view: Option<&piotwin_types::View>,
+    offset: u64,
+    len: u64,
+) -> (f64, f64) {
+    let mut f = r
+        .open("/f", OpenMode::CreateReadWrite, true, Api::MpiIo)
+        .await
+        .unwrap();
+    if let Some(v) = view {
+        r.set_view(&mut f, v).await.unwrap();
+    }
     let mut times = [0.0; 2];
     for (i, access) in [Access::Write, Access::Read].into_iter().enumerate() {
         r.barrier().await;
@@ -776,9 +790,9 @@ async fn interleaved_program(r: &Rank) -> (f64, f64) {
         let op = Op {
             access,
             coord: Coordination::Collective,
-            pos: Position::At(0),
+            pos: Position::At(offset),
         };
-        r.xfer(&mut f, op, 2 * BLOCK).await.unwrap();
+        r.xfer(&mut f, op, len).await.unwrap();
         times[i] = r.now() - t0;
     }
     r.close(f).await;
@@ -825,26 +839,9 @@ fn oversubscribed_exchange_moves_at_the_datatype_rates() {
 /// where without the key they match.
 #[test]
 fn collective_calls_synchronise_as_romio_with_offsets_steps() {
-    let contiguous = async |r: &Rank| {
-        let mut f = r
-            .open("/f", OpenMode::CreateReadWrite, true, Api::MpiIo)
-            .await
-            .unwrap();
-        let mut times = [0.0; 2];
-        for (i, access) in [Access::Write, Access::Read].into_iter().enumerate() {
-            r.barrier().await;
-            let t0 = r.now();
-            let op = Op {
-                access,
-                coord: Coordination::Collective,
-                pos: Position::At(r.rank() as u64 * 1000),
-            };
-            r.xfer(&mut f, op, 1000).await.unwrap();
-            times[i] = r.now() - t0;
-        }
-        r.close(f).await;
-        (times[0], times[1])
-    };
+    // each rank 1000 bytes of its own: no interleaving
+    let contiguous =
+        async |r: &Rank| collective_write_then_read(r, None, r.rank() as u64 * 1000, 1000).await;
     let wake = "nodes[0].oversubscribed_wakeup=1ms";
     let romio = "mpiio.offsets_steps=1.5";
     let free = run(&scenario(2, false, &[]), 4, contiguous);
