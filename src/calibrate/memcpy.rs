@@ -275,14 +275,7 @@ pub fn measure_bus_read(
     let run = || -> std::io::Result<Vec<LockSample>> {
         let files = paths
             .iter()
-            .map(|p| {
-                std::fs::OpenOptions::new()
-                    .create(true)
-                    .truncate(true)
-                    .read(true)
-                    .write(true)
-                    .open(p)
-            })
+            .map(|p| open_scratch(p))
             .collect::<std::io::Result<Vec<_>>>()?;
         rewrite_together(&files, readers, bytes)?;
         read_together(&files, bytes)?;
@@ -304,6 +297,17 @@ pub fn measure_bus_read(
         }
     }
     out
+}
+
+/// A probe's scratch file at `path`, created empty (truncated if it was
+/// there) for reading and writing.
+fn open_scratch(path: &std::path::Path) -> std::io::Result<std::fs::File> {
+    std::fs::OpenOptions::new()
+        .create(true)
+        .truncate(true)
+        .read(true)
+        .write(true)
+        .open(path)
 }
 
 /// A thread per file reading its first `bytes` in 1 MiB requests, started
@@ -336,12 +340,7 @@ pub fn measure_inode_lock(
 ) -> std::io::Result<Vec<LockSample>> {
     let open = |name: String| -> std::io::Result<(std::path::PathBuf, std::fs::File)> {
         let path = dir.join(name);
-        let f = std::fs::OpenOptions::new()
-            .create(true)
-            .truncate(true)
-            .read(true)
-            .write(true)
-            .open(&path)?;
+        let f = open_scratch(&path)?;
         Ok((path, f))
     };
     let shared = vec![open("lock-probe-shared.tmp".into())?];
