@@ -441,6 +441,7 @@ fn pingpong_polled_test_in_the_twin() {
 /// (8 ms) where they hold; without the lock all 4 copy together at half a
 /// core (2 ms). The timed writes rewrite cached pages: at 2 GB/s for
 /// rewrites (the untimed first write still at 1 GB/s), 2 ms with the lock.
+/// With `wake_slice`, a woken writer shares the cores once its slice ends.
 #[test]
 fn pingpong_locked_writes_in_both_modes() {
     let dir = tempfile::tempdir().unwrap();
@@ -483,7 +484,7 @@ fn pingpong_locked_writes_in_both_modes() {
     };
     assert!(row("real.json") > 0.0);
     let sc = scenario("default.toml");
-    let twin = |json: &str, lock: &str, sleeping: &str, rewrite: &str| {
+    let twin = |json: &str, lock: &str, sleeping: &str, rewrite: &str, extra: &[&str]| {
         let o = piotwin(
             dir.path(),
             &[
@@ -508,6 +509,7 @@ fn pingpong_locked_writes_in_both_modes() {
                     "--json",
                     json,
                 ],
+                extra,
             ]
             .concat(),
         );
@@ -515,14 +517,24 @@ fn pingpong_locked_writes_in_both_modes() {
         row(json)
     };
     let near = |a: f64, b: f64| (a / b - 1.0).abs() < 0.01;
-    let t = twin("yield.json", "inode", "yield", "1GB/s");
+    let t = twin("yield.json", "inode", "yield", "1GB/s", &[]);
     assert!(near(t, 4e-3), "{t}");
-    let t = twin("hold.json", "inode", "hold", "1GB/s");
+    let t = twin("hold.json", "inode", "hold", "1GB/s", &[]);
     assert!(near(t, 8e-3), "{t}");
-    let t = twin("free.json", "none", "yield", "1GB/s");
+    let t = twin("free.json", "none", "yield", "1GB/s", &[]);
     assert!(near(t, 2e-3), "{t}");
-    let t = twin("rewrite.json", "inode", "yield", "2GB/s");
+    let t = twin("rewrite.json", "inode", "yield", "2GB/s", &[]);
     assert!(near(t, 2e-3), "{t}");
+    // A woken writer on a whole core for 0.5 ms only: the second (2 awake)
+    // still 1 ms; the third (3 awake) 0.5 ms + 0.5 ms at 2/3 of a core, the
+    // last (4 awake) 0.5 ms + 0.5 ms at half a core: 1 + 1 + 1.25 + 1.5 ms.
+    let slice = ["--set", "nodes[0].wake_slice=0.5ms"];
+    let t = twin("slice.json", "inode", "yield", "1GB/s", &slice);
+    assert!(near(t, 4.75e-3), "{t}");
+    // A slice longer than every copy changes nothing.
+    let long = ["--set", "nodes[0].wake_slice=5ms"];
+    let t = twin("long.json", "inode", "yield", "1GB/s", &long);
+    assert!(near(t, 4e-3), "{t}");
 }
 
 #[test]

@@ -67,9 +67,12 @@
 //! (on a file's inode lock, a byte-range lock, the dirty limit, a device) is
 //! not runnable: the ranks awake share the cores, and a rank woken from such a
 //! sleep runs on a whole core until its request is done
-//! ([`Platform::sleep`]). A page-cache write into pages the cache already
-//! holds copies at `cache.rewrite_bw` rather than `cache.write_bw`
-//! ([`Platform::cache_write_path`]).
+//! ([`Platform::sleep`]); with `nodes.wake_slice`, for that slice at most,
+//! then at its share (the scheduler prefers a woken task for one slice:
+//! measured here, 8 MiB rewrites of about 1 ms ran on a whole core, 32 MiB
+//! ones and 20 ms writes into fresh memory near the share). A page-cache
+//! write into pages the cache already holds copies at `cache.rewrite_bw`
+//! rather than `cache.write_bw` ([`Platform::cache_write_path`]).
 
 use std::cell::{Cell, RefCell};
 use std::collections::BTreeMap;
@@ -104,8 +107,12 @@ pub(crate) struct Node {
     shares: Vec<(usize, ResourceId)>,
     /// How many of those are asleep in the kernel now.
     asleep: Cell<usize>,
-    /// Of those, the ones woken from a sleep whose request is not done yet.
-    woken: RefCell<Vec<usize>>,
+    /// Of those, the ones woken from a sleep whose request is not done yet,
+    /// with the end of their slice on a whole core.
+    woken: RefCell<Vec<(usize, f64)>>,
+    /// How long a woken rank runs on a whole core at most, in s (infinite:
+    /// until its request is done).
+    wake_slice: f64,
     /// CPU seconds per write system call.
     syscall: f64,
     /// CPU seconds per read system call.
@@ -445,6 +452,7 @@ impl Platform {
                     shares: Vec::new(),
                     asleep: Cell::new(0),
                     woken: RefCell::new(Vec::new()),
+                    wake_slice: g.wake_slice,
                     syscall: g.syscall,
                     read_syscall: g.read_syscall,
                     fortran_statement: g.fortran_statement,
@@ -576,33 +584,65 @@ impl Platform {
         }
     }
 
-    /// World rank `rank` falls asleep in the kernel (`asleep`) or wakes, on a
-    /// node whose waiting ranks poll and whose sleeping ranks yield (elsewhere
-    /// nothing changes). A sleeping task is not runnable, so the ranks awake
-    /// share the cores; a task woken from a sleep is placed ahead of those
-    /// that kept running (Linux's EEVDF keeps a sleeper's lag and preempts on
-    /// wake-up; MPICH's polling ranks yield), so a woken rank runs on a whole
-    /// core until its request is done ([`Platform::request_done`]) and the
-    /// other ranks awake share the rest. Measured here: 4 ranks on 2 cores
-    /// writing 8 MiB each to one file at once (the inode lock serialises them)
-    /// take 3.1–3.4 ms, 4 × one alone's 0.7 ms, not twice that.
-    pub(crate) fn sleep<T>(&self, flows: &mut FlowNet<T>, rank: usize, asleep: bool) {
+    /// World rank `rank` falls asleep in the kernel (`asleep`) or wakes at
+    /// `now`, on a node whose waiting ranks poll and whose sleeping ranks
+    /// yield (elsewhere nothing changes). A sleeping task is not runnable, so
+    /// the ranks awake share the cores; a task woken from a sleep is placed
+    /// ahead of those that kept running (Linux's EEVDF keeps a sleeper's lag
+    /// and preempts on wake-up; MPICH's polling ranks yield), so a woken rank
+    /// runs on a whole core until its request is done
+    /// ([`Platform::request_done`]) or, with `nodes.wake_slice`, that slice
+    /// has run out ([`Platform::end_slices`]), and the other ranks awake share
+    /// the rest. Measured here: 4 ranks on 2 cores writing 8 MiB each to one
+    /// file at once (the inode lock serialises them) take 3.1–3.4 ms, 4 × one
+    /// alone's 0.7 ms, not twice that; at 32 MiB each, 31–33 ms, near the
+    /// polling ranks' share.
+    pub(crate) fn sleep<T>(&self, flows: &mut FlowNet<T>, rank: usize, asleep: bool, now: f64) {
         let n = &self.nodes[self.node_of(rank)];
         if n.shares.is_empty() {
             return;
         }
         {
             let mut woken = n.woken.borrow_mut();
-            woken.retain(|&r| r != rank);
+            woken.retain(|&(r, _)| r != rank);
             match asleep {
                 true => n.asleep.set(n.asleep.get() + 1),
                 false => {
                     n.asleep.set(n.asleep.get() - 1);
-                    woken.push(rank);
+                    woken.push((rank, now + n.wake_slice));
                 }
             }
         }
         self.set_shares(flows, n);
+    }
+
+    /// Nodes whose woken ranks hold a whole core only for `nodes.wake_slice`
+    /// (each needs [`Platform::end_slices`] called at [`Platform::next_slice_end`]).
+    pub(crate) fn sliced_nodes(&self) -> Vec<usize> {
+        (0..self.nodes.len())
+            .filter(|&i| !self.nodes[i].shares.is_empty() && self.nodes[i].wake_slice.is_finite())
+            .collect()
+    }
+
+    /// When the first slice of a rank woken on node `node` runs out, if one runs.
+    pub(crate) fn next_slice_end(&self, node: usize) -> Option<f64> {
+        let woken = self.nodes[node].woken.borrow();
+        woken.iter().map(|&(_, end)| end).reduce(f64::min)
+    }
+
+    /// The ranks of node `node` whose slice ran out by `now` share the cores
+    /// with the other ranks awake from here on.
+    pub(crate) fn end_slices<T>(&self, flows: &mut FlowNet<T>, node: usize, now: f64) {
+        let n = &self.nodes[node];
+        let ended = {
+            let mut woken = n.woken.borrow_mut();
+            let before = woken.len();
+            woken.retain(|&(_, end)| end > now);
+            woken.len() < before
+        };
+        if ended {
+            self.set_shares(flows, n);
+        }
     }
 
     /// World rank `rank`'s request is done: if it woke from a sleep during it,
@@ -612,7 +652,7 @@ impl Platform {
         let was = {
             let mut woken = n.woken.borrow_mut();
             let before = woken.len();
-            woken.retain(|&r| r != rank);
+            woken.retain(|&(r, _)| r != rank);
             woken.len() < before
         };
         if was {
@@ -637,7 +677,8 @@ impl Platform {
             _ => (fair(awake, cores), fair(awake, cores)),
         };
         for &(r, share) in &n.shares {
-            flows.set_capacity(share, if woken.contains(&r) { first } else { rest });
+            let is_woken = woken.iter().any(|&(w, _)| w == r);
+            flows.set_capacity(share, if is_woken { first } else { rest });
         }
     }
 

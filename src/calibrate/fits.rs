@@ -41,7 +41,8 @@
 //! | `nodes.cache.huge_from` | the same settled writes | the smallest request size at 2 × the smallest requests' time, every larger too; where the smallest ran at under half `cache.write_bw` (the warm floor used up), the smallest size that took all its memory fresh (0.9 × (bytes / `write_bw` + bytes / `fresh_bw`)), every larger too |
 //! | `nodes.cache.fresh_stall` (a choice) | the settled writes' largest requests written again, settled, beside a spinning thread per core | `core` where that write took more than the geometric midpoint of t1 / s (the fresh memory stretched with the writer's share s of a core, as the copy) and c / s + t1 − c (the copy alone; c = bytes / `cache.write_bw`), else `none` |
 //! | `filesystem.write_lock` (a choice) | warm rewrites in the scratch directory, 1 MiB requests: one writer; 2 writers of one file; 2 writers of a file each | `inode` where the medians' rate of one file stays below the geometric midpoint of one writer's and a file each's, else `none`; not chosen where a file each did not reach 1.25 × one writer (the probe cannot tell) |
-//! | `nodes.sleeping_ranks` (a choice) | pingpong's locked-write test at N > cores ranks: every rank rewrites its part of one file at once, each call after a barrier | `yield` where the median call ran below the geometric midpoint of N · bytes / `rewrite_bw` (each writer woken from the inode lock on a whole core) and N / cores times that (at its share); needs `poll` and `inode` chosen |
+//! | `nodes.sleeping_ranks` (a choice) | pingpong's locked-write test at N > cores ranks: every rank rewrites its part of one file at once, each call after a barrier (its smallest size) | `yield` where the median call ran below the geometric midpoint of N · bytes / `rewrite_bw` (each writer woken from the inode lock on a whole core) and N / cores times that (at its share); needs `poll` and `inode` chosen |
+//! | `nodes.wake_slice` | pingpong's locked-write test at its largest size (a copy of several time slices) | in lock order, writer k copies w = bytes / `rewrite_bw` on a whole core for the slice s, then at min(1, cores / (k + 1)) of one: s = (T(0) − T) / D with D = Σ (max(1, (k + 1) / cores) − 1), clamped to [0, w]; the median call, the slowest and fastest runs as the interval; at least the smallest size's w where its median call ran within N·w (its writers kept their cores); needs `yield` chosen |
 //! | `nodes.cores`, `nodes.memory` | the machine | `available_parallelism`, `MemTotal` |
 //! | `nodes.cache.readahead` | the machine | `read_ahead_kb` of the scratch directory's block device |
 //!
@@ -291,6 +292,7 @@ pub fn fit_all(r: &ProbeResults, base: &Scenario) -> Fitted {
     fit_memory_bus(r, &mut f);
     fit_memory_read_bus(r, &mut f);
     fit_sleeping(r, &mut f);
+    fit_wake_slice(r, &mut f);
     fit_shared_pointer(r, &mut f);
     fit_cache_capacity(r, &mut f);
     fit_ior(r, base, &mut f);
@@ -1075,15 +1077,18 @@ fn fresh_from_huge(r: &ProbeResults) -> Option<Param> {
 }
 
 /// `nodes.cache.huge_from` from the huge-page probe: the smallest request
-/// size whose settled write took at least twice as long as that of the
-/// smallest requests (which found the warm floor), every larger one too;
-/// the interval runs from just above the next smaller size.
+/// size whose settled write took at least twice as long as the quickest
+/// (which found the warm floor; normally the smallest requests', but one
+/// slow write of small requests is an outlier, not a huge page: at 10:25 UTC
+/// on 2026-11-29 1 MiB requests took 0.389 s, 1920 KiB 0.106 s and 2 MiB
+/// 0.490 s), every larger one too; the interval runs from just above the
+/// next smaller size.
 ///
-/// Where the smallest requests themselves ran at under half the cache's
-/// write rate (`nodes.cache.write_bw`), the warm floor was used up before the
-/// probe (the probes before it keep files cached) and they took fresh memory
-/// too; the huge sizes are then those whose write took all its memory fresh:
-/// at least 0.9 × (bytes / `write_bw` + bytes / `fresh_bw`).
+/// Where even the quickest write ran at under half the cache's write rate
+/// (`nodes.cache.write_bw`), the warm floor was used up before the probe
+/// (the probes before it keep files cached) and every size took fresh
+/// memory; the huge sizes are then those whose write took all its memory
+/// fresh: at least 0.9 × (bytes / `write_bw` + bytes / `fresh_bw`).
 fn fit_huge(r: &ProbeResults, f: &mut Fitted) {
     const KEY: &str = "nodes.cache.huge_from";
     let mut samples = r.huge.clone();
@@ -1100,26 +1105,34 @@ fn fit_huge(r: &ProbeResults, f: &mut Fitted) {
         .iter()
         .map(|s| format!("{} B requests {:.4} s", s.request, s.seconds))
         .collect();
+    let quickest = samples
+        .iter()
+        .copied()
+        .min_by(|a, b| a.seconds.total_cmp(&b.seconds))
+        .expect("samples");
     let time_at = |key: &str| f.get(key).map(|p| first.bytes as f64 / p.value);
-    let warm = time_at("nodes.cache.write_bw").filter(|&t| first.seconds >= 2.0 * t);
+    let warm = time_at("nodes.cache.write_bw").filter(|&t| quickest.seconds >= 2.0 * t);
     let (threshold, rule) = match (warm, time_at("nodes.cache.fresh_bw")) {
         (None, _) => (
-            2.0 * first.seconds,
-            "smallest request size taking 2 x the time of the smallest requests, every larger one too".to_string(),
+            2.0 * quickest.seconds,
+            format!(
+                "smallest request size taking 2 x the time of the quickest ({} B requests), every larger one too",
+                quickest.request
+            ),
         ),
         (Some(warm), Some(fresh)) => (
             0.9 * (warm + fresh),
             format!(
-                "the smallest requests ran at under half the cache's write rate ({:.4} s against {warm:.4} s): the warm floor was used up; smallest request size taking all its memory fresh (0.9 x ({warm:.4} + {fresh:.4}) s at write_bw and fresh_bw), every larger one too",
-                first.seconds
+                "the quickest requests ran at under half the cache's write rate ({:.4} s against {warm:.4} s): the warm floor was used up; smallest request size taking all its memory fresh (0.9 x ({warm:.4} + {fresh:.4}) s at write_bw and fresh_bw), every larger one too",
+                quickest.seconds
             ),
         ),
         (Some(warm), None) => {
             f.skip(
                 &[KEY],
                 format!(
-                    "the smallest requests ran at under half the cache's write rate ({:.4} s against {warm:.4} s), so the warm floor was used up, and no fresh_bw tells a write that took all its memory fresh ({})",
-                    first.seconds,
+                    "the quickest requests ran at under half the cache's write rate ({:.4} s against {warm:.4} s), so the warm floor was used up, and no fresh_bw tells a write that took all its memory fresh ({})",
+                    quickest.seconds,
                     table.join(", ")
                 ),
             );
@@ -1132,9 +1145,9 @@ fn fit_huge(r: &ProbeResults, f: &mut Fitted) {
         (_, None) => f.skip(
             &[KEY],
             format!(
-                "no request size up to {} B wrote at half the speed of {} B requests: huge pages find the warm floor, or the smallest requests did not ({})",
+                "no request size up to {} B wrote at half the speed of {} B requests: huge pages find the warm floor, or the quickest requests did not ({})",
                 samples[samples.len() - 1].request,
-                first.request,
+                quickest.request,
                 table.join(", ")
             ),
         ),
@@ -1356,10 +1369,11 @@ fn fit_memory_read_bus(r: &ProbeResults, f: &mut Fitted) {
 fn fit_sleeping(r: &ProbeResults, f: &mut Fitted) {
     let cores = r.machine.cores as u64;
     let chosen = |key: &str, word: &str| f.choices.get(key).is_some_and(|c| c.0 == word);
-    let mut v: Vec<&PingRow> = r
-        .pingpong
-        .iter()
-        .filter(|p| p.test == "locked_write" && p.ranks > cores && p.seconds > 0.0)
+    let rows = locked_writes(r, cores);
+    let smallest = rows.iter().map(|p| p.bytes).min();
+    let mut v: Vec<&PingRow> = rows
+        .into_iter()
+        .filter(|p| Some(p.bytes) == smallest)
         .collect();
     let rewrite = f.get("nodes.cache.rewrite_bw").map(|p| p.value);
     let why = match rewrite {
@@ -1385,6 +1399,113 @@ fn fit_sleeping(r: &ProbeResults, f: &mut Fitted) {
 }
 
 const SLEEPING_RANKS: &str = "nodes.sleeping_ranks";
+
+/// pingpong's locked-write rows at more ranks than `cores`.
+fn locked_writes(r: &ProbeResults, cores: u64) -> Vec<&PingRow> {
+    r.pingpong
+        .iter()
+        .filter(|p| p.test == "locked_write" && p.ranks > cores && p.seconds > 0.0)
+        .collect()
+}
+
+/// `nodes.wake_slice` from pingpong's locked-write test at its largest size,
+/// where a writer's copy outlasts a time slice (the smallest size chose
+/// `sleeping_ranks`). In lock order, writer k copies w = bytes /
+/// `rewrite_bw`: the first took the lock awake, alone (the others sleep on
+/// it); each later one woke with the k done polling, and runs on a whole core
+/// for the slice s, then at its share min(1, cores / (k + 1)). The call of the
+/// last takes T(s) = N·w + (w − s)·D for s ≤ w, D = Σ_k (max(1, (k + 1) /
+/// cores) − 1), so s = (T(0) − T) / D, clamped to [0, w]: the median call
+/// gives the value, the slowest and fastest runs its interval. Where the
+/// smallest size's median call ran within N·w of its own, its writers kept
+/// their cores throughout: the slice is at least that w, which bounds the
+/// value and interval from below (here calls of 32 MiB ran slower than the
+/// share alone explains, while those of 8 MiB kept a whole core). Not fitted
+/// (whole core until the request is done) with one size only, without
+/// `yield` chosen or `rewrite_bw`, or where the largest size's median call
+/// is within N·w: the slice then outlasts the copy, which bounds it from
+/// below only.
+fn fit_wake_slice(r: &ProbeResults, f: &mut Fitted) {
+    const KEY: &str = "nodes.wake_slice";
+    let cores = r.machine.cores as u64;
+    let rows = locked_writes(r, cores);
+    let (smallest, largest) = (
+        rows.iter().map(|p| p.bytes).min(),
+        rows.iter().map(|p| p.bytes).max(),
+    );
+    let yield_chosen = f
+        .choices
+        .get(SLEEPING_RANKS)
+        .is_some_and(|c| c.0 == "yield");
+    let rewrite = f.get("nodes.cache.rewrite_bw").map(|p| p.value);
+    let why = match (smallest, largest, rewrite) {
+        (Some(a), Some(b), _) if a == b => "the locked-write test ran at one size".to_string(),
+        (None, _, _) | (_, None, _) => {
+            format!("no pingpong --locked-writes run at more ranks than cores ({cores})")
+        }
+        _ if !yield_chosen => "sleeping ranks not found to yield".into(),
+        (_, _, None) => "nodes.cache.rewrite_bw not fitted".into(),
+        (_, Some(largest), Some(rewrite)) => {
+            let mut calls: Vec<f64> = rows
+                .iter()
+                .filter(|p| p.bytes == largest)
+                .map(|p| p.seconds)
+                .collect();
+            calls.sort_by(f64::total_cmp);
+            let ranks = rows
+                .iter()
+                .find(|p| p.bytes == largest)
+                .expect("a row")
+                .ranks;
+            let w = largest as f64 / ranks as f64 / rewrite;
+            let d: f64 = (1..ranks)
+                .map(|k| ((k + 1) as f64 / cores as f64).max(1.0) - 1.0)
+                .sum();
+            let whole = ranks as f64 * w;
+            let shared = whole + w * d;
+            // The smallest size's writers on a whole core bound the slice from below.
+            let small = smallest.expect("rows") as f64 / ranks as f64 / rewrite;
+            let mut small_calls: Vec<f64> = rows
+                .iter()
+                .filter(|p| Some(p.bytes) == smallest)
+                .map(|p| p.seconds)
+                .collect();
+            small_calls.sort_by(f64::total_cmp);
+            let small_median = small_calls[small_calls.len() / 2];
+            let floor = match small_median <= ranks as f64 * small {
+                true => small,
+                false => 0.0,
+            };
+            let slice = |t: f64| ((shared - t) / d).clamp(0.0, w).max(floor);
+            let median = calls[calls.len() / 2];
+            let found = format!(
+                "median call {median:.4e} s of {} runs ({} ranks on {cores} cores, {} bytes each), against {whole:.4e} s with every woken writer on a whole core and {shared:.4e} s at its share after waking (w = {w:.4e} s at nodes.cache.rewrite_bw {rewrite:.4e} B/s; D = {d})",
+                calls.len(),
+                ranks,
+                largest / ranks
+            );
+            if median <= whole {
+                format!("the slice outlasts the copy, which bounds it from below only: {found}")
+            } else {
+                f.time(
+                    KEY,
+                    Estimate {
+                        value: slice(median),
+                        ci_low: slice(calls[calls.len() - 1]),
+                        ci_high: slice(calls[0]),
+                        level: LEVEL,
+                    },
+                    "pingpong --locked-writes at its largest size: N ranks on fewer cores each rewrite their part of one file at once, each woken from the inode lock",
+                    format!(
+                        "(T(0) - T) / D, clamped to [0, w], at least {floor:.4e} s (the smallest size's w where its median call {small_median:.4e} s ran within N·w, else 0): {found}"
+                    ),
+                );
+                return;
+            }
+        }
+    };
+    f.skip(&[KEY], format!("not calibrated ({why})"));
+}
 
 /// `nodes.sleeping_ranks` from the median of `runs` locked-write rows, against
 /// the two predictions (see [`fit_sleeping`]).
@@ -2254,6 +2375,8 @@ pub(crate) mod tests {
     const STAGGER: f64 = 4e-3;
     const OPEN_STEPS: f64 = 12.0;
     const OFFSETS_STEPS: f64 = 2.5;
+    /// A woken writer's slice on a whole core, s.
+    const WAKE_SLICE: f64 = 2e-3;
     const UNPACK: f64 = 110e6;
     const PACK: f64 = 160e6;
 
@@ -2555,18 +2678,28 @@ pub(crate) mod tests {
             });
         }
         // pingpong's locked-write test at 4 ranks: each writer woken from the
-        // inode lock rewrites its 8 MiB on a whole core.
+        // inode lock rewrites its 8 MiB on a whole core (within its slice);
+        // its 32 MiB (6.7 ms) for WAKE_SLICE, then the third writer at 2/3
+        // of a core and the last at 1/2: 4 w + 1.5 (w - WAKE_SLICE).
         let mut nl = Lcg(0x3c6e_f372_fe94_f82b);
-        for _ in 0..3 {
-            let bytes = 4 * (8u64 << 20);
-            r.pingpong.push(PingRow {
-                test: "locked_write".into(),
-                ranks: 4,
-                bytes,
-                iterations: 3,
-                seconds: bytes as f64 / CACHE_RW * (1.0 + 0.01 * nl.normal()),
-                active: 0,
-            });
+        for mib in [8u64, 32] {
+            for _ in 0..3 {
+                let bytes = 4 * (mib << 20);
+                let w = (mib << 20) as f64 / CACHE_RW;
+                let whole = bytes as f64 / CACHE_RW;
+                let t = match mib {
+                    8 => whole,
+                    _ => whole + 1.5 * (w - WAKE_SLICE),
+                };
+                r.pingpong.push(PingRow {
+                    test: "locked_write".into(),
+                    ranks: 4,
+                    bytes,
+                    iterations: 3,
+                    seconds: t * (1.0 + 0.01 * nl.normal()),
+                    active: 0,
+                });
+            }
         }
         // MPI_Sendrecv_replace at 2 ranks: from MMAP_FROM on, the buffer is
         // filled fresh on top of the message.
@@ -2792,6 +2925,7 @@ pub(crate) mod tests {
         within(&f, "nodes.polled_wakeup", POLLED_WAKEUP);
         // (0.9 + 1.0 + 1.1) / 3 of STAGGER, exactly.
         within(&f, "nodes.release_stagger", STAGGER);
+        within(&f, "nodes.wake_slice", WAKE_SLICE);
         within(&f, "nodes.oversubscribed_unpack_bw", UNPACK);
         within(&f, "nodes.oversubscribed_pack_bw", PACK);
         // The ranks <= cores opens only (those at 4 ranks wait for wake-ups).
@@ -2895,6 +3029,26 @@ pub(crate) mod tests {
         assert!(f.get("nodes.cache.huge_from").is_none());
         let why = &f.skipped["nodes.cache.huge_from"];
         assert!(why.contains("no request size up to"), "{why}");
+    }
+
+    /// One slow write of the smallest requests (fresh memory it happened to
+    /// find) is an outlier: the huge size is still measured against the
+    /// quickest write below it.
+    #[test]
+    fn a_slow_write_of_small_requests_does_not_hide_the_huge_size() {
+        let mut r = synthetic();
+        let f = fit_all(&r, &base());
+        let want = f.get("nodes.cache.huge_from").unwrap().clone();
+        let quickest = r.huge[0].seconds;
+        r.huge[0].seconds = 4.0 * quickest;
+        let f = fit_all(&r, &base());
+        let huge = f.get("nodes.cache.huge_from").unwrap();
+        assert_eq!(
+            (huge.value, huge.low),
+            (want.value, want.low),
+            "{}",
+            huge.quality
+        );
     }
 
     /// Settled writes whose smallest requests found the warm floor used up
@@ -3018,6 +3172,31 @@ pub(crate) mod tests {
         let f = fit_all(&r, &base());
         assert!(!f.choices.contains_key("nodes.sleeping_ranks"));
         assert!(f.notes["nodes.sleeping_ranks"].contains("no inode lock"));
+    }
+
+    /// Long locked writes slower than their share alone explains give no
+    /// slice of their own; the short ones, on a whole core, bound it from
+    /// below by their copy (8 MiB at the fitted rewrite rate); one size alone
+    /// fits nothing.
+    #[test]
+    fn the_wake_slice_is_at_least_what_short_writes_kept() {
+        let mut r = synthetic();
+        for p in r.pingpong.iter_mut() {
+            if p.test == "locked_write" && p.bytes == 4 * (32 << 20) {
+                p.seconds *= 1.5;
+            }
+        }
+        let f = fit_all(&r, &base());
+        let p = f.get("nodes.wake_slice").expect("a slice");
+        let rewrite = f.get("nodes.cache.rewrite_bw").expect("fitted").value;
+        let w8 = (8u64 << 20) as f64 / rewrite;
+        assert!((p.value / w8 - 1.0).abs() < 1e-9, "{}", p.quality);
+        assert!(p.low >= w8 * (1.0 - 1e-9), "{}", p.low);
+        r.pingpong
+            .retain(|p| !(p.test == "locked_write" && p.bytes == 4 * (32 << 20)));
+        let f = fit_all(&r, &base());
+        assert!(f.get("nodes.wake_slice").is_none());
+        assert!(f.skipped["nodes.wake_slice"].contains("one size"));
     }
 
     /// Freed memory that stays backed at the release probe's sizes: no

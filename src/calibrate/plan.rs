@@ -231,12 +231,14 @@ impl Plan {
         // together or out of phase, differently from job to job, and often
         // keeps a job's placement through its episodes: 3 jobs gave a mean
         // step wake-up of 1.2 ms one time and 3.9 ms, one job all at 8 ms,
-        // another; each job takes 1.5-3 s).
+        // another; each job takes 1.5-3 s). Then the locked-write test: at
+        // 8 MiB a woken writer's copy fits its time slice, at 32 MiB (some
+        // 7 ms) it outlasts it.
         if max_ranks > cores {
             let (copies, locked, jobs) = match scale {
-                Scale::Tiny => ("64k,1m", "1m", 1),
-                Scale::Quick => ("64k,1m,8m", "8m", 9),
-                Scale::Full => ("64k,1m,8m", "8m", 12),
+                Scale::Tiny => ("64k,1m", "1m,4m", 1),
+                Scale::Quick => ("64k,1m,8m", "8m,32m", 9),
+                Scale::Full => ("64k,1m,8m", "8m,32m", 12),
             };
             for _ in 0..jobs {
                 steps.push(Step {

@@ -249,12 +249,14 @@ impl Twin {
             checkpoints: FxHashMap::default(),
         };
         let world = model.new_comm((0..ranks).collect());
+        let nodes = platform.node_count();
         let sim = Rc::new(Sim {
             machine: Machine {
                 engine: RefCell::new(Engine::new(flows)),
                 platform,
                 storage: RefCell::new(storage),
                 load: RefCell::new(Load::new(ranks)),
+                slice_kicks: RefCell::new(vec![None; nodes]),
             },
             model: RefCell::new(model),
             spawned: RefCell::new(Vec::new()),
@@ -311,6 +313,9 @@ impl Twin {
         }
         for s in servers {
             exec.add(Box::pin(storage::server_flusher(sim, s)), true);
+        }
+        for n in sim.platform.sliced_nodes() {
+            exec.add(Box::pin(storage::slice_daemon(sim, n)), true);
         }
         match engine::run(&sim.engine, &mut exec, &sim.spawned) {
             Ok(()) => {

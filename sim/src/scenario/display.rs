@@ -197,6 +197,14 @@ impl fmt::Display for Scenario {
                         "  ranks of `{}` sleeping in the kernel (locks, dirty limit, devices) leave their share of the cores to the others",
                         g.name
                     )?;
+                    if g.wake_slice.is_finite() {
+                        writeln!(
+                            f,
+                            "  a rank of `{}` woken from such a sleep runs on a whole core for {}, then at its share",
+                            g.name,
+                            fmt_time(g.wake_slice)
+                        )?;
+                    }
                 }
             }
             if g.mmap_from < u64::MAX && g.compute.first_touch.is_finite() {

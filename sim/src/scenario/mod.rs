@@ -169,6 +169,11 @@ pub struct NodeGroup {
     /// for a file's inode lock, a byte-range lock, the dirty limit or a device)
     /// does with its share of the cores (`sleeping_ranks`).
     pub sleeping_ranks: SleepingRanks,
+    /// With `sleeping_ranks = yield`: how long, in seconds, a rank woken from
+    /// a sleep in the kernel runs on a whole core before it shares the cores
+    /// with the ranks awake (the scheduler's preference for a woken task
+    /// lasts one slice). Infinite = until its request is done (the default).
+    pub wake_slice: f64,
     /// The largest message, in bytes, MPI sends eagerly; a larger one takes the
     /// rendezvous protocol (request to send, clear to send, then the data), so
     /// a step of it to a rank of an oversubscribed node waits for that node's
@@ -222,8 +227,8 @@ pub enum SleepingRanks {
     Hold,
     /// It leaves it to the runnable ranks (`yield`): a sleeping task is not
     /// runnable, so the node's ranks awake share its cores; a rank woken from
-    /// a sleep runs on a whole core until its request is done, the others
-    /// share the rest (see `crate::platform`).
+    /// a sleep runs on a whole core until its request is done (or for
+    /// `wake_slice`), the others share the rest (see `crate::platform`).
     Yield,
 }
 

@@ -399,6 +399,7 @@ impl Scenario {
                 release_stagger: n.time_or("release_stagger", 0.0)?,
                 sleeping_ranks: [SleepingRanks::Hold, SleepingRanks::Yield]
                     [n.choice("sleeping_ranks", &["hold", "yield"], 0)?],
+                wake_slice: n.time_or("wake_slice", f64::INFINITY)?,
                 eager_limit: n.size_or("eager_limit", u64::MAX)?,
                 mmap_from: n.size_or("mmap_from", u64::MAX)?,
                 oversubscribed_unpack_bw: n.rate_or("oversubscribed_unpack_bw", f64::INFINITY)?,

@@ -281,6 +281,12 @@ const KEYS: &[Key] = &[
         "with waiting_ranks = poll, what a rank sleeping in the kernel (on a file's inode lock, a byte-range lock, the dirty limit, a device) does with its share of the cores: hold (keeps cores/ranks of a core) or yield (the ranks awake share the cores, and a rank woken from a sleep runs on a whole core until its request is done)",
     ),
     key(
+        "nodes.wake_slice",
+        Quantity(Time),
+        Otherwise("until its request is done"),
+        "with sleeping_ranks = yield, how long a rank woken from a sleep in the kernel runs on a whole core before it shares the cores with the ranks awake (the scheduler prefers a woken task for one slice)",
+    ),
+    key(
         "nodes.eager_limit",
         Quantity(Size),
         Otherwise("not modelled"),

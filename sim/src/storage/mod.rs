@@ -77,6 +77,8 @@ pub(crate) struct Machine {
     pub(crate) platform: Rc<Platform>,
     pub(crate) storage: RefCell<Storage>,
     pub(crate) load: RefCell<Load>,
+    /// Per node, the signal its slice daemon idles on ([`slice_daemon`]).
+    pub(crate) slice_kicks: RefCell<Vec<Option<Signal>>>,
 }
 
 /// Per world rank: its flows over its node's shared resources (CPU work on a
@@ -102,8 +104,14 @@ impl Machine {
     /// World rank `rank` falls asleep in the kernel (`asleep`) or wakes: its
     /// node's shares of the cores follow ([`crate::platform::Platform::sleep`]).
     pub(crate) fn sleep(&self, rank: usize, asleep: bool) {
-        self.platform
-            .sleep(&mut self.engine.borrow_mut().flows, rank, asleep);
+        let mut e = self.engine.borrow_mut();
+        let now = e.now();
+        self.platform.sleep(&mut e.flows, rank, asleep, now);
+        if !asleep
+            && let Some(k) = self.slice_kicks.borrow_mut()[self.platform.node_of(rank)].take()
+        {
+            k.fire();
+        }
     }
 
     /// World rank `rank`'s request is done: a rank woken during it shares the
@@ -111,6 +119,23 @@ impl Machine {
     pub(crate) fn request_done(&self, rank: usize) {
         self.platform
             .request_done(&mut self.engine.borrow_mut().flows, rank);
+    }
+}
+
+/// The daemon of node `node` whose woken ranks hold a whole core only for
+/// `nodes.wake_slice`: at the end of each slice, the rank shares the cores
+/// again ([`Platform::end_slices`]); idle while no woken rank runs.
+pub(crate) async fn slice_daemon(machine: &Machine, node: usize) {
+    loop {
+        let k = Signal::new();
+        match machine.platform.next_slice_end(node) {
+            Some(end) => machine.engine.borrow_mut().fire_at(end, k.clone()),
+            None => machine.slice_kicks.borrow_mut()[node] = Some(k.clone()),
+        }
+        k.wait().await;
+        let mut e = machine.engine.borrow_mut();
+        let now = e.now();
+        machine.platform.end_slices(&mut e.flows, node, now);
     }
 }
 

@@ -40,14 +40,15 @@ With more ranks than cores this shows what waiting ranks do (MPICH busy-polls:
 they keep their share of the cores) and what a barrier among no more ranks
 than cores costs meanwhile. Real runs check the last copy.
 
-With --locked-writes SIZE, after the polled test: every rank writes SIZE bytes
-at rank * SIZE of one shared file (-o, independent MPI-IO), once untimed (so the
-timed writes find their pages cached) and then 3 to 20 times, each after a
-barrier; row locked_write gives the mean call time (maximum over ranks). Where
-the file system takes an inode lock, the writes copy one at a time; with more
-ranks than cores this shows whether a writer that slept on the lock runs on a
-whole core or at its share beside the polling ranks. The file is deleted at
-the end; real runs check what they read back.";
+With --locked-writes SIZES, after the polled test, for each size: every rank
+writes SIZE bytes at rank * SIZE of one shared file (-o, independent MPI-IO),
+once untimed (so the timed writes find their pages cached) and then 3 to 20
+times, each after a barrier; row locked_write gives the mean call time (maximum
+over ranks). Where the file system takes an inode lock, the writes copy one at
+a time; with more ranks than cores this shows whether a writer that slept on
+the lock runs on a whole core or at its share beside the polling ranks, and
+(from a size whose copy outlasts a time slice) for how long. The file is
+deleted after each size; real runs check what they read back.";
 
 /// The examples after the help.
 pub const AFTER_HELP: &str = "\
@@ -56,7 +57,7 @@ Examples:
   mpiexec -n 4 piotwin run pingpong --sizes 1 --barriers 2000
   mpiexec -n 4 piotwin run pingpong --sizes 1 --two-phase 256k,1m,4m -o /scratch/pp.dat
   mpiexec -n 4 piotwin run pingpong --sizes 1 --polled 2 --polled-copies 64k,1m,8m
-  mpiexec -n 4 piotwin run pingpong --sizes 1 --locked-writes 8m -o /scratch/pp.dat
+  mpiexec -n 4 piotwin run pingpong --sizes 1 --locked-writes 8m,32m -o /scratch/pp.dat
   piotwin run pingpong --sim scenarios/default.toml --ranks 2";
 
 /// A comma-separated list of sizes, bytes.
@@ -101,9 +102,9 @@ pub struct PingpongArgs {
     /// Bytes of each copy of the polled test, comma-separated.
     #[arg(long, value_name = "SIZES", value_parser = sizes_arg, requires = "polled")]
     polled_copies: Option<SizeList>,
-    /// Then every rank writes this many bytes to its part of one file (-o) at once, after a barrier, 3 to 20 times (the locked-write test); no test without it.
-    #[arg(long, value_name = "SIZE", value_parser = parse_size)]
-    locked_writes: Option<u64>,
+    /// Then every rank writes this many bytes to its part of one file (-o) at once, after a barrier, 3 to 20 times (the locked-write test), for each size of the comma-separated list; no test without it.
+    #[arg(long, value_name = "SIZES", value_parser = sizes_arg)]
+    locked_writes: Option<SizeList>,
     #[allow(missing_docs)]
     #[command(flatten)]
     pub common: CommonArgs,
@@ -131,7 +132,10 @@ impl PingpongArgs {
                 .polled_copies
                 .as_ref()
                 .map_or_else(Vec::new, |l| l.0.clone()),
-            locked_writes: self.locked_writes.unwrap_or(0),
+            locked_writes: self
+                .locked_writes
+                .as_ref()
+                .map_or_else(Vec::new, |l| l.0.clone()),
         };
         let ranks = common.ranks().or_else(crate::run::job_size).unwrap_or(1);
         params

@@ -29,9 +29,10 @@ pub struct PingpongParams {
     /// Bytes of each copy of the polled test.
     #[serde(default)]
     pub polled_copies: Vec<u64>,
-    /// Bytes each rank writes per call of the locked-write test (0: no test).
+    /// Bytes each rank writes per call of the locked-write test, one test per
+    /// size (none: no test).
     #[serde(default)]
-    pub locked_writes: u64,
+    pub locked_writes: Vec<u64>,
 }
 
 fn default_block() -> u64 {
@@ -54,10 +55,10 @@ impl PingpongParams {
         (self.bytes_per_size / bytes.max(1)).clamp(20, self.iterations.max(20))
     }
 
-    /// Calls timed by the locked-write test on `ranks` ranks: about
-    /// `bytes_per_size` bytes in all, 3 to 20 calls.
-    pub fn locked_calls(&self, ranks: u64) -> u64 {
-        (self.bytes_per_size / (self.locked_writes * ranks).max(1)).clamp(3, 20)
+    /// Calls timed by the locked-write test of `bytes` per rank on `ranks`
+    /// ranks: about `bytes_per_size` bytes in all, 3 to 20 calls.
+    pub fn locked_calls(&self, bytes: u64, ranks: u64) -> u64 {
+        (self.bytes_per_size / (bytes * ranks).max(1)).clamp(3, 20)
     }
 
     /// Collective calls timed per two-phase size of `per_rank` bytes on `ranks`
@@ -131,11 +132,15 @@ impl PingpongParams {
                 "each copy must be 1 byte to 1 GiB",
             ));
         }
-        if self.locked_writes > (1 << 30) {
+        if let Some(&s) = self
+            .locked_writes
+            .iter()
+            .find(|&&s| s == 0 || s > (1 << 30))
+        {
             return Err(opt_err(
                 "--locked-writes",
-                self.locked_writes,
-                "each rank's write must be at most 1 GiB",
+                s,
+                "each rank's write must be 1 byte to 1 GiB",
             ));
         }
         if self.iterations == 0 || self.barriers == 0 {

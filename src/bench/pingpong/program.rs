@@ -124,8 +124,11 @@ impl RankProgram for Pingpong {
         if self.params.polled > 0 && ctx.stop_requested().await.is_none() {
             self.polled(ctx, &mut out).await;
         }
-        if self.params.locked_writes > 0 && ctx.stop_requested().await.is_none() {
-            self.locked_writes(ctx, &mut out).await;
+        for &bytes in &self.params.locked_writes {
+            if ctx.stop_requested().await.is_some() {
+                break;
+            }
+            self.locked_writes(ctx, bytes, &mut out).await;
         }
         if !self.params.two_phase.is_empty() && ctx.stop_requested().await.is_none() {
             self.two_phase(ctx, &mut out).await;
@@ -311,16 +314,15 @@ impl Pingpong {
         ctx.barrier().await;
     }
 
-    /// The locked-write test: every rank writes `locked_writes` bytes at
-    /// `rank · locked_writes` of one shared file with independent MPI-IO,
+    /// The locked-write test: every rank writes `bytes` bytes at
+    /// `rank · bytes` of one shared file with independent MPI-IO,
     /// once untimed (the timed writes then find their pages cached) and then
     /// `locked_calls` times, each after a barrier. Row `locked_write`: the
     /// mean call time, maximum over ranks; its bytes those of one call over
     /// all ranks. Real runs read their part back and check it. The file is
     /// deleted at the end.
-    async fn locked_writes<C: IoCtx>(&self, ctx: &C, out: &mut PingpongOutput) {
+    async fn locked_writes<C: IoCtx>(&self, ctx: &C, bytes: u64, out: &mut PingpongOutput) {
         let (rank, size) = (ctx.rank(), ctx.size());
-        let bytes = self.params.locked_writes;
         let path = self.params.file.as_str();
         let Some(mut file) = open_shared(ctx, path, "locked-write test", out).await else {
             return;
@@ -337,7 +339,7 @@ impl Pingpong {
             coord: Coordination::Independent,
             pos: Position::At(at),
         };
-        let calls = self.params.locked_calls(size as u64);
+        let calls = self.params.locked_calls(bytes, size as u64);
         let mut elapsed = 0.0;
         for call in 0..=calls {
             ctx.barrier().await;

@@ -13,7 +13,7 @@ fn params() -> PingpongParams {
         file: "pingpong.dat".into(),
         polled: 0,
         polled_copies: Vec::new(),
-        locked_writes: 0,
+        locked_writes: Vec::new(),
     }
 }
 
