@@ -119,6 +119,7 @@ mod tests {
             "validation/vm-m/scenario.toml",
             "validation/vm-n/scenario.toml",
             "validation/vm-o/scenario.toml",
+            "validation/vm-p/scenario.toml",
         ] {
             let probes = root.join(format!("{file}.probes.json"));
             let raw: serde_json::Value =

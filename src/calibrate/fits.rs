@@ -2289,6 +2289,7 @@ pub(crate) mod tests {
             "validation/vm-m/scenario.toml",
             "validation/vm-n/scenario.toml",
             "validation/vm-o/scenario.toml",
+            "validation/vm-p/scenario.toml",
         ] {
             let probes = root.join(format!("{file}.probes.json"));
             let raw: serde_json::Value =
