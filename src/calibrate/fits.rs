@@ -2517,14 +2517,7 @@ pub(crate) mod tests {
                         + 0.75 * bytes as f64 / bw
                         + bytes as f64 / cache
                         + 2e-3 * nt.normal();
-                    r.pingpong.push(PingRow {
-                        test: test.into(),
-                        ranks: 4,
-                        bytes,
-                        iterations: 5,
-                        seconds: t,
-                        active: 0,
-                    });
+                    r.pingpong.push(ping(test, 4, bytes, 5, t, 0));
                 }
             }
         }
@@ -2540,14 +2533,7 @@ pub(crate) mod tests {
                         copy + POLLED_WAKEUP * (1.0 + 0.2 * nt.normal()),
                     ),
                 ] {
-                    r.pingpong.push(PingRow {
-                        test: test.into(),
-                        ranks: 4,
-                        bytes,
-                        iterations: 20,
-                        seconds,
-                        active: 2,
-                    });
+                    r.pingpong.push(ping(test, 4, bytes, 20, seconds, 2));
                 }
             }
         }
@@ -2562,14 +2548,8 @@ pub(crate) mod tests {
                 (2, late + second / 2.0),
                 (3, late + second / 2.0),
             ] {
-                r.pingpong.push(PingRow {
-                    test: "barrier_exit".into(),
-                    ranks: 4,
-                    bytes: 0,
-                    iterations: 10,
-                    seconds: after,
-                    active: place,
-                });
+                r.pingpong
+                    .push(ping("barrier_exit", 4, 0, 10, after, place));
             }
         }
         let mut warm = IozoneRun {
@@ -2692,14 +2672,14 @@ pub(crate) mod tests {
                     8 => whole,
                     _ => whole + 1.5 * (w - WAKE_SLICE),
                 };
-                r.pingpong.push(PingRow {
-                    test: "locked_write".into(),
-                    ranks: 4,
+                r.pingpong.push(ping(
+                    "locked_write",
+                    4,
                     bytes,
-                    iterations: 3,
-                    seconds: t * (1.0 + 0.01 * nl.normal()),
-                    active: 0,
-                });
+                    3,
+                    t * (1.0 + 0.01 * nl.normal()),
+                    0,
+                ));
             }
         }
         // MPI_Sendrecv_replace at 2 ranks: from MMAP_FROM on, the buffer is
@@ -2710,14 +2690,14 @@ pub(crate) mod tests {
             if bytes >= MMAP_FROM {
                 t += bytes as f64 / FIRST_TOUCH;
             }
-            r.pingpong.push(PingRow {
-                test: "sendrecv".into(),
-                ranks: 2,
+            r.pingpong.push(ping(
+                "sendrecv",
+                2,
                 bytes,
-                iterations: 4,
-                seconds: t * (1.0 + 0.002 * nr.normal()),
-                active: 0,
-            });
+                4,
+                t * (1.0 + 0.002 * nr.normal()),
+                0,
+            ));
         }
         // MPI-IO at explicit offsets and through the shared pointer.
         let mut np2 = Lcg(0x6a09_e667_f3bc_c909);
@@ -2815,6 +2795,25 @@ pub(crate) mod tests {
             }
         }
         r
+    }
+
+    /// A pingpong row of the synthetic probes.
+    fn ping(
+        test: &str,
+        ranks: u64,
+        bytes: u64,
+        iterations: u64,
+        seconds: f64,
+        active: u64,
+    ) -> PingRow {
+        PingRow {
+            test: test.into(),
+            ranks,
+            bytes,
+            iterations,
+            seconds,
+            active,
+        }
     }
 
     fn base() -> Scenario {
