@@ -1408,6 +1408,17 @@ fn locked_writes(r: &ProbeResults, cores: u64) -> Vec<&PingRow> {
         .collect()
 }
 
+/// The call times of the locked-write rows of `bytes` in all, sorted.
+fn sorted_calls(rows: &[&PingRow], bytes: u64) -> Vec<f64> {
+    let mut calls: Vec<f64> = rows
+        .iter()
+        .filter(|p| p.bytes == bytes)
+        .map(|p| p.seconds)
+        .collect();
+    calls.sort_by(f64::total_cmp);
+    calls
+}
+
 /// `nodes.wake_slice` from pingpong's locked-write test at its largest size,
 /// where a writer's copy outlasts a time slice (the smallest size chose
 /// `sleeping_ranks`). In lock order, writer k copies w = bytes /
@@ -1446,12 +1457,7 @@ fn fit_wake_slice(r: &ProbeResults, f: &mut Fitted) {
         _ if !yield_chosen => "sleeping ranks not found to yield".into(),
         (_, _, None) => "nodes.cache.rewrite_bw not fitted".into(),
         (_, Some(largest), Some(rewrite)) => {
-            let mut calls: Vec<f64> = rows
-                .iter()
-                .filter(|p| p.bytes == largest)
-                .map(|p| p.seconds)
-                .collect();
-            calls.sort_by(f64::total_cmp);
+            let calls = sorted_calls(&rows, largest);
             let ranks = rows
                 .iter()
                 .find(|p| p.bytes == largest)
@@ -1465,12 +1471,7 @@ fn fit_wake_slice(r: &ProbeResults, f: &mut Fitted) {
             let shared = whole + w * d;
             // The smallest size's writers on a whole core bound the slice from below.
             let small = smallest.expect("rows") as f64 / ranks as f64 / rewrite;
-            let mut small_calls: Vec<f64> = rows
-                .iter()
-                .filter(|p| Some(p.bytes) == smallest)
-                .map(|p| p.seconds)
-                .collect();
-            small_calls.sort_by(f64::total_cmp);
+            let small_calls = sorted_calls(&rows, smallest.expect("rows"));
             let small_median = small_calls[small_calls.len() / 2];
             let floor = match small_median <= ranks as f64 * small {
                 true => small,
