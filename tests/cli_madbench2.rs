@@ -141,6 +141,65 @@ fn twin_run_prints_the_originals_block_and_writes_report_csv_and_plot() {
     );
 }
 
+/// `nodes.compute.flops_all_cores = k`: the busy-work of ranks that take
+/// every core of their node runs at k of `flops`; with b of c cores taken,
+/// at 1 / (1 + (1/k − 1)(b − 1)/(c − 1)) of it. MADbench2 on 4 ranks of one
+/// node, k = 0.5: on 4 cores its loops' time C doubles (the busy-work time,
+/// C plus the barrier after it, grows by C), on 7 cores (3 of the 6 beyond
+/// the first taken) it grows by C / 2; with the key left out, or 1, the
+/// busy-work is as long.
+#[test]
+fn twin_busy_work_keeps_the_part_of_flops_all_cores_set() {
+    let dir = tempfile::tempdir().unwrap();
+    let scn = scenario("nfs-raid5.toml");
+    let args = |sets: &[&str]| -> Vec<String> {
+        let mut v: Vec<String> = ["run", "madbench2", "256", "8", "1", "8", "1024", "1", "1"]
+            .map(String::from)
+            .to_vec();
+        v.extend([
+            "--sim".into(),
+            scn.display().to_string(),
+            "--ranks".into(),
+            "4".into(),
+        ]);
+        for s in ["nodes[0].count=1"].iter().chain(sets) {
+            v.extend(["--set".into(), s.to_string()]);
+        }
+        v
+    };
+    let busy = |sets: &[&str]| -> f64 {
+        let mut a = args(sets);
+        a.extend(["--json".into(), "busy.json".into()]);
+        let o = piotwin(dir.path(), &a);
+        assert!(o.status.success(), "{a:?}\n{}", stderr(&o));
+        read_json(&dir.path().join("busy.json"))["metrics"]["busy_work_s"]
+            .as_f64()
+            .unwrap()
+    };
+    let (four, seven) = ("nodes[0].cores=4", "nodes[0].cores=7");
+    let half = "nodes[0].compute.flops_all_cores=0.5";
+    let alone = busy(&[four]);
+    assert!(alone > 0.0, "{alone}");
+    assert_eq!(busy(&[four, "nodes[0].compute.flops_all_cores=1"]), alone);
+    let loops = busy(&[four, half]) - alone;
+    assert!(
+        loops > 0.9 * alone,
+        "the loops {loops} s of the busy-work {alone} s"
+    );
+    let on_seven = busy(&[seven]);
+    assert_eq!(on_seven, alone, "4 ranks on 7 cores, at k = 1, as on 4");
+    let grown = busy(&[seven, half]) - on_seven;
+    assert!(
+        (grown / (loops / 2.0) - 1.0).abs() < 1e-9,
+        "{grown} against {loops} / 2"
+    );
+    // Other kernels keep their rates: BT's key does not touch the busy-work.
+    assert_eq!(busy(&[four, "nodes[0].compute.bt_all_cores=0.5"]), alone);
+    let zero = args(&["nodes[0].compute.flops_all_cores=0"]);
+    let zero: Vec<&str> = zero.iter().map(String::as_str).collect();
+    refused(&zero, &[], &["flops_all_cores", "must be above 0"]);
+}
+
 /// 4 real ranks, small matrices: every word read back checked, the files removed.
 #[cfg(feature = "mpi")]
 #[test]

@@ -990,22 +990,31 @@ impl Platform {
     /// Core-seconds of `amount` of `kind` work of world rank `rank`: amount over
     /// the node's per-core rate (on an oversubscribed node the work then shares
     /// the cores, see [`Platform::cpu_path`]); a pattern over a buffer within
-    /// the core's private cache at its cached rate.
+    /// the core's private cache at its cached rate. A benchmark kernel's rate
+    /// is the part `k` (`<kernel>_all_cores`) of its own where the node's ranks
+    /// take every core (MPI's waiting ranks poll, so a core with a rank stays
+    /// busy), and with `b` of `c` cores taken, 1 / (1 + (1/k − 1)(b − 1)/(c − 1))
+    /// of it.
     pub(crate) fn compute_time(&self, rank: usize, kind: KernelKind, amount: f64) -> f64 {
         let n = &self.nodes[self.node_of(rank)];
         let r = &n.rates;
         let cached = r.private_cache > 0 && amount <= r.private_cache as f64;
-        let rate = match kind {
-            KernelKind::Memcpy => r.memcpy,
-            KernelKind::Fft => r.fft,
-            KernelKind::Signal => r.signal,
-            KernelKind::BtStep => r.bt,
-            KernelKind::Flops => r.flops,
-            KernelKind::Pattern if cached => r.pattern_cached,
-            KernelKind::Pattern => r.pattern,
-            KernelKind::PatternCheck if cached => r.pattern_check_cached,
-            KernelKind::PatternCheck => r.pattern_check,
+        let (rate, kept) = match kind {
+            KernelKind::Memcpy => (r.memcpy, 1.0),
+            KernelKind::Fft => (r.fft, r.all_cores.fft),
+            KernelKind::Signal => (r.signal, r.all_cores.signal),
+            KernelKind::BtStep => (r.bt, r.all_cores.bt),
+            KernelKind::Flops => (r.flops, r.all_cores.flops),
+            KernelKind::Pattern if cached => (r.pattern_cached, 1.0),
+            KernelKind::Pattern => (r.pattern, 1.0),
+            KernelKind::PatternCheck if cached => (r.pattern_check_cached, 1.0),
+            KernelKind::PatternCheck => (r.pattern_check, 1.0),
         };
-        amount.max(0.0) / rate
+        let time = amount.max(0.0) / rate;
+        if kept == 1.0 || n.cores < 2 {
+            return time;
+        }
+        let beyond_first = (n.ranks.min(n.cores) - 1) as f64 / (n.cores - 1) as f64;
+        time * (1.0 + (1.0 / kept - 1.0) * beyond_first)
     }
 }

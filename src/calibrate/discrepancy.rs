@@ -120,6 +120,7 @@ mod tests {
             "validation/vm-n/scenario.toml",
             "validation/vm-o/scenario.toml",
             "validation/vm-p/scenario.toml",
+            "validation/vm-q/scenario.toml",
         ] {
             let probes = root.join(format!("{file}.probes.json"));
             let raw: serde_json::Value =

@@ -12,6 +12,7 @@
 //! | `nodes.compute.flops` | MADbench2's busy-work loop over loop counts | time = latency + flops / rate (Huber) |
 //! | `nodes.compute.bt` | NPB BT's step (rank 0's cells, several grids and rank counts) over its counted flops | time = latency + flops / rate (Huber) |
 //! | `nodes.compute.fft` | FTIO's FFT kernel over Mini-Square sides | time = latency + flops / rate (Huber) |
+//! | `nodes.compute.flops_all_cores`, `bt_all_cores`, `fft_all_cores`, `signal_all_cores` | the all-cores probe: each kernel's largest case, runs of ≥ 0.2 s alone and on as many threads at once as the runs put ranks on a node (at least the cores), in turn, 3 rounds | per round, the threads' aggregate rate / (cores × the mean rate alone before and after); the median round, the lowest and highest as the interval |
 //! | `nodes.memory_bw` | the inode-lock probe's writers of a file each, at once | their aggregate page-cache copy rate (median of runs) |
 //! | `nodes.memory_read_bw` | the bus-read probe: as many readers of a cached file each, at once, 1 MiB requests into buffers the private cache holds | their aggregate rate (median of runs) |
 //! | `nodes.compute.signal` | FTIO's input computed over Mini-Square sides | time = latency + bytes / rate (Huber) |
@@ -279,6 +280,7 @@ pub fn fit_all(r: &ProbeResults, base: &Scenario) -> Fitted {
         });
     }
     fit_memcpy(r, &mut f);
+    fit_all_cores(r, &mut f);
     fit_pingpong(r, &mut f);
     fit_iozone(r, &mut f);
     fit_two_phase(r, &mut f);
@@ -413,6 +415,53 @@ fn fit_memcpy(r: &ProbeResults, f: &mut Fitted) {
             });
         }
         Err(e) => f.skip(&[STATEMENT], why(&e)),
+    }
+}
+
+/// `nodes.compute.<kernel>_all_cores` from the all-cores probe: per round,
+/// the threads' aggregate rate over the cores times the kernel's rate alone
+/// right before and after ([`super::memcpy::KernelRounds::kept`]); the median
+/// round, the lowest and highest as the interval.
+fn fit_all_cores(r: &ProbeResults, f: &mut Fitted) {
+    const KERNELS: [(&str, &str, &str); 4] = [
+        (
+            "busy_work",
+            "nodes.compute.flops_all_cores",
+            "MADbench2's busy-work loop",
+        ),
+        ("bt", "nodes.compute.bt_all_cores", "BT's step"),
+        ("fft", "nodes.compute.fft_all_cores", "FTIO's FFT kernel"),
+        ("signal", "nodes.compute.signal_all_cores", "FTIO's input"),
+    ];
+    let cores = r.machine.cores.max(1);
+    for (kernel, key, what) in KERNELS {
+        let rounds = r
+            .all_cores
+            .as_ref()
+            .and_then(|t| Some((t.threads, t.kernels.iter().find(|k| k.kernel == kernel)?)));
+        let Some((threads, rounds)) = rounds else {
+            f.skip(&[key], "not probed (no all-cores samples)".to_string());
+            continue;
+        };
+        let mut kept = rounds.kept(cores);
+        if kept.is_empty() {
+            f.skip(&[key], "not probed (no complete round)".to_string());
+            continue;
+        }
+        kept.sort_by(f64::total_cmp);
+        let e = median_and_range(&kept);
+        f.params.push(Param {
+            key: key.into(),
+            unit: Unit::Number,
+            value: e.value,
+            low: e.ci_low,
+            high: e.ci_high,
+            probe: format!(
+                "all cores: {what}, {} units a run, on {threads} threads at once on {cores} cores against one thread alone, in turn",
+                rounds.reps
+            ),
+            quality: format!("median of {} rounds, the lowest and highest as the interval", kept.len()),
+        });
     }
 }
 
@@ -2291,6 +2340,7 @@ pub(crate) mod tests {
             "validation/vm-n/scenario.toml",
             "validation/vm-o/scenario.toml",
             "validation/vm-p/scenario.toml",
+            "validation/vm-q/scenario.toml",
         ] {
             let probes = root.join(format!("{file}.probes.json"));
             let raw: serde_json::Value =
@@ -2379,6 +2429,13 @@ pub(crate) mod tests {
     const OFFSETS_STEPS: f64 = 2.5;
     /// A woken writer's slice on a whole core, s.
     const WAKE_SLICE: f64 = 2e-3;
+    /// The all-cores probe's kernels, their keys and the part each keeps.
+    const ALL_CORES: [(&str, &str, f64); 4] = [
+        ("busy_work", "nodes.compute.flops_all_cores", 0.5),
+        ("bt", "nodes.compute.bt_all_cores", 0.85),
+        ("fft", "nodes.compute.fft_all_cores", 0.75),
+        ("signal", "nodes.compute.signal_all_cores", 1.05),
+    ];
     const UNPACK: f64 = 110e6;
     const PACK: f64 = 160e6;
 
@@ -2795,6 +2852,27 @@ pub(crate) mod tests {
                 }
             }
         }
+        // The all-cores probe: 4 threads on the 2 cores, rounds keeping 0.98,
+        // 1 and 1.02 × each kernel's part of its rate alone (10 units in 1 s).
+        let cores = r.machine.cores as f64;
+        let kernels = ALL_CORES
+            .iter()
+            .map(
+                |&(kernel, _, kept)| crate::calibrate::memcpy::KernelRounds {
+                    kernel: kernel.into(),
+                    reps: 10,
+                    alone_s: vec![1.0; 4],
+                    together_s: [0.98, 1.0, 1.02]
+                        .iter()
+                        .map(|x| vec![4.0 / (cores * kept * x); 4])
+                        .collect(),
+                },
+            )
+            .collect();
+        r.all_cores = Some(crate::calibrate::memcpy::KernelsTogether {
+            threads: 4,
+            kernels,
+        });
         r
     }
 
@@ -2927,6 +3005,9 @@ pub(crate) mod tests {
         // (0.9 + 1.0 + 1.1) / 3 of STAGGER, exactly.
         within(&f, "nodes.release_stagger", STAGGER);
         within(&f, "nodes.wake_slice", WAKE_SLICE);
+        for (_, key, kept) in ALL_CORES {
+            within(&f, key, kept);
+        }
         within(&f, "nodes.oversubscribed_unpack_bw", UNPACK);
         within(&f, "nodes.oversubscribed_pack_bw", PACK);
         // The ranks <= cores opens only (those at 4 ranks wait for wake-ups).
@@ -3198,6 +3279,34 @@ pub(crate) mod tests {
         let f = fit_all(&r, &base());
         assert!(f.get("nodes.wake_slice").is_none());
         assert!(f.skipped["nodes.wake_slice"].contains("one size"));
+    }
+
+    /// The all-cores probe by hand, 2 cores, 4 threads, 10 units a run: alone
+    /// 1 s before and after each round (10 units/s); threads taking 4 s each
+    /// run at 2.5 units/s, 10 together, 5 per core: half their rate alone.
+    /// Rounds of 2 s and 8 s each bound the interval; a round without its
+    /// run alone after it counts for nothing.
+    #[test]
+    fn the_all_cores_part_is_the_aggregate_rate_per_core_over_the_rate_alone() {
+        use crate::calibrate::memcpy::{KernelRounds, KernelsTogether};
+        let rounds = |kernel: &str| KernelRounds {
+            kernel: kernel.into(),
+            reps: 10,
+            alone_s: vec![1.0, 1.0, 1.0, 1.0],
+            together_s: vec![vec![4.0; 4], vec![2.0; 4], vec![8.0; 4], vec![1.0; 4]],
+        };
+        let mut r = synthetic();
+        r.machine.cores = 2;
+        r.all_cores = Some(KernelsTogether {
+            threads: 4,
+            kernels: vec![rounds("busy_work"), rounds("fft")],
+        });
+        assert_eq!(rounds("bt").kept(2), [0.5, 1.0, 0.25]);
+        let f = fit_all(&r, &base());
+        let p = f.get("nodes.compute.flops_all_cores").expect("fitted");
+        assert_eq!((p.value, p.low, p.high), (0.5, 0.25, 1.0));
+        assert!(f.get("nodes.compute.fft_all_cores").is_some());
+        assert!(f.skipped["nodes.compute.bt_all_cores"].contains("not probed"));
     }
 
     /// Freed memory that stays backed at the release probe's sizes: no

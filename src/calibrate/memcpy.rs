@@ -8,7 +8,8 @@
 //! direct-access `WRITE` statements over statement counts, for
 //! `nodes.fortran_statement` (the runtime's cost per statement), and rewrites a
 //! wait after a delete, for `nodes.cache.release_time` (how long freed
-//! page-cache memory stays backed). They run in the
+//! page-cache memory stays backed), and the benchmark kernels alone and on
+//! every core at once, for `nodes.compute.<kernel>_all_cores`. They run in the
 //! calibrating process itself: no MPI is involved.
 
 use std::time::Instant;
@@ -677,4 +678,166 @@ pub fn measure_fft(sides: &[u64], reps: usize) -> Vec<FlopSample> {
         std::hint::black_box(&bands);
     }
     out
+}
+
+/// The all-cores probe of one kernel: rounds of `reps` units of it on one
+/// thread alone, then on `threads` threads at once (each its own buffers,
+/// started together; a thread done early runs units on, untimed, until every
+/// thread is done), then alone again after the last round, so that each
+/// round's rates alone and together see the same host.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct KernelRounds {
+    /// The kernel: `busy_work`, `bt`, `fft` or `signal`.
+    pub kernel: String,
+    /// Units each timed run does.
+    pub reps: u64,
+    /// Seconds of the runs alone: one before each round, one after the last.
+    pub alone_s: Vec<f64>,
+    /// Per round, each thread's seconds for its units.
+    pub together_s: Vec<Vec<f64>>,
+}
+
+impl KernelRounds {
+    /// Per round: the threads' aggregate rate (units per second, summed)
+    /// over `cores` times the mean rate alone before and after it — the part
+    /// of its rate alone each core keeps while every core runs the kernel.
+    pub fn kept(&self, cores: usize) -> Vec<f64> {
+        let per_s = |s: f64| self.reps as f64 / s;
+        self.together_s
+            .iter()
+            .enumerate()
+            .filter_map(|(i, threads)| {
+                let (before, after) = (self.alone_s.get(i)?, self.alone_s.get(i + 1)?);
+                let alone = (per_s(*before) + per_s(*after)) / 2.0;
+                let together: f64 = threads.iter().map(|&s| per_s(s)).sum();
+                Some(together / (cores as f64 * alone))
+            })
+            .collect()
+    }
+}
+
+/// The benchmark kernels on several threads at once: their rates while every
+/// core of the node is busy, as when a node runs a rank per core or more
+/// (MPI's waiting ranks poll, so their cores stay busy too).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct KernelsTogether {
+    /// Threads that ran them at once.
+    pub threads: usize,
+    /// One entry per kernel.
+    pub kernels: Vec<KernelRounds>,
+}
+
+/// How long each timed run of [`KernelRounds`] takes alone, at least.
+const ROUND_RUN_S: f64 = 0.2;
+/// Rounds per kernel.
+const ROUNDS: usize = 3;
+
+/// [`KernelRounds`] of the kernel whose unit `make` sets up (per thread, its
+/// own buffers) and returns.
+fn kernel_rounds<U: FnMut()>(
+    kernel: &str,
+    threads: usize,
+    make: &(impl Fn() -> U + Sync),
+) -> KernelRounds {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    let timed = |unit: &mut U, reps: u64| {
+        let t0 = Instant::now();
+        for _ in 0..reps {
+            unit();
+        }
+        t0.elapsed().as_secs_f64()
+    };
+    let mut unit = make();
+    unit();
+    let one = timed(&mut unit, 1).max(1e-6);
+    let reps = ((ROUND_RUN_S / one).ceil() as u64).max(1);
+    let mut alone_s = vec![timed(&mut unit, reps)];
+    let mut together_s = Vec::with_capacity(ROUNDS);
+    for _ in 0..ROUNDS {
+        let start = std::sync::Barrier::new(threads);
+        let measuring = AtomicUsize::new(threads);
+        together_s.push(std::thread::scope(|s| {
+            let handles: Vec<_> = (0..threads)
+                .map(|_| {
+                    s.spawn(|| {
+                        let mut unit = make();
+                        unit();
+                        start.wait();
+                        let t = timed(&mut unit, reps);
+                        measuring.fetch_sub(1, Ordering::SeqCst);
+                        while measuring.load(Ordering::SeqCst) > 0 {
+                            unit();
+                        }
+                        t
+                    })
+                })
+                .collect();
+            handles
+                .into_iter()
+                .map(|h| h.join().expect("a kernel thread"))
+                .collect()
+        }));
+        alone_s.push(timed(&mut unit, reps));
+    }
+    KernelRounds {
+        kernel: kernel.into(),
+        reps,
+        alone_s,
+        together_s,
+    }
+}
+
+/// The all-cores probe ([`KernelsTogether`]) on `threads` threads, of the
+/// plan's largest case of each kernel: MADbench2's busy-work at the largest
+/// loop count, BT's step on the largest grid's rank 0, FTIO's FFT kernel and
+/// its input at the largest Mini-Square side.
+pub fn measure_kernels_together(
+    threads: usize,
+    busy_loops: &[u64],
+    bt_steps: &[(u64, usize)],
+    fft_sides: &[u64],
+) -> KernelsTogether {
+    use crate::bench::btio::bt::BtRank;
+    use crate::bench::btio::decomp::Decomposition;
+    use crate::bench::ftio::layout::{LineFft, fft_band, timing_bands};
+    use crate::bench::ftio::{ELEM_BYTES, Geometry, Signal, fill_band};
+    use crate::bench::madbench2::busy_loop;
+    let mut kernels = Vec::new();
+    if let Some(&loops) = busy_loops.iter().max() {
+        kernels.push(kernel_rounds("busy_work", threads, &|| {
+            move || {
+                std::hint::black_box(busy_loop(loops, BUSY_WORK_BLOCK));
+            }
+        }));
+    }
+    if let Some(&(n, ranks)) = bt_steps.iter().max_by_key(|c| c.0.pow(3) / c.1 as u64) {
+        let d = Decomposition::new([n; 3], ranks).expect("the probe's cases decompose");
+        let cells = d.cells(0);
+        kernels.push(kernel_rounds("bt", threads, &|| {
+            let mut rank: BtRank = BtRank::new([n; 3], 0.0008, &cells, d.p as usize);
+            move || rank.step_alone()
+        }));
+    }
+    if let Some(&i) = fft_sides.iter().max() {
+        let geo = Geometry { i, c: 4 };
+        kernels.push(kernel_rounds("fft", threads, &|| {
+            let mut bands = timing_bands(geo);
+            let mut fft = LineFft::new(geo.n() as usize);
+            move || {
+                let mut slices: Vec<&mut [u8]> =
+                    bands.iter_mut().map(|b| b.as_mut_slice()).collect();
+                fft_band(&mut slices, geo, &mut fft);
+            }
+        }));
+        kernels.push(kernel_rounds("signal", threads, &|| {
+            let sig = Signal::new(geo.n());
+            let mut band = vec![0u8; (geo.band_elems() * ELEM_BYTES) as usize];
+            let mut rep = 0;
+            move || {
+                rep += 1;
+                fill_band(std::hint::black_box(&mut band), geo, &sig, 1, 2, rep % i);
+            }
+        }));
+    }
+    KernelsTogether { threads, kernels }
 }

@@ -125,6 +125,10 @@ pub struct Plan {
     /// Timings per BT amount and FFT side.
     #[serde(default)]
     pub kernel_reps: usize,
+    /// Threads the all-cores kernel probe runs the kernels on at once: the
+    /// ranks per node the runs use, at least the cores (0: not probed).
+    #[serde(default, skip_serializing_if = "is_zero_count")]
+    pub kernel_threads: usize,
     /// The launched steps, in order.
     pub steps: Vec<Step>,
 }
@@ -447,6 +451,10 @@ impl Plan {
             bt_steps,
             fft_sides,
             kernel_reps,
+            kernel_threads: match cores {
+                0 | 1 => 0,
+                _ => max_ranks.max(cores),
+            },
             steps,
         }
     }

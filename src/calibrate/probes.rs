@@ -138,6 +138,9 @@ pub struct ProbeResults {
     /// FTIO's input computed over band sizes (Mini-Square sides).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub signal: Vec<CopySample>,
+    /// The kernels again, on every core at once (the all-cores probe).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub all_cores: Option<super::memcpy::KernelsTogether>,
     /// Point-to-point rows (barriers), every run.
     pub pingpong: Vec<PingRow>,
     /// b_eff's measurements, every run.
@@ -171,6 +174,7 @@ impl ProbeResults {
             bt: Vec::new(),
             fft: Vec::new(),
             signal: Vec::new(),
+            all_cores: None,
             pingpong: Vec::new(),
             beff: Vec::new(),
             ior: Vec::new(),

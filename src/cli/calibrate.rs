@@ -464,6 +464,14 @@ pub(super) fn run(args: &CalibrateArgs) -> Result<(), CliError> {
 /// Runs the plan's steps; what they measured and what failed.
 fn probe(inp: &Inputs, plan: Plan, scratch: &Path) -> ProbeResults {
     let mut results = ProbeResults::with_kernels(inp.machine.clone(), plan.clone());
+    if plan.kernel_threads > 1 {
+        results.all_cores = Some(memcpy::measure_kernels_together(
+            plan.kernel_threads,
+            &plan.busy_loops,
+            &plan.bt_steps,
+            &plan.fft_sides,
+        ));
+    }
     let mut progress = Progress::new(plan.steps.len() + 1);
     #[cfg(feature = "mpi")]
     let fortran = memcpy::measure_fortran(scratch, &memcpy::FORTRAN_PROBE_COUNTS, plan.memcpy_reps);
@@ -534,7 +542,7 @@ fn probe(inp: &Inputs, plan: Plan, scratch: &Path) -> ProbeResults {
     progress.step(
         "memcpy",
         &format!(
-            "{} copies, {} data-pattern fills and {} checks, {} busy-work loops, {} BT, {} FFT and {} FTIO-input kernel runs, {} Fortran runs, {} rewrites after a delete, {} settled writes ({} beside spinning threads), {} lock-probe rewrites, {} bus-probe reads",
+            "{} copies, {} data-pattern fills and {} checks, {} busy-work loops, {} BT, {} FFT and {} FTIO-input kernel runs ({} kernels again on every core at once), {} Fortran runs, {} rewrites after a delete, {} settled writes ({} beside spinning threads), {} lock-probe rewrites, {} bus-probe reads",
             results.memcpy.len(),
             results.pattern.len(),
             results.pattern_check.len(),
@@ -542,6 +550,7 @@ fn probe(inp: &Inputs, plan: Plan, scratch: &Path) -> ProbeResults {
             results.bt.len(),
             results.fft.len(),
             results.signal.len(),
+            results.all_cores.as_ref().map_or(0, |t| t.kernels.len()),
             results.fortran.len(),
             results.release.len(),
             results.huge.len(),

@@ -37,6 +37,14 @@ impl fmt::Display for Scenario {
                 g.compute.bt / 1e9,
                 g.compute.flops / 1e9
             )?;
+            let a = g.compute.all_cores;
+            if [a.fft, a.signal, a.bt, a.flops] != [1.0; 4] {
+                writeln!(
+                    f,
+                    "      with every core running ranks: fft ×{}, signal ×{}, bt ×{}, other ×{}",
+                    a.fft, a.signal, a.bt, a.flops
+                )?;
+            }
             if g.compute.pattern.is_finite() {
                 writeln!(f, "      data pattern {}", fmt_rate(g.compute.pattern))?;
             }

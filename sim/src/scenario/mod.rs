@@ -267,6 +267,26 @@ pub struct ComputeRates {
     /// infinite): each page's first write faults, and the kernel zeroes a
     /// page before the copy lands in it; unmapping is included.
     pub first_touch: f64,
+    /// What the kernels keep of their rates while every core runs ranks.
+    pub all_cores: AllCores,
+}
+
+/// The part of a kernel's per-core rate a node's ranks keep while every core
+/// of the node runs ranks (`<kernel>_all_cores`; absent = 1): cores that share
+/// a physical core's units (SMT siblings), its caches or the memory bus run
+/// slower together, and ranks time-sharing a core refill its caches. With
+/// fewer ranks than cores the loss is in proportion to the cores beyond the
+/// first they take (see `crate::platform`).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct AllCores {
+    /// Of `fft`.
+    pub fft: f64,
+    /// Of `signal`.
+    pub signal: f64,
+    /// Of `bt`.
+    pub bt: f64,
+    /// Of `flops`.
+    pub flops: f64,
 }
 
 /// A client node's page cache, modelled on Linux's write-back (`vm.dirty_ratio`,

@@ -324,6 +324,14 @@ impl Scenario {
             let memory = n.size("memory")?;
             let memcpy = c.rate("memcpy")?;
             let pattern = c.rate_or("pattern", f64::INFINITY)?;
+            let kept = |k: &str| match c.number_or(k, 1.0)? {
+                v if v > 0.0 => Ok(v),
+                _ => Err(c.bad(
+                    k,
+                    c.req(k, "a number")?,
+                    "must be above 0 (the part of the rate kept)",
+                )),
+            };
             let cache = match n.sub_opt("cache", &schema::children("nodes.cache", None))? {
                 Some(t) => {
                     let dirty = t.fraction_or("dirty_ratio", 0.2)?;
@@ -387,6 +395,12 @@ impl Scenario {
                     pattern_check_cached: c
                         .rate_or("pattern_check_cached", c.rate_or("pattern_check", pattern)?)?,
                     first_touch: c.rate_or("first_touch", f64::INFINITY)?,
+                    all_cores: AllCores {
+                        fft: kept("fft_all_cores")?,
+                        signal: kept("signal_all_cores")?,
+                        bt: kept("bt_all_cores")?,
+                        flops: kept("flops_all_cores")?,
+                    },
                 },
                 cache,
                 syscall: n.time_or("syscall", 0.0)?,

@@ -341,6 +341,30 @@ const KEYS: &[Key] = &[
         "any other computation per core",
     ),
     key(
+        "nodes.compute.fft_all_cores",
+        Quantity(Number),
+        Value("1"),
+        "the part of `fft` a node's ranks keep per core while every core runs ranks (cores that share a physical core's units, caches or memory bus run slower together; fewer ranks than cores: in proportion to the cores beyond the first they take)",
+    ),
+    key(
+        "nodes.compute.signal_all_cores",
+        Quantity(Number),
+        Value("1"),
+        "as `fft_all_cores`, of `signal`",
+    ),
+    key(
+        "nodes.compute.bt_all_cores",
+        Quantity(Number),
+        Value("1"),
+        "as `fft_all_cores`, of `bt`",
+    ),
+    key(
+        "nodes.compute.flops_all_cores",
+        Quantity(Number),
+        Value("1"),
+        "as `fft_all_cores`, of `flops`",
+    ),
+    key(
         "nodes.compute.pattern",
         Quantity(Rate),
         Otherwise("free"),
