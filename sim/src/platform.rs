@@ -1011,7 +1011,7 @@ impl Platform {
             KernelKind::PatternCheck => (r.pattern_check, 1.0),
         };
         let time = amount.max(0.0) / rate;
-        if kept == 1.0 || n.cores < 2 {
+        if n.cores < 2 {
             return time;
         }
         let beyond_first = (n.ranks.min(n.cores) - 1) as f64 / (n.cores - 1) as f64;

@@ -598,27 +598,35 @@ pub fn measure_busy_work(loop_counts: &[u64], reps: usize) -> Vec<FlopSample> {
 /// step's counted flops (what the twin charges at `bt`). The neighbours'
 /// messages are zeros: their arithmetic is the same.
 pub fn measure_bt(cases: &[(u64, usize)], reps: usize) -> Vec<FlopSample> {
-    use crate::bench::btio::bt::{BtRank, flops};
-    use crate::bench::btio::decomp::Decomposition;
     let mut out = Vec::with_capacity(cases.len() * reps);
     for &(n, ranks) in cases {
-        let d = Decomposition::new([n; 3], ranks).expect("the probe's cases decompose");
-        let cells = d.cells(0);
-        let shapes: Vec<_> = cells.iter().map(|c| flops::Shape::of(c, d.p)).collect();
-        let step_flops = flops::step(&shapes);
-        let mut rank: BtRank = BtRank::new([n; 3], 0.0008, &cells, d.p as usize);
-        rank.step_alone();
+        let (step_flops, mut step) = bt_step(n, ranks);
+        step();
         for _ in 0..reps {
             let t0 = Instant::now();
-            rank.step_alone();
+            step();
             out.push(FlopSample {
                 flops: step_flops,
                 seconds: t0.elapsed().as_secs_f64(),
             });
         }
-        std::hint::black_box(rank.rhs_sums());
     }
     out
+}
+
+/// Rank 0's BT step of an `n³` grid on `ranks` ranks: its counted flops, and
+/// the step to run (on its own state, its sums kept from the optimiser).
+fn bt_step(n: u64, ranks: usize) -> (f64, impl FnMut()) {
+    use crate::bench::btio::bt::{BtRank, flops};
+    use crate::bench::btio::decomp::Decomposition;
+    let d = Decomposition::new([n; 3], ranks).expect("the probe's cases decompose");
+    let cells = d.cells(0);
+    let shapes: Vec<_> = cells.iter().map(|c| flops::Shape::of(c, d.p)).collect();
+    let mut rank: BtRank = BtRank::new([n; 3], 0.0008, &cells, d.p as usize);
+    (flops::step(&shapes), move || {
+        rank.step_alone();
+        std::hint::black_box(rank.rhs_sums());
+    })
 }
 
 /// FTIO's input as real FTIO computes it before writing it
@@ -627,25 +635,35 @@ pub fn measure_bt(cases: &[(u64, usize)], reps: usize) -> Vec<FlopSample> {
 /// timings each, of bands in turn, in bytes of output (as the twin charges
 /// them at `signal`).
 pub fn measure_signal(sides: &[u64], reps: usize) -> Vec<CopySample> {
-    use crate::bench::ftio::{ELEM_BYTES, Geometry, Signal, fill_band};
     let mut out = Vec::with_capacity(sides.len() * reps);
     for &i in sides {
-        let geo = Geometry { i, c: 4 };
-        let bytes = geo.band_elems() * ELEM_BYTES;
-        let sig = Signal::new(geo.n());
-        let mut band = vec![0u8; bytes as usize];
-        fill_band(&mut band, geo, &sig, 0, 0, 0);
-        for rep in 0..reps as u64 {
+        let (bytes, mut band) = signal_band(i);
+        band();
+        for _ in 0..reps {
             let t0 = Instant::now();
-            fill_band(std::hint::black_box(&mut band), geo, &sig, 1, 2, rep % i);
+            band();
             out.push(CopySample {
                 bytes,
                 seconds: t0.elapsed().as_secs_f64(),
             });
         }
-        std::hint::black_box(&band);
     }
     out
+}
+
+/// FTIO's input of one band at Mini-Square side `i` (4 bands): its bytes, and
+/// the computation to run, of the band's blocks in turn.
+fn signal_band(i: u64) -> (u64, impl FnMut()) {
+    use crate::bench::ftio::{ELEM_BYTES, Geometry, Signal, fill_band};
+    let geo = Geometry { i, c: 4 };
+    let bytes = geo.band_elems() * ELEM_BYTES;
+    let sig = Signal::new(geo.n());
+    let mut band = vec![0u8; bytes as usize];
+    let mut rep = 0;
+    (bytes, move || {
+        fill_band(std::hint::black_box(&mut band), geo, &sig, 1, 2, rep % i);
+        rep += 1;
+    })
 }
 
 /// FTIO's FFT kernel as real FTIO runs it (gather `I` columns of length
@@ -654,30 +672,35 @@ pub fn measure_signal(sides: &[u64], reps: usize) -> Vec<CopySample> {
 /// `I`: `reps` timings each, flops counted as FTIO counts them (5·N·log2 N per
 /// transform, as the twin charges them at `fft`).
 pub fn measure_fft(sides: &[u64], reps: usize) -> Vec<FlopSample> {
-    use crate::bench::ftio::layout::{Geometry, LineFft, fft_band, timing_bands};
     let mut out = Vec::with_capacity(sides.len() * reps);
     for &i in sides {
-        let geo = Geometry { i, c: 4 };
-        let n = geo.n() as usize;
-        let mut bands = timing_bands(geo);
-        let flops = 5.0 * n as f64 * (n as f64).log2() * i as f64;
-        let mut fft = LineFft::new(n);
-        let mut once = |bands: &mut Vec<Vec<u8>>| {
-            let mut slices: Vec<&mut [u8]> = bands.iter_mut().map(|b| b.as_mut_slice()).collect();
-            fft_band(&mut slices, geo, &mut fft);
-        };
-        once(&mut bands);
+        let (flops, mut transform) = fft_bands(i);
+        transform();
         for _ in 0..reps {
             let t0 = Instant::now();
-            once(&mut bands);
+            transform();
             out.push(FlopSample {
                 flops,
                 seconds: t0.elapsed().as_secs_f64(),
             });
         }
-        std::hint::black_box(&bands);
     }
     out
+}
+
+/// FTIO's FFT kernel on 4 bands at Mini-Square side `i`: its counted flops,
+/// and the kernel to run (on its own bands).
+fn fft_bands(i: u64) -> (f64, impl FnMut()) {
+    use crate::bench::ftio::layout::{Geometry, LineFft, fft_band, timing_bands};
+    let geo = Geometry { i, c: 4 };
+    let n = geo.n() as usize;
+    let mut bands = timing_bands(geo);
+    let mut fft = LineFft::new(n);
+    (5.0 * n as f64 * (n as f64).log2() * i as f64, move || {
+        let mut slices: Vec<&mut [u8]> = bands.iter_mut().map(|b| b.as_mut_slice()).collect();
+        fft_band(&mut slices, geo, &mut fft);
+        std::hint::black_box(&slices);
+    })
 }
 
 /// The all-cores probe of one kernel: rounds of `reps` units of it on one
@@ -797,10 +820,6 @@ pub fn measure_kernels_together(
     bt_steps: &[(u64, usize)],
     fft_sides: &[u64],
 ) -> KernelsTogether {
-    use crate::bench::btio::bt::BtRank;
-    use crate::bench::btio::decomp::Decomposition;
-    use crate::bench::ftio::layout::{LineFft, fft_band, timing_bands};
-    use crate::bench::ftio::{ELEM_BYTES, Geometry, Signal, fill_band};
     use crate::bench::madbench2::busy_loop;
     let mut kernels = Vec::new();
     if let Some(&loops) = busy_loops.iter().max() {
@@ -811,33 +830,11 @@ pub fn measure_kernels_together(
         }));
     }
     if let Some(&(n, ranks)) = bt_steps.iter().max_by_key(|c| c.0.pow(3) / c.1 as u64) {
-        let d = Decomposition::new([n; 3], ranks).expect("the probe's cases decompose");
-        let cells = d.cells(0);
-        kernels.push(kernel_rounds("bt", threads, &|| {
-            let mut rank: BtRank = BtRank::new([n; 3], 0.0008, &cells, d.p as usize);
-            move || rank.step_alone()
-        }));
+        kernels.push(kernel_rounds("bt", threads, &|| bt_step(n, ranks).1));
     }
     if let Some(&i) = fft_sides.iter().max() {
-        let geo = Geometry { i, c: 4 };
-        kernels.push(kernel_rounds("fft", threads, &|| {
-            let mut bands = timing_bands(geo);
-            let mut fft = LineFft::new(geo.n() as usize);
-            move || {
-                let mut slices: Vec<&mut [u8]> =
-                    bands.iter_mut().map(|b| b.as_mut_slice()).collect();
-                fft_band(&mut slices, geo, &mut fft);
-            }
-        }));
-        kernels.push(kernel_rounds("signal", threads, &|| {
-            let sig = Signal::new(geo.n());
-            let mut band = vec![0u8; (geo.band_elems() * ELEM_BYTES) as usize];
-            let mut rep = 0;
-            move || {
-                rep += 1;
-                fill_band(std::hint::black_box(&mut band), geo, &sig, 1, 2, rep % i);
-            }
-        }));
+        kernels.push(kernel_rounds("fft", threads, &|| fft_bands(i).1));
+        kernels.push(kernel_rounds("signal", threads, &|| signal_band(i).1));
     }
     KernelsTogether { threads, kernels }
 }
