@@ -140,11 +140,12 @@ pub trait IoCtx: Sized {
     /// A buffer of `len` bytes (zeroed where it holds data).
     fn alloc(&self, len: usize) -> Self::Buf;
     /// A buffer like [`IoCtx::alloc`] that starts `page_offset` bytes past a page
-    /// boundary where the back end keeps bytes (the twin keeps none, and ignores
-    /// it). Where a C benchmark's buffer lies is part of what it measures: a read
-    /// from the page cache into a buffer 16 bytes past a page (glibc's `malloc`
-    /// of a large block) runs at half speed on some machines (see b_eff_io's
-    /// buffers, in its program).
+    /// boundary (the twin keeps the placement, not bytes). Where a C
+    /// benchmark's buffer lies is part of what it measures: a read from the page
+    /// cache at a page-aligned offset into a buffer 16 bytes past a page
+    /// (glibc's `malloc` of a large block) runs at half speed or less on some
+    /// machines (see b_eff_io's buffers, in its program; the twin's
+    /// `nodes.cache.aliased_bw`).
     fn alloc_placed(&self, len: usize, page_offset: usize) -> Self::Buf {
         let _ = page_offset;
         self.alloc(len)

@@ -130,8 +130,11 @@ pub(crate) struct Node {
     eager_limit: u64,
     /// MPI's temporary buffers of this size or more are freshly mapped.
     mmap_from: u64,
-    /// Per-core page-cache copy rates (write, read, rewrite) in B/s.
-    cache_bw: [f64; 3],
+    /// Per-core page-cache copy rates (write, read, rewrite, aliased) in B/s.
+    cache_bw: [f64; 4],
+    /// A copy whose destination lies fewer bytes than this past its source,
+    /// modulo a page, aliases (0: none does).
+    aliased_within: u64,
     /// The node's rate for messages received into (unpacked, index 0) and sent
     /// from (packed, index 1) a derived datatype while it is oversubscribed;
     /// `None` where not modelled.
@@ -461,9 +464,14 @@ impl Platform {
                     release_stagger: g.release_stagger,
                     eager_limit: g.eager_limit,
                     mmap_from: g.mmap_from,
-                    cache_bw: g.cache.as_ref().map_or([g.compute.memcpy; 3], |c| {
-                        [c.write_bw, c.read_bw, c.rewrite_bw]
+                    cache_bw: g.cache.as_ref().map_or([g.compute.memcpy; 4], |c| {
+                        [c.write_bw, c.read_bw, c.rewrite_bw, c.aliased_bw]
                     }),
+                    aliased_within: g
+                        .cache
+                        .as_ref()
+                        .filter(|c| c.aliased_bw.is_finite())
+                        .map_or(0, |c| c.aliased_within),
                     datatype: [
                         ("unpack", g.oversubscribed_unpack_bw),
                         ("pack", g.oversubscribed_pack_bw),
@@ -705,26 +713,48 @@ impl Platform {
     /// are written back to memory, as a write's lines), plus the rank's core
     /// at weight 1/rate (the per-core page-cache rate) where that rate is
     /// below the bus's.
-    pub(crate) fn cache_read_path(&self, rank: usize, len: u64) -> Vec<(ResourceId, f64)> {
+    /// An `aliased` copy runs at the aliased rate instead.
+    pub(crate) fn cache_read_path(
+        &self,
+        rank: usize,
+        len: u64,
+        aliased: bool,
+    ) -> Vec<(ResourceId, f64)> {
         let n = &self.nodes[self.node_of(rank)];
         let bus = match len <= n.rates.private_cache {
             true => n.memory_read_bw,
             false => n.memory_bw,
         };
-        self.cache_path(rank, &[(1, 1.0)], bus)
+        self.cache_path(rank, &[(if aliased { 3 } else { 1 }, 1.0)], bus)
+    }
+
+    /// Whether page-cache copies on `node` can alias (`nodes.cache.aliased_bw`).
+    pub(crate) fn aliases(&self, node: usize) -> bool {
+        self.nodes[node].aliased_within > 0
+    }
+
+    /// Whether a copy on `node` whose destination lies `past` bytes past its
+    /// source, modulo a page, aliases.
+    pub(crate) fn aliased(&self, node: usize, past: u64) -> bool {
+        past > 0 && past < self.nodes[node].aliased_within
     }
 
     /// Path of a copy of `len` bytes by world rank `rank` into its node's
     /// page cache, `held` of them into pages it already holds: as a read's,
     /// the core's weight the mean of 1/write rate over the new bytes and
-    /// 1/rewrite rate over the held ones.
+    /// 1/rewrite rate over the held ones; an `aliased` copy, the aliased rate
+    /// over all.
     pub(crate) fn cache_write_path(
         &self,
         rank: usize,
         held: u64,
         len: u64,
+        aliased: bool,
     ) -> Vec<(ResourceId, f64)> {
         let n = &self.nodes[self.node_of(rank)];
+        if aliased {
+            return self.cache_path(rank, &[(3, 1.0)], n.memory_bw);
+        }
         // One rate for both: the weight of a plain write, to the bit.
         if n.cache_bw[2] == n.cache_bw[0] {
             return self.cache_path(rank, &[(0, 1.0)], n.memory_bw);

@@ -670,3 +670,113 @@ fn an_nfs_open_drops_cached_pages_another_node_changed_since() {
         );
     }
 }
+
+/// `server.device.overwrite_bw`: write-back of blocks the file wrote to the
+/// device before. 100 MB written (0.1 s at 1 GB/s) and synced: new blocks at
+/// 100 MB/s, 1 s. Rewritten and synced: at 400 MB/s, 0.25 s. 100 MB at 50 MB:
+/// 50 MB over blocks written before, 50 MB new: 0.125 + 0.5 = 0.625 s. Without
+/// the key every sync is at `write_bw`: 1 s, 1 s.
+#[test]
+fn a_sync_writes_blocks_written_before_at_overwrite_bw() {
+    let program = async |r: &Rank| {
+        let mut f = r
+            .open("/o", OpenMode::CreateReadWrite, false, Api::Posix)
+            .await
+            .unwrap();
+        let write = |at| Op {
+            access: Access::Write,
+            coord: Coordination::Independent,
+            pos: Position::At(at),
+        };
+        let mut syncs = Vec::new();
+        for at in [0, 0, 50_000_000] {
+            r.xfer(&mut f, write(at), 100_000_000).await.unwrap();
+            let t = r.now();
+            r.sync(&mut f).await;
+            syncs.push(r.now() - t);
+        }
+        syncs
+    };
+    let dirty = [
+        "nodes[0].cache.dirty_ratio=0.5",
+        "nodes[0].cache.dirty_background_ratio=0.4",
+    ];
+    let mut set = dirty.to_vec();
+    set.push("server.device.overwrite_bw=\"400MB/s\"");
+    let t = run(&scenario(1, 1, &set), 1, program);
+    let want = [1.0, 0.25, 0.625];
+    assert!(
+        t[0].iter().zip(want).all(|(&a, b)| close(a, b)),
+        "{:?}",
+        t[0]
+    );
+    let t = run(&scenario(1, 1, &dirty), 1, program);
+    assert!(
+        t[0].iter().zip([1.0, 1.0, 1.0]).all(|(&a, b)| close(a, b)),
+        "{:?}",
+        t[0]
+    );
+}
+
+/// `nodes.cache.aliased_bw`: a page-cache copy whose destination lies 1 to 31
+/// bytes past its source, modulo 4 KiB, runs at 250 MB/s instead of 1 GB/s.
+/// 100 MB each: written at offset 0 from a buffer 16 B past a page (the page
+/// cache 4080 B past it: 0.1 s); read back into it (16 B past: 0.4 s); read
+/// into one 48 B past (0.1 s; with `aliased_within` = 64 B, 0.4 s); written
+/// from one 4072 B past (the page cache 24 B past it: 0.4 s). Without the key,
+/// 0.1 s each.
+#[test]
+fn a_cache_copy_a_few_bytes_past_its_source_runs_at_aliased_bw() {
+    let program = async |r: &Rank| {
+        let mut f = r
+            .open("/a", OpenMode::CreateReadWrite, false, Api::Posix)
+            .await
+            .unwrap();
+        let op = |access| Op {
+            access,
+            coord: Coordination::Independent,
+            pos: Position::At(0),
+        };
+        let mut times = Vec::new();
+        for (access, placed) in [
+            (Access::Write, 16),
+            (Access::Read, 16),
+            (Access::Read, 48),
+            (Access::Write, 4072),
+        ] {
+            let t = r.now();
+            r.xfer_placed(&mut f, op(access), 100_000_000, Some(placed))
+                .await
+                .unwrap();
+            times.push(r.now() - t);
+        }
+        times
+    };
+    let dirty = [
+        "nodes[0].cache.dirty_ratio=0.5",
+        "nodes[0].cache.dirty_background_ratio=0.4",
+    ];
+    let with = |extra: &[&'static str]| {
+        let mut set = dirty.to_vec();
+        set.extend_from_slice(extra);
+        run(&scenario(1, 1, &set), 1, program).remove(0)
+    };
+    let check = |t: Vec<f64>, want: [f64; 4]| {
+        assert!(
+            t.iter().zip(want).all(|(&a, b)| close(a, b)),
+            "{t:?}, want {want:?}"
+        );
+    };
+    check(
+        with(&["nodes[0].cache.aliased_bw=\"250MB/s\""]),
+        [0.1, 0.4, 0.1, 0.4],
+    );
+    check(
+        with(&[
+            "nodes[0].cache.aliased_bw=\"250MB/s\"",
+            "nodes[0].cache.aliased_within=\"64B\"",
+        ]),
+        [0.1, 0.4, 0.4, 0.4],
+    );
+    check(with(&[]), [0.1, 0.1, 0.1, 0.1]);
+}

@@ -79,7 +79,7 @@ fn unknown_key_names_line_path_and_allowed_keys() {
     assert_eq!(
         err(&text),
         "s.toml:24: server.device.writ_bw: unknown key; allowed in [server.device]: \
-         kind, read_bw, write_bw, read_latency, write_latency, latency_jitter, channels"
+         kind, read_bw, write_bw, overwrite_bw, read_latency, write_latency, latency_jitter, channels"
     );
 }
 
@@ -400,4 +400,34 @@ fn the_readme_schema_is_the_declared_one() {
         "scenarios/README.md's schema differs from the declared one: regenerate it with \
          `piotwin scenario schema` between its markers"
     );
+}
+
+#[test]
+fn overwrite_and_aliasing_keys_are_checked() {
+    let raid = GOOD.replace(
+        "[server.device]\nread_bw = \"500MB/s\"\nwrite_bw = \"400MB/s\"\nread_latency = \"80us\"\nwrite_latency = \"30us\"\n",
+        "[server.device]\nkind = \"raid\"\nlevel = 0\ndisks = 2\nstripe_unit = \"64KiB\"\n[server.device.member]\nread_bw = \"500MB/s\"\nwrite_bw = \"400MB/s\"\noverwrite_bw = \"600MB/s\"\nread_latency = \"80us\"\nwrite_latency = \"30us\"\n",
+    );
+    let e = err(&raid);
+    assert!(
+        e.contains(
+            "server.device.member.overwrite_bw = \"600MB/s\": a RAID member writes at `write_bw`"
+        ),
+        "{e}"
+    );
+    let within = GOOD.replace(
+        "[network]",
+        "[nodes.cache]\naliased_bw = \"1GB/s\"\naliased_within = \"8KiB\"\n[network]",
+    );
+    let e = err(&within);
+    assert!(
+        e.contains("nodes[0].cache.aliased_within = \"8KiB\": copies alias modulo 4 KiB"),
+        "{e}"
+    );
+    let fine = GOOD.replace(
+        "write_bw = \"400MB/s\"",
+        "write_bw = \"400MB/s\"\noverwrite_bw = \"600MB/s\"",
+    );
+    let s = Scenario::from_str(&fine, "s.toml").unwrap();
+    assert!(s.to_string().contains("(overwrites 600.0 MB/s)"), "{s}");
 }

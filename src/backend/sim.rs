@@ -18,10 +18,12 @@ use crate::ctx::{
 };
 use piotwin_sim::{RunStats, Scenario, SimError, SimOptions};
 
-/// A twin buffer: a length, no bytes.
+/// A twin buffer: a length and, where the benchmark placed it, how far past a
+/// page boundary it starts (page-cache copies can alias by it); no bytes.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SimBuf {
     len: usize,
+    placed: Option<u64>,
 }
 
 impl IoBuf for SimBuf {
@@ -70,7 +72,13 @@ impl IoCtx for SimCtx {
         self.rank.now()
     }
     fn alloc(&self, len: usize) -> SimBuf {
-        SimBuf { len }
+        SimBuf { len, placed: None }
+    }
+    fn alloc_placed(&self, len: usize, page_offset: usize) -> SimBuf {
+        SimBuf {
+            len,
+            placed: Some(page_offset as u64 % 4096),
+        }
     }
 
     async fn barrier(&self) {
@@ -142,11 +150,17 @@ impl IoCtx for SimCtx {
         self.rank.set_view(&mut file.inner, view).await
     }
     async fn xfer(&self, file: &mut SimFile, op: Op, buf: &mut SimBuf) -> IoResult<usize> {
-        let n = self.rank.xfer(&mut file.inner, op, buf.len as u64).await?;
+        let n = self
+            .rank
+            .xfer_placed(&mut file.inner, op, buf.len as u64, buf.placed)
+            .await?;
         Ok(n as usize)
     }
     async fn post(&self, file: &mut SimFile, op: Op, buf: SimBuf) -> IoResult<SimRequest> {
-        let pending = self.rank.post(&mut file.inner, op, buf.len as u64).await?;
+        let pending = self
+            .rank
+            .post_placed(&mut file.inner, op, buf.len as u64, buf.placed)
+            .await?;
         Ok(SimRequest { pending, buf })
     }
     async fn wait_all(

@@ -121,6 +121,7 @@ mod tests {
             "validation/vm-o/scenario.toml",
             "validation/vm-p/scenario.toml",
             "validation/vm-q/scenario.toml",
+            "validation/vm-r/scenario.toml",
         ] {
             let probes = root.join(format!("{file}.probes.json"));
             let raw: serde_json::Value =

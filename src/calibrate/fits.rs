@@ -28,9 +28,11 @@
 //! | `filesystem.write_lock_span` (a choice) | the same writes at 1 and 2 ranks, smallest `-t`, the repetitions after the first | `call` where the median call at 2 ranks is above the geometric midpoint of max(t1, 2 copies) (the lock over the copy) and max(t1, 2 (t1 − `independent_call`)) (over the whole call), else `copy`; needs `inode` chosen |
 //! | `nodes.cache.rewrite_bw` | IOzone rewrite, cached files (pages already held) | as above |
 //! | `nodes.read_syscall`, `nodes.cache.read_bw` | IOzone re-read | as above |
+//! | `nodes.cache.aliased_bw`, `aliased_within` | the aliasing probe: a cached file read in 1 MiB requests at page-aligned offsets into a buffer placed 0 to 256 B past a page, each in turn, 3 rounds | placements below 3/4 of the rate at a page boundary alias: their median rate (the slowest and fastest as the interval); `aliased_within` the smallest placement beyond every aliasing one; neither where none aliases |
 //! | `nodes.cache.capacity` | IOzone re-read over file sizes | cache knee (two plateaus of log bandwidth), else `MemTotal` |
 //! | `server.device.read_latency`, `read_bw` | IOzone cold read (`-I`) | time per record = latency + record / bw (Huber) |
 //! | `metadata.sync`, `server.device.write_bw` | IOzone `fsync_s` | fsync time = sync + dirty bytes / bw (Huber) |
+//! | `server.device.overwrite_bw` | IOzone rewrite's `fsync_s` | the same line over the rewrite's fsyncs (blocks written back before), its slope |
 //! | `mpiio.independent_call` | IOR MPI-IO shared file, independent reads, ranks ≤ cores | intercept of call time over `-t` (Huber) − `nodes.read_syscall` |
 //! | `mpiio.collective_call` | IOR `-c` reads at `cores` ranks | intercept of call time over `-t` (Huber) − `nodes.read_syscall` |
 //! | `mpiio.open`, `mpiio.close` | IOR open/close times of writes, ranks ≤ cores, repetitions after the first | mean − base `metadata.create` / `metadata.close` |
@@ -293,6 +295,7 @@ pub fn fit_all(r: &ProbeResults, base: &Scenario) -> Fitted {
     fit_inode_lock(r, &mut f);
     fit_memory_bus(r, &mut f);
     fit_memory_read_bus(r, &mut f);
+    fit_aliased(r, &mut f);
     fit_sleeping(r, &mut f);
     fit_wake_slice(r, &mut f);
     fit_shared_pointer(r, &mut f);
@@ -1407,6 +1410,86 @@ fn fit_memory_read_bus(r: &ProbeResults, f: &mut Fitted) {
     );
 }
 
+/// `nodes.cache.aliased_bw` and `nodes.cache.aliased_within` from the
+/// aliasing probe: a placement aliases where its median rate is below 3/4 of
+/// the rate at a page boundary. The rate is the aliasing placements' median
+/// sample, the slowest and fastest as its interval; `aliased_within` the
+/// smallest placement beyond every aliasing one (its interval: from the
+/// largest aliasing one + 1). Neither where no placement aliases (the twin
+/// then copies at one rate wherever a buffer lies).
+fn fit_aliased(r: &ProbeResults, f: &mut Fitted) {
+    const KEYS: [&str; 2] = ["nodes.cache.aliased_bw", "nodes.cache.aliased_within"];
+    let mut by_place: BTreeMap<u64, Vec<f64>> = BTreeMap::new();
+    for s in r.aliased.iter().filter(|s| s.seconds > 0.0) {
+        by_place
+            .entry(s.placed % 4096)
+            .or_default()
+            .push(s.bytes as f64 / s.seconds);
+    }
+    for v in by_place.values_mut() {
+        v.sort_by(f64::total_cmp);
+    }
+    let median = |v: &[f64]| v[v.len() / 2];
+    let Some(base) = by_place.get(&0).map(|v| median(v)) else {
+        f.skip(
+            &KEYS,
+            "not probed (no aliasing-probe samples at a page boundary)".to_string(),
+        );
+        return;
+    };
+    let rates = by_place
+        .iter()
+        .map(|(p, v)| format!("{p} B {:.4e} B/s", median(v)))
+        .collect::<Vec<_>>()
+        .join(", ");
+    let aliasing: Vec<u64> = by_place
+        .iter()
+        .filter(|(p, v)| **p > 0 && median(v) < 0.75 * base)
+        .map(|(p, _)| *p)
+        .collect();
+    let (Some(&last), Some(within)) = (
+        aliasing.last(),
+        aliasing
+            .last()
+            .and_then(|&l| by_place.keys().copied().find(|&p| p > l)),
+    ) else {
+        f.skip(
+            &KEYS,
+            format!(
+                "no placement within the probed ones aliases up to the largest (medians: {rates})"
+            ),
+        );
+        return;
+    };
+    let mut slow: Vec<f64> = aliasing
+        .iter()
+        .flat_map(|p| by_place[p].iter().copied())
+        .collect();
+    slow.sort_by(f64::total_cmp);
+    let probe = "aliasing probe: a cached file read in 1 MiB requests at page-aligned offsets into a buffer placed past a page";
+    f.rate(
+        KEYS[0],
+        median_and_range(&slow),
+        probe,
+        format!(
+            "median of {} reads at the placements below 3/4 of the rate at a page boundary ({:?} B), the slowest and fastest as the interval; medians: {rates}",
+            slow.len(),
+            aliasing
+        ),
+    );
+    f.params.push(Param {
+        key: KEYS[1].into(),
+        unit: Unit::Size,
+        value: within as f64,
+        low: (last + 1) as f64,
+        high: within as f64,
+        probe: probe.into(),
+        quality: format!(
+            "the smallest placement beyond every aliasing one ({last} B the largest of those)"
+        ),
+    });
+}
+
 /// `nodes.sleeping_ranks` from pingpong's locked-write test at more ranks than
 /// cores: N ranks each write `b` bytes of one file at once, rewriting cached
 /// pages, which the inode lock copies one at a time while the ranks done
@@ -1682,7 +1765,7 @@ fn per_record(rows: &[&IozoneRow]) -> Vec<(f64, f64)> {
 }
 
 fn fit_iozone(r: &ProbeResults, f: &mut Fitted) {
-    const ALL: [&str; 9] = [
+    const ALL: [&str; 10] = [
         "nodes.syscall",
         "nodes.read_syscall",
         "nodes.cache.write_bw",
@@ -1692,6 +1775,7 @@ fn fit_iozone(r: &ProbeResults, f: &mut Fitted) {
         "server.device.read_bw",
         "metadata.sync",
         "server.device.write_bw",
+        "server.device.overwrite_bw",
     ];
     let warm: Vec<&IozoneRow> = r
         .iozone
@@ -1780,6 +1864,23 @@ fn fit_iozone(r: &ProbeResults, f: &mut Fitted) {
             "iozone -e: fsync time against dirty bytes (intercept: commit, slope: 1/device write bandwidth)",
         ),
         Err(e) => f.skip(&["metadata.sync", "server.device.write_bw"], why(&e)),
+    }
+    // IOzone's rewrite writes the blocks its write test wrote back (its fsync):
+    // the same line, the slope of an overwrite (the intercept is the commit again)
+    let resync: Vec<(f64, f64)> = warm
+        .iter()
+        .filter_map(|x| {
+            let fsync = x.fsync_s.filter(|&t| x.test == Pass::Rewrite && t > 0.0)?;
+            Some((x.file_bytes as f64, fsync))
+        })
+        .collect();
+    match fit_latency_bandwidth_robust(&resync, LEVEL) {
+        Ok(fit) => f.linear(
+            (None, Some("server.device.overwrite_bw")),
+            &fit,
+            "iozone -e: the rewrite's fsync time against dirty bytes, the blocks written back before (slope: 1/device overwrite bandwidth)",
+        ),
+        Err(e) => f.skip(&["server.device.overwrite_bw"], why(&e)),
     }
 }
 
@@ -2341,6 +2442,7 @@ pub(crate) mod tests {
             "validation/vm-o/scenario.toml",
             "validation/vm-p/scenario.toml",
             "validation/vm-q/scenario.toml",
+            "validation/vm-r/scenario.toml",
         ] {
             let probes = root.join(format!("{file}.probes.json"));
             let raw: serde_json::Value =
@@ -2397,6 +2499,8 @@ pub(crate) mod tests {
     const DEV_LAT: f64 = 80e-6;
     const SYNC: f64 = 1e-3;
     const DEV_W: f64 = 1e9;
+    const DEV_OW: f64 = 1.4e9;
+    const ALIASED: f64 = 1.2e9;
     const MEMCPY: f64 = 8e9;
     const PATTERN: f64 = 1.5e9;
     const PATTERN_CHECK: f64 = 3e9;
@@ -2634,14 +2738,15 @@ pub(crate) mod tests {
                     bytes: file,
                     ops,
                     kb_s: file as f64 / 1024.0 / (per * ops as f64),
-                    fsync_s: (test == Pass::Write).then_some(fsync),
+                    fsync_s: matches!(test, Pass::Write | Pass::Rewrite).then_some(fsync),
                     dirty_bytes: file,
                 };
                 let fsync = SYNC + file as f64 / DEV_W + 2e-3 * n.normal();
                 let w = SYSCALL + rec as f64 / CACHE_W + 0.05e-6 * n.normal();
                 warm.rows.push(row(Pass::Write, w, fsync));
                 let rw = SYSCALL + rec as f64 / CACHE_RW + 0.05e-6 * nw.normal();
-                warm.rows.push(row(Pass::Rewrite, rw, 0.0));
+                let resync = SYNC + file as f64 / DEV_OW + 2e-3 * nw.normal();
+                warm.rows.push(row(Pass::Rewrite, rw, resync));
                 let rr = READ_SYSCALL + rec as f64 / CACHE_R + 0.05e-6 * n.normal();
                 warm.rows.push(row(Pass::Reread, rr, 0.0));
                 let c = DEV_LAT + rec as f64 / DEV_R + 2e-6 * n.normal();
@@ -2715,6 +2820,21 @@ pub(crate) mod tests {
                 bytes: 2 * bytes,
                 seconds: bytes as f64 / CACHE_R * (1.0 + 0.002 * nr.normal()),
             });
+        }
+        // cached reads into a buffer 1 to 31 bytes past the source alias
+        for _ in 0..3 {
+            for &placed in &r.plan.alias_places {
+                let rate = if (1..32).contains(&placed) {
+                    ALIASED
+                } else {
+                    CACHE_R
+                };
+                r.aliased.push(super::super::memcpy::AliasSample {
+                    placed,
+                    bytes: r.plan.alias_bytes,
+                    seconds: r.plan.alias_bytes as f64 / rate * (1.0 + 0.01 * nr.normal()),
+                });
+            }
         }
         // pingpong's locked-write test at 4 ranks: each writer woken from the
         // inode lock rewrites its 8 MiB on a whole core (within its slice);
@@ -2971,6 +3091,14 @@ pub(crate) mod tests {
         let warm = f.get("nodes.cache.warm").unwrap().value;
         assert!((warm - WARM as f64).abs() < 64e6, "warm {warm:e}");
         within(&f, "nodes.memory_read_bw", 2.0 * CACHE_R);
+        within(&f, "nodes.cache.aliased_bw", ALIASED);
+        let w = f.get("nodes.cache.aliased_within").unwrap();
+        assert_eq!(
+            (w.value, w.low, w.high),
+            (32.0, 32.0, 32.0),
+            "{}",
+            w.quality
+        );
         // (the first repetition's FIRST_WRITE left out)
         within(&f, "nodes.syscall", SYSCALL);
         assert!(f.get("nodes.syscall").unwrap().quality.contains("n=2"));
@@ -2982,6 +3110,7 @@ pub(crate) mod tests {
         within(&f, "server.device.read_bw", DEV_R);
         within(&f, "metadata.sync", SYNC);
         within(&f, "server.device.write_bw", DEV_W);
+        within(&f, "server.device.overwrite_bw", DEV_OW);
         within(&f, "mpiio.independent_call", INDEP);
         within(&f, "mpiio.collective_call", COLL);
         within(&f, "nodes.oversubscribed_wakeup", WAKEUP);

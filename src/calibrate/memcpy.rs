@@ -300,6 +300,75 @@ pub fn measure_bus_read(
     out
 }
 
+/// One pass of the aliasing probe: `bytes` of a cached file read in 1 MiB
+/// requests at page-aligned offsets into a buffer `placed` bytes past a page.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct AliasSample {
+    /// Bytes past a page boundary the buffer starts.
+    pub placed: u64,
+    /// Bytes read.
+    pub bytes: u64,
+    /// Seconds the pass took.
+    pub seconds: f64,
+}
+
+/// The aliasing probe: a file of `bytes` written and read once (cached), then
+/// `reps` rounds of reading it whole into a buffer placed each of `places`
+/// bytes past a page in turn (the kernel's copy from a page-aligned page
+/// cache page: its destination lies that far past its source). The file is
+/// deleted at the end.
+pub fn measure_aliased(
+    dir: &std::path::Path,
+    bytes: u64,
+    places: &[u64],
+    reps: usize,
+) -> std::io::Result<Vec<AliasSample>> {
+    use std::os::unix::fs::FileExt;
+    const PAGE: usize = 4096;
+    const REQUEST: usize = 1 << 20;
+    let path = dir.join("alias-probe.tmp");
+    let run = || -> std::io::Result<Vec<AliasSample>> {
+        let file = open_scratch(&path)?;
+        let mut memory = vec![1u8; REQUEST + 2 * PAGE];
+        let page = (PAGE - memory.as_ptr() as usize % PAGE) % PAGE;
+        let mut off = 0;
+        while off < bytes {
+            let n = (bytes - off).min(REQUEST as u64) as usize;
+            file.write_all_at(&memory[..n], off)?;
+            off += n as u64;
+        }
+        let read = |memory: &mut [u8], at: usize| -> std::io::Result<f64> {
+            let buf = &mut memory[at..at + REQUEST];
+            let t = Instant::now();
+            let mut off = 0;
+            while off < bytes {
+                let n = (bytes - off).min(REQUEST as u64) as usize;
+                file.read_exact_at(&mut buf[..n], off)?;
+                off += n as u64;
+            }
+            Ok(t.elapsed().as_secs_f64())
+        };
+        read(&mut memory, page)?;
+        let mut out = Vec::new();
+        for _ in 0..reps {
+            for &placed in places {
+                let seconds = read(&mut memory, page + placed as usize % PAGE)?;
+                out.push(AliasSample {
+                    placed,
+                    bytes,
+                    seconds,
+                });
+            }
+        }
+        Ok(out)
+    };
+    let out = run();
+    if path.exists() {
+        std::fs::remove_file(&path)?;
+    }
+    out
+}
+
 /// A probe's scratch file at `path`, created empty (truncated if it was
 /// there) for reading and writing.
 fn open_scratch(path: &std::path::Path) -> std::io::Result<std::fs::File> {

@@ -116,6 +116,9 @@ pub struct ProbeResults {
     /// Cached reads of a file each by threads at once (the bus-read probe).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub bus_read: Vec<super::memcpy::LockSample>,
+    /// Cached reads into buffers placed past a page (the aliasing probe).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub aliased: Vec<super::memcpy::AliasSample>,
     /// Settled writes in requests of several sizes (the huge-page probe).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub huge: Vec<super::memcpy::HugeSample>,
@@ -166,6 +169,7 @@ impl ProbeResults {
             delete: Vec::new(),
             release: Vec::new(),
             huge: Vec::new(),
+            aliased: Vec::new(),
             fresh_stall: Vec::new(),
             inode_lock: Vec::new(),
             bus_read: Vec::new(),

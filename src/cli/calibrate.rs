@@ -501,6 +501,16 @@ fn probe(inp: &Inputs, plan: Plan, scratch: &Path) -> ProbeResults {
             }),
         }
     }
+    if plan.alias_bytes > 0 {
+        match memcpy::measure_aliased(scratch, plan.alias_bytes, &plan.alias_places, 3) {
+            Ok(a) => results.aliased = a,
+            Err(e) => results.failures.push(StepFailure {
+                step: "aliasing: cached reads into buffers placed past a page in the scratch directory"
+                    .into(),
+                message: e.to_string(),
+            }),
+        }
+    }
     match memcpy::measure_delete(scratch, &plan.delete_sizes, 2) {
         Ok(d) => results.delete = d,
         Err(e) => results.failures.push(StepFailure {
@@ -542,7 +552,7 @@ fn probe(inp: &Inputs, plan: Plan, scratch: &Path) -> ProbeResults {
     progress.step(
         "memcpy",
         &format!(
-            "{} copies, {} data-pattern fills and {} checks, {} busy-work loops, {} BT, {} FFT and {} FTIO-input kernel runs ({} kernels again on every core at once), {} Fortran runs, {} rewrites after a delete, {} settled writes ({} beside spinning threads), {} lock-probe rewrites, {} bus-probe reads",
+            "{} copies, {} data-pattern fills and {} checks, {} busy-work loops, {} BT, {} FFT and {} FTIO-input kernel runs ({} kernels again on every core at once), {} Fortran runs, {} rewrites after a delete, {} settled writes ({} beside spinning threads), {} lock-probe rewrites, {} bus-probe reads, {} placed reads",
             results.memcpy.len(),
             results.pattern.len(),
             results.pattern_check.len(),
@@ -556,7 +566,8 @@ fn probe(inp: &Inputs, plan: Plan, scratch: &Path) -> ProbeResults {
             results.huge.len(),
             results.fresh_stall.len(),
             results.inode_lock.len(),
-            results.bus_read.len()
+            results.bus_read.len(),
+            results.aliased.len()
         ),
     );
     for (i, step) in plan.steps.iter().enumerate() {

@@ -282,6 +282,7 @@ mod tests {
                 off,
                 len,
                 class: crate::ff::CLASS_NODE_HIT,
+                placed: None,
             }],
             shift,
             pointer: None,

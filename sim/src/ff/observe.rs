@@ -3,6 +3,7 @@
 use crate::File;
 use crate::Rank;
 use crate::ff::Levels;
+use crate::storage::PAGE;
 /// Read class of a request that reaches past the end of the file.
 pub(crate) const FF_CLASS_EOF: u8 = 255;
 
@@ -16,6 +17,9 @@ pub(crate) struct FfReq {
     pub(crate) len: u64,
     /// Where the request was served when it was issued (`crate::ff::CLASS_*`).
     pub(crate) class: u8,
+    /// Where in its page the request's buffer starts, where the node's
+    /// page-cache copies can alias (`nodes.cache.aliased_bw`); else `None`.
+    pub(crate) placed: Option<u64>,
 }
 
 /// A shared file pointer and its position (etypes).
@@ -72,7 +76,8 @@ pub(crate) fn follows(
     let mut same = a.len() == b.len();
     let mut s = None;
     for (x, y) in a.iter().zip(b) {
-        same &= (x.file, x.write, x.len, x.class) == (y.file, y.write, y.len, y.class)
+        same &= (x.file, x.write, x.len, x.class, x.placed)
+            == (y.file, y.write, y.len, y.class, y.placed)
             && y.off >= x.off
             && x.class != crate::ff::CLASS_MIXED
             && x.class != FF_CLASS_EOF;
@@ -80,7 +85,9 @@ pub(crate) fn follows(
             break;
         }
         let d = y.off - x.off;
-        same &= *s.get_or_insert(d) == d;
+        // a placed copy aliases by where the file offset lies in its page:
+        // iterations repeat only where the shift keeps that
+        same &= *s.get_or_insert(d) == d && (x.placed.is_none() || d % PAGE == 0);
     }
     let step = match (pa, pb) {
         (Some((pa, xa)), Some((pb, xb))) if pa == pb => Some(Some((pa, xb.wrapping_sub(xa)))),

@@ -373,10 +373,18 @@ impl Storage {
     /// State-only effect of a request reaching the servers (see [`Storage::apply`]).
     fn apply_server(&mut self, access: Access, file: usize, a: u64, b: u64) {
         for (srv, pieces) in self.map(file, a, b) {
+            let bytes: u64 = pieces.iter().map(|p| p.2).sum();
+            let to_device = access == Access::Write
+                && self.servers[srv].cache.as_ref().is_none_or(|c| {
+                    !(c.write_back && c.cache.dirty + bytes <= c.cache.dirty_limit)
+                });
+            if to_device && self.overwrite_rate_differs(srv) {
+                let objects: Vec<(u64, u64)> = pieces.iter().map(|p| (p.1, p.2)).collect();
+                self.note_on_device(srv, file, &objects);
+            }
             let Some(c) = self.servers[srv].cache.as_mut() else {
                 continue;
             };
-            let bytes: u64 = pieces.iter().map(|p| p.2).sum();
             match access {
                 Access::Write => {
                     let fits = c.write_back && c.cache.dirty + bytes <= c.cache.dirty_limit;

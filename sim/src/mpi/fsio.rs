@@ -10,7 +10,7 @@ use crate::mpi::Sim;
 use crate::mpi::Wait;
 use crate::mpi::cpu;
 use crate::romio::FsRequest;
-use crate::storage::{self, Storage};
+use crate::storage::{self, PAGE, Storage};
 
 /// The extents of `len` bytes at `offset` etypes through `view`, lazily.
 pub(crate) fn view_extents(view: &View, offset: u64, len: u64) -> ViewRuns<'_> {
@@ -59,12 +59,16 @@ pub(crate) fn readable(s: &Storage, inode: usize, view: &View, offset: u64, len:
 /// File-system requests `ext` = (offset, bytes) of file `inode` by world rank
 /// `world_rank`, one after the other (reads stop at the end of the file; writes grow
 /// it); recorded in the trace when it is on. Returns the bytes moved.
+/// `placed`: where in its page the buffer byte of the first request's first
+/// byte lies, the requests following one another in the buffer (the user's);
+/// `None` for MPI-IO's own buffers, whose placement is not modelled.
 pub(crate) async fn fs_io(
     sim: &Sim,
     world_rank: usize,
     inode: usize,
     access: Access,
     ext: &[(u64, u64)],
+    placed: Option<u64>,
 ) -> u64 {
     // one system call per request (reads at the end of file included), on the
     // rank's core; a write's under the inode's lock where it takes the whole call
@@ -80,21 +84,35 @@ pub(crate) async fn fs_io(
     if syscalls > 0.0 {
         cpu(sim, world_rank, syscalls).await;
     }
-    let (node, reqs) = {
+    let (node, reqs, places) = {
         let mut m = sim.model.borrow_mut();
         let storage = sim.storage.borrow();
         let size = storage.size(inode);
-        let reqs: Vec<(usize, u64, u64)> = ext
+        // each request's buffer placement, where the node's copies can alias
+        let node = m.platform.node_of(world_rank);
+        let mut at = placed
+            .map(|p| p % PAGE)
+            .filter(|_| m.platform.aliases(node));
+        let places: Vec<Option<u64>> = ext
             .iter()
-            .map(|&(off, len)| {
+            .map(|&(_, len)| {
+                let here = at;
+                at = at.map(|p| (p + len) % PAGE);
+                here
+            })
+            .collect();
+        let (reqs, places): (Vec<(usize, u64, u64)>, Vec<Option<u64>>) = ext
+            .iter()
+            .zip(&places)
+            .map(|(&(off, len), &place)| {
                 let n = match access {
                     Access::Write => len,
                     Access::Read => len.min(size.saturating_sub(off)),
                 };
-                (inode, off, n)
+                ((inode, off, n), place)
             })
-            .filter(|r| r.2 > 0)
-            .collect();
+            .filter(|r| r.0.2 > 0)
+            .unzip();
         if let Some(t) = m.trace.as_mut() {
             t.extend(reqs.iter().map(|&(file, offset, len)| FsRequest {
                 rank: world_rank,
@@ -104,24 +122,26 @@ pub(crate) async fn fs_io(
                 len,
             }));
         }
-        let node = m.platform.node_of(world_rank);
         if let Some(log) = m.ff.log[world_rank].as_mut() {
-            log.extend(ext.iter().filter(|e| e.1 > 0).map(|&(off, len)| FfReq {
-                file: inode,
-                write: access == Access::Write,
-                off,
-                len,
-                class: match access {
-                    Access::Write => storage.write_class(node, len),
-                    Access::Read if off + len > size => FF_CLASS_EOF,
-                    Access::Read => storage.read_class(node, inode, off, off + len, len),
+            log.extend(ext.iter().zip(&places).filter(|e| e.0.1 > 0).map(
+                |(&(off, len), &placed)| FfReq {
+                    file: inode,
+                    write: access == Access::Write,
+                    off,
+                    len,
+                    placed,
+                    class: match access {
+                        Access::Write => storage.write_class(node, len),
+                        Access::Read if off + len > size => FF_CLASS_EOF,
+                        Access::Read => storage.read_class(node, inode, off, off + len, len),
+                    },
                 },
-            }));
+            ));
         }
         m.waiting[world_rank] = Wait::Io;
-        (node, reqs)
+        (node, reqs, places)
     };
-    storage::io(sim, world_rank, node, access, &reqs, locked_call).await;
+    storage::io(sim, world_rank, node, access, &reqs, &places, locked_call).await;
     let mut m = sim.model.borrow_mut();
     m.waiting[world_rank] = Wait::Running;
     if access == Access::Write {

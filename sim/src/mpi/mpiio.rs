@@ -61,8 +61,8 @@ enum Started {
     /// fires when done, and the bytes it moves.
     Running(Signal, u64),
     /// A collective access done at [`Rank::wait_all`]: read or write, offset
-    /// (etypes), length.
-    Deferred(Access, u64, u64),
+    /// (etypes), length, the buffer's placement.
+    Deferred(Access, u64, u64, Option<u64>),
 }
 
 pub(crate) fn is_byte_view(v: &View) -> bool {
@@ -296,8 +296,22 @@ impl Rank {
     /// (short at end of file for reads). MPI-IO accesses go through ROMIO's
     /// methods (see [`crate::romio`]); POSIX ones are one request per call.
     pub async fn xfer(&self, file: &mut File, op: Op, len: u64) -> Result<u64, IoError> {
+        self.xfer_placed(file, op, len, None).await
+    }
+
+    /// [`Rank::xfer`] with the buffer `placed` bytes past a page boundary
+    /// (`None`: page-aligned, as [`Rank::xfer`]): a page-cache copy between it
+    /// and the file's pages runs at `nodes.cache.aliased_bw` where the
+    /// destination lies a few bytes past the source modulo 4 KiB.
+    pub async fn xfer_placed(
+        &self,
+        file: &mut File,
+        op: Op,
+        len: u64,
+        placed: Option<u64>,
+    ) -> Result<u64, IoError> {
         self.count_call(file, op);
-        match self.start(file, op, len, true).await? {
+        match self.start(file, op, len, true, placed).await? {
             Started::Done(moved) => Ok(moved),
             _ => unreachable!("a blocking access completes as it starts"),
         }
@@ -306,8 +320,19 @@ impl Rank {
     /// Starts a nonblocking access. Independent ones start now; collective ones
     /// are deferred and completed together by [`Rank::wait_all`].
     pub async fn post(&self, file: &mut File, op: Op, len: u64) -> Result<Pending, IoError> {
+        self.post_placed(file, op, len, None).await
+    }
+
+    /// [`Rank::post`] with the buffer's placement, as [`Rank::xfer_placed`].
+    pub async fn post_placed(
+        &self,
+        file: &mut File,
+        op: Op,
+        len: u64,
+        placed: Option<u64>,
+    ) -> Result<Pending, IoError> {
         self.count_nonblocking();
-        self.start(file, op, len, false).await.map(Pending)
+        self.start(file, op, len, false, placed).await.map(Pending)
     }
 
     /// An access as `op` says, blocking or not (one code path for both): the
@@ -320,6 +345,7 @@ impl Rank {
         op: Op,
         len: u64,
         blocking: bool,
+        placed: Option<u64>,
     ) -> Result<Started, IoError> {
         let Op { access, coord, pos } = op;
         // POSIX and Fortran have no collective calls: every rank makes its own, as
@@ -352,18 +378,18 @@ impl Rank {
         };
         Ok(match (coord, blocking) {
             (Coordination::Independent, true) => Started::Done(
-                self.independent(file, access, off, len)
+                self.independent(file, access, off, len, placed)
                     .await
                     .saturating_sub(markers),
             ),
             (Coordination::Collective, true) => {
-                Started::Done(self.collective_io(file, access, off, len).await)
+                Started::Done(self.collective_io(file, access, off, len, placed).await)
             }
             (Coordination::Independent, false) => {
-                let (started, bytes) = self.spawn_independent(file, access, off, len);
+                let (started, bytes) = self.spawn_independent(file, access, off, len, placed);
                 Started::Running(started, bytes.saturating_sub(markers))
             }
-            (Coordination::Collective, false) => Started::Deferred(access, off, len),
+            (Coordination::Collective, false) => Started::Deferred(access, off, len, placed),
         })
     }
 
@@ -436,8 +462,8 @@ impl Rank {
             }
         }
         for (i, Pending(r)) in reqs.iter().enumerate() {
-            if let Started::Deferred(access, off, len) = *r {
-                out[i] = self.collective_io(file, access, off, len).await;
+            if let Started::Deferred(access, off, len, placed) = *r {
+                out[i] = self.collective_io(file, access, off, len, placed).await;
             }
         }
         out
@@ -445,17 +471,24 @@ impl Rank {
 
     /// This rank's MPI-IO access of `len` bytes at `off` etypes of `file`'s view,
     /// done independently as ROMIO does it (contiguous, data sieving or one
-    /// request per extent); returns the bytes moved.
-    pub(crate) async fn independent(&self, file: &File, access: Access, off: u64, len: u64) -> u64 {
+    /// request per extent); returns the bytes moved. `placed`: the buffer's
+    /// placement ([`Rank::xfer_placed`]).
+    pub(crate) async fn independent(
+        &self,
+        file: &File,
+        access: Access,
+        off: u64,
+        len: u64,
+        placed: Option<u64>,
+    ) -> u64 {
         independent_io(
             &self.sim,
             self.world_rank,
             file.inode,
             &file.view,
             &file.hints,
-            access,
-            off,
-            len,
+            (access, off, len),
+            placed,
         )
         .await
     }
@@ -467,6 +500,7 @@ impl Rank {
         access: Access,
         off: u64,
         len: u64,
+        placed: Option<u64>,
     ) -> (Signal, u64) {
         let done = Signal::new();
         let (sim, fired, world_rank) = (self.sim.clone(), done.clone(), self.world_rank);
@@ -476,7 +510,16 @@ impl Rank {
             Access::Read => readable(&self.sim.storage.borrow(), inode, &view, off, len),
         };
         self.sim.spawned.borrow_mut().push(Box::pin(async move {
-            independent_io(&sim, world_rank, inode, &view, &hints, access, off, len).await;
+            independent_io(
+                &sim,
+                world_rank,
+                inode,
+                &view,
+                &hints,
+                (access, off, len),
+                placed,
+            )
+            .await;
             fired.fire();
         }));
         (done, bytes)

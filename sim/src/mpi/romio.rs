@@ -60,6 +60,7 @@ impl Rank {
         access: Access,
         off: u64,
         len: u64,
+        placed: Option<u64>,
     ) -> u64 {
         self.call_cost(|c| c.collective_call).await;
         let n = file.comm.members.len();
@@ -96,7 +97,7 @@ impl Rank {
             .plan
             .get_or_init(|| planned(&self.sim, file, access, io.accesses.take()));
         let moved = match plan {
-            None => self.independent(file, access, off, len).await,
+            None => self.independent(file, access, off, len, placed).await,
             Some(tp) => {
                 self.two_phase(file, &io, tp, access).await;
                 match access {
@@ -149,6 +150,7 @@ impl Rank {
                                 file.inode,
                                 Access::Read,
                                 &[(w.offset, w.len)],
+                                None,
                             )
                             .await;
                         }
@@ -158,6 +160,7 @@ impl Rank {
                             file.inode,
                             Access::Write,
                             &[(w.offset, w.len)],
+                            None,
                         )
                         .await;
                     }
@@ -173,6 +176,7 @@ impl Rank {
                             file.inode,
                             Access::Read,
                             &[(w.offset, w.len)],
+                            None,
                         )
                         .await;
                         let n_agg = tp.aggregators.len();
@@ -417,24 +421,27 @@ pub(crate) async fn unlock(sim: &Sim, world_rank: usize, inode: usize, held: Sig
 /// An independent MPI-IO access as ROMIO's generic driver does it: one request
 /// for a contiguous access; data sieving for a noncontiguous one (reads: read each
 /// window; writes: lock, read, write back, unlock each window); one request per
-/// extent with sieving disabled. Returns the bytes moved.
-#[allow(clippy::too_many_arguments)]
+/// extent with sieving disabled. Returns the bytes moved. `placed`: where the
+/// user's buffer starts past a page boundary (direct requests copy into or out
+/// of it, one extent after the other; sieving copies through ROMIO's own
+/// buffer, whose placement is not modelled).
 pub(crate) async fn independent_io(
     sim: &Sim,
     world_rank: usize,
     inode: usize,
     view: &View,
     hints: &Effective,
-    access: Access,
-    off: u64,
-    len: u64,
+    (access, off, len): (Access, u64, u64),
+    placed: Option<u64>,
 ) -> u64 {
     let pieces = view_extents(view, off, len).take(2).count();
     match sieving::method(access, hints, pieces) {
         Method::Direct => {
             let mut moved = 0;
+            let mut at = placed;
             for x in view_extents(view, off, len) {
-                moved += fs_io(sim, world_rank, inode, access, &[x]).await;
+                moved += fs_io(sim, world_rank, inode, access, &[x], at).await;
+                at = at.map(|p| p + x.1);
             }
             moved
         }
@@ -447,12 +454,12 @@ pub(crate) async fn independent_io(
             while let Some((o, l)) = wins.next() {
                 match access {
                     Access::Read => {
-                        fs_io(sim, world_rank, inode, Access::Read, &[(o, l)]).await;
+                        fs_io(sim, world_rank, inode, Access::Read, &[(o, l)], None).await;
                     }
                     Access::Write => {
                         let held = lock(sim, world_rank, inode, o, o + l).await;
-                        fs_io(sim, world_rank, inode, Access::Read, &[(o, l)]).await;
-                        fs_io(sim, world_rank, inode, Access::Write, &[(o, l)]).await;
+                        fs_io(sim, world_rank, inode, Access::Read, &[(o, l)], None).await;
+                        fs_io(sim, world_rank, inode, Access::Write, &[(o, l)], None).await;
                         unlock(sim, world_rank, inode, held).await;
                     }
                 }

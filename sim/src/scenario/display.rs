@@ -390,11 +390,16 @@ impl fmt::Display for Device {
         match self {
             Device::Ssd(d) => write!(
                 f,
-                "SSD read {} + {}/req, write {} + {}/req, {} channel(s){}",
+                "SSD read {} + {}/req, write {} + {}/req{}, {} channel(s){}",
                 fmt_rate(d.read_bw),
                 fmt_time(d.read_latency),
                 fmt_rate(d.write_bw),
                 fmt_time(d.write_latency),
+                if d.overwrite_bw != d.write_bw {
+                    format!(" (overwrites {})", fmt_rate(d.overwrite_bw))
+                } else {
+                    String::new()
+                },
                 d.channels,
                 if d.latency_jitter > 0.0 {
                     format!(", latency jitter ±{:.0}%", d.latency_jitter * 100.0)

@@ -310,6 +310,15 @@ pub struct ClientCache {
     /// Per-core rate of copying cached data out of the page cache, in bytes/s;
     /// defaults to `compute.memcpy`.
     pub read_bw: f64,
+    /// Per-core rate, bytes/s, of a page-cache copy (either way) whose
+    /// destination lies 1 to `aliased_within − 1` bytes past its source modulo
+    /// 4 KiB (`aliased_bw`; absent = infinite: not modelled): the CPU's copy
+    /// takes the stores for loads of the same place (4K aliasing). A read at
+    /// a page-aligned file offset into a buffer 16 bytes past a page (glibc's
+    /// `malloc` of a large block) is one.
+    pub aliased_bw: f64,
+    /// Bytes past the source within which a copy's destination aliases (`aliased_within`).
+    pub aliased_within: u64,
     /// Rate at which the page cache takes memory the node has not backed yet,
     /// bytes/s per node (`fresh_bw`; absent = infinite): a VM whose hypervisor
     /// took back free memory faults it in again, a full host reclaims first.
@@ -478,6 +487,11 @@ pub struct Ssd {
     pub read_bw: f64,
     /// Write bandwidth in bytes/s.
     pub write_bw: f64,
+    /// Write bandwidth in bytes/s for blocks the file has written to the device
+    /// before (overwrites in place); `write_bw` is then the rate of new ones,
+    /// which a file system allocates on write-back (and a sparse or
+    /// thin-provisioned backing allocates again below it).
+    pub overwrite_bw: f64,
     /// Service latency per read request in seconds.
     pub read_latency: f64,
     /// Service latency per write request in seconds.

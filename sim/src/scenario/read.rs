@@ -31,9 +31,18 @@ fn device(parent: &Tbl<'_, '_>, k: &str, nested: bool) -> Result<Device, Scenari
     Ok(match kinds[kind] {
         "ssd" => {
             let d = parent.sub(k, &schema::children(&table, Some("ssd")))?;
+            let write_bw = d.rate("write_bw")?;
+            if nested && d.opt("overwrite_bw").is_some() {
+                return Err(d.bad(
+                    "overwrite_bw",
+                    d.req("overwrite_bw", "")?,
+                    "a RAID member writes at `write_bw`: `overwrite_bw` is the rate of a server's own SSD",
+                ));
+            }
             Device::Ssd(Ssd {
                 read_bw: d.rate("read_bw")?,
-                write_bw: d.rate("write_bw")?,
+                write_bw,
+                overwrite_bw: d.rate_or("overwrite_bw", write_bw)?,
                 read_latency: d.time("read_latency")?,
                 write_latency: d.time("write_latency")?,
                 latency_jitter: d.fraction_or("latency_jitter", 0.0)?,
@@ -359,6 +368,18 @@ impl Scenario {
                         write_bw: t.rate_or("write_bw", memcpy)?,
                         rewrite_bw: t.rate_or("rewrite_bw", t.rate_or("write_bw", memcpy)?)?,
                         read_bw: t.rate_or("read_bw", memcpy)?,
+                        aliased_bw: t.rate_or("aliased_bw", f64::INFINITY)?,
+                        aliased_within: {
+                            let within = t.size_or("aliased_within", 32)?;
+                            if within > 4096 {
+                                return Err(t.bad(
+                                    "aliased_within",
+                                    t.req("aliased_within", "")?,
+                                    "copies alias modulo 4 KiB: at most \"4KiB\"",
+                                ));
+                            }
+                            within
+                        },
                         direct_from: match t.opt("direct_from") {
                             Some(_) => t.size("direct_from")?,
                             None => u64::MAX,

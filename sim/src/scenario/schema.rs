@@ -437,6 +437,18 @@ const KEYS: &[Key] = &[
         "per-core rate of copying out of the cache",
     ),
     key(
+        "nodes.cache.aliased_bw",
+        Quantity(Rate),
+        Otherwise("not modelled"),
+        "per-core rate of a page-cache copy, either way, whose destination lies 1 to `aliased_within` − 1 bytes past its source modulo 4 KiB (4K aliasing: a read at a page-aligned file offset into a buffer 16 bytes past a page, as glibc's `malloc` places a large block); the buffer's place is the benchmark's, ROMIO's own buffers are not modelled",
+    ),
+    key(
+        "nodes.cache.aliased_within",
+        Quantity(Size),
+        Value("\"32B\""),
+        "how far past its source a copy's destination may lie, modulo 4 KiB, and alias (`aliased_bw`)",
+    ),
+    key(
         "nodes.cache.fresh_bw",
         Quantity(Rate),
         Otherwise("no cost"),
@@ -730,6 +742,13 @@ const DEVICE: &[Key] = &[
     ),
     dev("read_bw", SSD, Quantity(Rate), Required, "read bandwidth"),
     dev("write_bw", SSD, Quantity(Rate), Required, "write bandwidth"),
+    dev(
+        "overwrite_bw",
+        SSD,
+        Quantity(Rate),
+        Otherwise("`write_bw`"),
+        "write bandwidth for blocks the file wrote to the device before (overwrites in place; `write_bw` is then that of new blocks, which the file system allocates on write-back); a server's own SSD, not a RAID member",
+    ),
     dev(
         "read_latency",
         SSD,

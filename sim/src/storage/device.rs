@@ -60,13 +60,15 @@ pub(crate) enum Layout {
     },
 }
 
-/// One operation on one unit: (offset, length, read or write, after a read of the same place).
+/// One operation on one unit: (offset, length, read or write, after a read of
+/// the same place, a write where the file wrote before).
 #[derive(Clone, Copy)]
 struct Op {
     off: u64,
     len: u64,
     access: Access,
     rewrite: bool,
+    overwrite: bool,
 }
 
 /// What a request costs: a delay before it flows, busy seconds per unit, and
@@ -160,9 +162,10 @@ impl Unit {
                 let mut t = now;
                 let mut busy = 0.0;
                 for op in ops {
-                    let (lat, bw) = match op.access {
-                        Access::Read => (spec.read_latency, spec.read_bw),
-                        Access::Write => (spec.write_latency, spec.write_bw),
+                    let (lat, bw) = match (op.access, op.overwrite) {
+                        (Access::Read, _) => (spec.read_latency, spec.read_bw),
+                        (Access::Write, false) => (spec.write_latency, spec.write_bw),
+                        (Access::Write, true) => (spec.write_latency, spec.overwrite_bw),
                     };
                     let (ci, free) = chan_free
                         .iter()
@@ -274,6 +277,7 @@ fn push(ops: &mut Vec<Op>, op: Op) {
     if let Some(l) = ops.last_mut()
         && l.access == op.access
         && l.rewrite == op.rewrite
+        && l.overwrite == op.overwrite
         && l.off + l.len == op.off
     {
         l.len += op.len;
@@ -282,19 +286,21 @@ fn push(ops: &mut Vec<Op>, op: Op) {
     ops.push(op);
 }
 
-/// Plans a request of `exts` (device offsets, lengths) on `layout` at `now`.
+/// Plans a request of `exts` (device offset, length, written before) on
+/// `layout` at `now`. A RAID's members write at their `write_bw` whatever was
+/// written before.
 pub(crate) fn plan(
     units: &mut [Unit],
     layout: &Layout,
     now: f64,
-    exts: &[(u64, u64)],
+    exts: &[(u64, u64, bool)],
     access: Access,
 ) -> Plan {
     let mut plan = Plan::default();
     match layout {
         Layout::Single(u) => {
             let mut ops = Vec::new();
-            for &(off, len) in exts {
+            for &(off, len, overwrite) in exts {
                 push(
                     &mut ops,
                     Op {
@@ -302,6 +308,7 @@ pub(crate) fn plan(
                         len,
                         access,
                         rewrite: false,
+                        overwrite,
                     },
                 );
             }
@@ -339,7 +346,7 @@ pub(crate) fn plan(
             // Runs of whole rows: first row → rows (a RAID 3's rows are a few
             // KiB: a large request spans thousands, each written the same way).
             let mut whole: BTreeMap<u64, u64> = BTreeMap::new();
-            for &(off, len) in exts {
+            for &(off, len, _) in exts {
                 let mut x = off;
                 let end = off + len;
                 while x < end {
@@ -382,6 +389,7 @@ pub(crate) fn plan(
                                     len: *unit,
                                     access,
                                     rewrite: false,
+                                    overwrite: false,
                                 };
                                 let d = disk_of(row, j) as usize;
                                 match access {
@@ -399,6 +407,7 @@ pub(crate) fn plan(
                                             len: *unit,
                                             access: Access::Write,
                                             rewrite: false,
+                                            overwrite: false,
                                         },
                                     );
                                 }
@@ -417,6 +426,7 @@ pub(crate) fn plan(
                         len: hi - lo,
                         access,
                         rewrite: false,
+                        overwrite: false,
                     };
                     if access == Access::Write && parity > 0 && touched < row_bytes {
                         push(
@@ -458,6 +468,7 @@ pub(crate) fn plan(
                             len: hi - lo,
                             access: Access::Write,
                             rewrite: !full,
+                            overwrite: false,
                         };
                         if !full {
                             push(

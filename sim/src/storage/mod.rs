@@ -334,8 +334,8 @@ struct Stream {
     window: u64,
 }
 
-/// Linux's read-ahead page.
-const PAGE: u64 = 4096;
+/// A page: the read-ahead unit, and what page-cache copies alias modulo.
+pub(crate) const PAGE: u64 = 4096;
 
 /// The first read-ahead window for a request of `len` bytes, at most `max`
 /// (`get_init_ra_size` in Linux's `mm/readahead.c`): four times the request
@@ -382,6 +382,10 @@ pub(crate) struct Storage {
     pub(crate) nodes: Vec<Option<NodeCache>>,
     pub(crate) objects: FxHashMap<(usize, usize), u64>,
     pub(crate) next_obj: Vec<u64>,
+    /// Per (server, file), the object ranges written to the device so far
+    /// (start → end, disjoint): a later write there is an overwrite
+    /// (`overwrite_bw`).
+    pub(crate) on_device: FxHashMap<(usize, usize), BTreeMap<u64, u64>>,
     pub(crate) locks: FxHashMap<usize, FxHashMap<u64, LockUnit>>,
     pub(crate) cached_on: FxHashMap<usize, BTreeSet<usize>>,
     /// Per (node, file), its inode lock where buffered writes take one
@@ -594,6 +598,7 @@ impl Storage {
             nodes,
             objects: FxHashMap::default(),
             next_obj: vec![0; scn.server.count],
+            on_device: FxHashMap::default(),
             locks: FxHashMap::default(),
             cached_on: FxHashMap::default(),
             inode_locks: FxHashMap::default(),
@@ -695,6 +700,78 @@ impl Storage {
         (base + obj) % cap
     }
 
+    /// Whether server `srv`'s device writes blocks written before at another
+    /// rate than new ones (an SSD with its own `overwrite_bw`).
+    pub(crate) fn overwrite_rate_differs(&self, srv: usize) -> bool {
+        match self.servers[srv].layout {
+            Layout::Single(u) => match &self.units[u] {
+                Unit::Ssd { spec, .. } => spec.overwrite_bw != spec.write_bw,
+                Unit::Hdd { .. } => false,
+            },
+            Layout::Raid { .. } => false,
+        }
+    }
+
+    /// `pieces` (object offset, length) of a write of `file` to server `srv`'s
+    /// device, split where the file wrote to the device before: (offset,
+    /// length, written before), in order; all of them are on the device after.
+    pub(crate) fn note_on_device(
+        &mut self,
+        srv: usize,
+        file: usize,
+        pieces: &[(u64, u64)],
+    ) -> Vec<(u64, u64, bool)> {
+        let written = self.on_device.entry((srv, file)).or_default();
+        let mut out = Vec::with_capacity(pieces.len());
+        for &(a, len) in pieces {
+            let b = a + len;
+            let mut x = a;
+            // ranges overlapping [a, b), in order: the one starting before a, then the rest
+            let first = written.range(..=a).next_back().map(|(&s, &e)| (s, e));
+            let overlaps: Vec<(u64, u64)> = first
+                .into_iter()
+                .chain(written.range(a + 1..b).map(|(&s, &e)| (s, e)))
+                .filter(|&(_, e)| e > a)
+                .collect();
+            for &(s, e) in &overlaps {
+                if s > x {
+                    out.push((x, s - x, false));
+                }
+                let (from, to) = (s.max(x), e.min(b));
+                if to > from {
+                    out.push((from, to - from, true));
+                    x = to;
+                }
+            }
+            if x < b {
+                out.push((x, b - x, false));
+            }
+            // one range from the lowest start to the highest end of [a, b) and its overlaps,
+            // joined with a neighbour that ends at a
+            let lo = overlaps.first().map_or(a, |o| o.0.min(a));
+            let hi = overlaps.last().map_or(b, |o| o.1.max(b));
+            for (s, _) in &overlaps {
+                written.remove(s);
+            }
+            let lo = match written.range(..lo).next_back() {
+                Some((&s, &e)) if e == lo => {
+                    written.remove(&s);
+                    s
+                }
+                _ => lo,
+            };
+            let hi = match written.get(&hi) {
+                Some(&e) => {
+                    written.remove(&hi);
+                    e
+                }
+                None => hi,
+            };
+            written.insert(lo, hi);
+        }
+        out
+    }
+
     /// Device part of a request at server `srv`: (delay, busy-seconds entries, HDD queue entries).
     fn device(
         &mut self,
@@ -705,9 +782,15 @@ impl Storage {
         access: Access,
         started: &mut Started,
     ) -> (f64, Vec<(ResourceId, f64)>) {
-        let exts: Vec<(u64, u64)> = pieces
+        let pieces = match access {
+            Access::Write if self.overwrite_rate_differs(srv) => {
+                self.note_on_device(srv, file, pieces)
+            }
+            _ => pieces.iter().map(|&(obj, len)| (obj, len, false)).collect(),
+        };
+        let exts: Vec<(u64, u64, bool)> = pieces
             .iter()
-            .map(|&(obj, len)| (self.dev_offset(srv, file, obj), len))
+            .map(|&(obj, len, before)| (self.dev_offset(srv, file, obj), len, before))
             .collect();
         let Storage {
             units,

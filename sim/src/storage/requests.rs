@@ -7,7 +7,7 @@ use crate::storage::fs::FileSystemKind as _;
 use piotwin_types::Access;
 
 use super::cache::State;
-use super::{FLUSH_CHUNK, LockUnit, Machine, Started, Storage, cpu, node_flow};
+use super::{FLUSH_CHUNK, LockUnit, Machine, PAGE, Started, Storage, cpu, node_flow};
 use crate::engine::Signal;
 use crate::flow::ResourceId;
 
@@ -297,15 +297,18 @@ pub(crate) async fn flush(machine: &Machine, node: usize, file: usize, a: u64, b
 /// (a page cache, a server cache or a device). `locked_call` is each write
 /// request's system call where it runs under the inode's lock
 /// (`filesystem.write_lock_span = "call"`), else 0 (the caller charged it).
+/// `places`: per request, where in its page the buffer it copies into or out
+/// of starts, where that can make the page-cache copy alias (else `None`).
 pub(crate) async fn io(
     machine: &Machine,
     rank: usize,
     node: usize,
     access: Access,
     reqs: &[(usize, u64, u64)],
+    places: &[Option<u64>],
     locked_call: f64,
 ) {
-    for &(file, off, len) in reqs {
+    for (&(file, off, len), &place) in reqs.iter().zip(places) {
         if len == 0 {
             continue;
         }
@@ -383,7 +386,10 @@ pub(crate) async fn io(
                         .cache
                         .held(file, a, b)
                 };
-                let path = machine.platform.cache_write_path(rank, held, len);
+                // the copy's destination (the file's page) past its source (the buffer)
+                let aliased =
+                    place.is_some_and(|p| machine.platform.aliased(node, (a + PAGE - p) % PAGE));
+                let path = machine.platform.cache_write_path(rank, held, len, aliased);
                 transfer(machine, 0.0, path, len).await;
                 let (fresh, res, core_s) = {
                     let mut m = machine.storage.borrow_mut();
@@ -411,7 +417,11 @@ pub(crate) async fn io(
             (Access::Read, true) => {
                 let (hits, misses, path) = {
                     let mut m = machine.storage.borrow_mut();
-                    let path = machine.platform.cache_read_path(rank, len);
+                    // the copy's destination (the buffer) past its source (the file's page)
+                    let aliased = place.is_some_and(|p| {
+                        machine.platform.aliased(node, (p + PAGE - a % PAGE) % PAGE)
+                    });
+                    let path = machine.platform.cache_read_path(rank, len, aliased);
                     let size = m.size(file);
                     let end = m.read_ahead(rank, node, file, a, b, size);
                     let nc = m.nodes[node].as_mut().expect("cached");
