@@ -671,6 +671,12 @@ fn an_nfs_open_drops_cached_pages_another_node_changed_since() {
     }
 }
 
+/// Dirty limits that hold every write of the tests below until their syncs.
+const ROOMY_DIRTY: [&str; 2] = [
+    "nodes[0].cache.dirty_ratio=0.5",
+    "nodes[0].cache.dirty_background_ratio=0.4",
+];
+
 /// `server.device.overwrite_bw`: write-back of blocks the file wrote to the
 /// device before. 100 MB written (0.1 s at 1 GB/s) and synced: new blocks at
 /// 100 MB/s, 1 s. Rewritten and synced: at 400 MB/s, 0.25 s. 100 MB at 50 MB:
@@ -697,11 +703,7 @@ fn a_sync_writes_blocks_written_before_at_overwrite_bw() {
         }
         syncs
     };
-    let dirty = [
-        "nodes[0].cache.dirty_ratio=0.5",
-        "nodes[0].cache.dirty_background_ratio=0.4",
-    ];
-    let mut set = dirty.to_vec();
+    let mut set = ROOMY_DIRTY.to_vec();
     set.push("server.device.overwrite_bw=\"400MB/s\"");
     let t = run(&scenario(1, 1, &set), 1, program);
     let want = [1.0, 0.25, 0.625];
@@ -710,7 +712,7 @@ fn a_sync_writes_blocks_written_before_at_overwrite_bw() {
         "{:?}",
         t[0]
     );
-    let t = run(&scenario(1, 1, &dirty), 1, program);
+    let t = run(&scenario(1, 1, &ROOMY_DIRTY), 1, program);
     assert!(
         t[0].iter().zip([1.0, 1.0, 1.0]).all(|(&a, b)| close(a, b)),
         "{:?}",
@@ -752,12 +754,8 @@ fn a_cache_copy_a_few_bytes_past_its_source_runs_at_aliased_bw() {
         }
         times
     };
-    let dirty = [
-        "nodes[0].cache.dirty_ratio=0.5",
-        "nodes[0].cache.dirty_background_ratio=0.4",
-    ];
     let with = |extra: &[&'static str]| {
-        let mut set = dirty.to_vec();
+        let mut set = ROOMY_DIRTY.to_vec();
         set.extend_from_slice(extra);
         run(&scenario(1, 1, &set), 1, program).remove(0)
     };
