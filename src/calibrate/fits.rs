@@ -1850,37 +1850,36 @@ fn fit_iozone(r: &ProbeResults, f: &mut Fitted) {
             .collect(),
         "iozone -I: cold read (file dropped from the page cache), time per record over record sizes",
     );
-    let sync: Vec<(f64, f64)> = warm
-        .iter()
-        .filter_map(|x| {
-            let fsync = x.fsync_s.filter(|&t| x.test == Pass::Write && t > 0.0)?;
-            Some((x.file_bytes as f64, fsync))
-        })
-        .collect();
-    match fit_latency_bandwidth_robust(&sync, LEVEL) {
-        Ok(fit) => f.linear(
+    // fsync time against dirty bytes: the write's new blocks give the commit and
+    // the device's write rate; IOzone's rewrite writes back the blocks its write
+    // test wrote back, so its line's slope is the rate of an overwrite (its
+    // intercept, the commit again, is not kept)
+    for (pass, keys, probe) in [
+        (
+            Pass::Write,
             (Some("metadata.sync"), Some("server.device.write_bw")),
-            &fit,
             "iozone -e: fsync time against dirty bytes (intercept: commit, slope: 1/device write bandwidth)",
         ),
-        Err(e) => f.skip(&["metadata.sync", "server.device.write_bw"], why(&e)),
-    }
-    // IOzone's rewrite writes the blocks its write test wrote back (its fsync):
-    // the same line, the slope of an overwrite (the intercept is the commit again)
-    let resync: Vec<(f64, f64)> = warm
-        .iter()
-        .filter_map(|x| {
-            let fsync = x.fsync_s.filter(|&t| x.test == Pass::Rewrite && t > 0.0)?;
-            Some((x.file_bytes as f64, fsync))
-        })
-        .collect();
-    match fit_latency_bandwidth_robust(&resync, LEVEL) {
-        Ok(fit) => f.linear(
+        (
+            Pass::Rewrite,
             (None, Some("server.device.overwrite_bw")),
-            &fit,
             "iozone -e: the rewrite's fsync time against dirty bytes, the blocks written back before (slope: 1/device overwrite bandwidth)",
         ),
-        Err(e) => f.skip(&["server.device.overwrite_bw"], why(&e)),
+    ] {
+        let line: Vec<(f64, f64)> = warm
+            .iter()
+            .filter_map(|x| {
+                let fsync = x.fsync_s.filter(|&t| x.test == pass && t > 0.0)?;
+                Some((x.file_bytes as f64, fsync))
+            })
+            .collect();
+        match fit_latency_bandwidth_robust(&line, LEVEL) {
+            Ok(fit) => f.linear(keys, &fit, probe),
+            Err(e) => {
+                let skipped: Vec<&str> = [keys.0, keys.1].into_iter().flatten().collect();
+                f.skip(&skipped, why(&e))
+            }
+        }
     }
 }
 
