@@ -89,6 +89,13 @@ impl Kernel {
             amount: bytes as f64,
         }
     }
+    /// BTIO's error norm of a dump of `bytes` bytes read back.
+    pub fn error_norm(bytes: u64) -> Kernel {
+        Kernel {
+            kind: KernelKind::ErrorNorm,
+            amount: bytes as f64,
+        }
+    }
     /// A copy of `bytes` bytes.
     pub fn memcpy(bytes: u64) -> Kernel {
         Kernel {

@@ -243,8 +243,14 @@ fn pingpong_runs_for_real_and_checks_its_data() {
     assert_eq!(r["mode"], "real");
     let rows = r["tables"]["pingpong"]["rows"].as_array().unwrap();
     // 3 sizes, the barrier, when the second and third ranks left the barriers,
-    // a copy and a step row per polled copy size (2 ranks of 3)
-    assert_eq!(rows.len(), 10);
+    // the all-reduces (each sum checked), a copy and a step row per polled
+    // copy size (2 ranks of 3)
+    assert_eq!(rows.len(), 11);
+    let allreduce: Vec<_> = rows.iter().filter(|r| r[0] == "allreduce").collect();
+    assert!(
+        allreduce.len() == 1 && allreduce[0][3] == 10 && allreduce[0][4].as_f64().unwrap() > 0.0,
+        "{allreduce:?}"
+    );
     let exits: Vec<f64> = rows
         .iter()
         .filter(|r| r[0] == "barrier_exit")

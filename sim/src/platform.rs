@@ -124,6 +124,8 @@ pub(crate) struct Node {
     /// As `wakeup`, of a step among no more of the node's ranks than cores
     /// while its other ranks poll, in s.
     polled_wakeup: f64,
+    /// The part of a wake-up a step of an all-reduce of one value waits.
+    allreduce_wake: f64,
     /// How much earlier the first `cores` ranks of a crowded collective leave it, in s.
     release_stagger: f64,
     /// The largest message sent eagerly; a larger one pays its wake-up twice.
@@ -461,6 +463,7 @@ impl Platform {
                     fortran_statement: g.fortran_statement,
                     wakeup: g.oversubscribed_wakeup,
                     polled_wakeup: g.polled_wakeup,
+                    allreduce_wake: g.allreduce_wake,
                     release_stagger: g.release_stagger,
                     eager_limit: g.eager_limit,
                     mmap_from: g.mmap_from,
@@ -865,6 +868,15 @@ impl Platform {
             .collect()
     }
 
+    /// [`Platform::wakes`] as a step of an all-reduce of one value waits them
+    /// (`nodes.allreduce_wake` of each).
+    pub(crate) fn allreduce_wakes(&self, wakes: &[(u32, f64)]) -> Vec<(u32, f64)> {
+        wakes
+            .iter()
+            .map(|&(ni, w)| (ni, w * self.nodes[ni as usize].allreduce_wake))
+            .collect()
+    }
+
     /// How much earlier than the collective's completion each of `members`
     /// (world ranks of a communicator, in its order) leaves a collective: on
     /// an oversubscribed node whose waiting ranks poll, with more of the
@@ -1020,7 +1032,8 @@ impl Platform {
     /// Core-seconds of `amount` of `kind` work of world rank `rank`: amount over
     /// the node's per-core rate (on an oversubscribed node the work then shares
     /// the cores, see [`Platform::cpu_path`]); a pattern over a buffer within
-    /// the core's private cache at its cached rate. A benchmark kernel's rate
+    /// the core's private cache at its cached rate; BTIO's error norm as a
+    /// pattern check where it has no rate of its own. A benchmark kernel's rate
     /// is the part `k` (`<kernel>_all_cores`) of its own where the node's ranks
     /// take every core (MPI's waiting ranks poll, so a core with a rank stays
     /// busy), and with `b` of `c` cores taken, 1 / (1 + (1/k − 1)(b − 1)/(c − 1))
@@ -1029,16 +1042,19 @@ impl Platform {
         let n = &self.nodes[self.node_of(rank)];
         let r = &n.rates;
         let cached = r.private_cache > 0 && amount <= r.private_cache as f64;
-        let (rate, kept) = match kind {
-            KernelKind::Memcpy => (r.memcpy, 1.0),
-            KernelKind::Fft => (r.fft, r.all_cores.fft),
-            KernelKind::Signal => (r.signal, r.all_cores.signal),
-            KernelKind::BtStep => (r.bt, r.all_cores.bt),
-            KernelKind::Flops => (r.flops, r.all_cores.flops),
-            KernelKind::Pattern if cached => (r.pattern_cached, 1.0),
-            KernelKind::Pattern => (r.pattern, 1.0),
-            KernelKind::PatternCheck if cached => (r.pattern_check_cached, 1.0),
-            KernelKind::PatternCheck => (r.pattern_check, 1.0),
+        let (rate, kept) = match (kind, r.error_norm) {
+            (KernelKind::Memcpy, _) => (r.memcpy, 1.0),
+            (KernelKind::Fft, _) => (r.fft, r.all_cores.fft),
+            (KernelKind::Signal, _) => (r.signal, r.all_cores.signal),
+            (KernelKind::BtStep, _) => (r.bt, r.all_cores.bt),
+            (KernelKind::Flops, _) => (r.flops, r.all_cores.flops),
+            (KernelKind::ErrorNorm, Some(rate)) => (rate, r.all_cores.error_norm),
+            (KernelKind::Pattern, _) if cached => (r.pattern_cached, 1.0),
+            (KernelKind::Pattern, _) => (r.pattern, 1.0),
+            (KernelKind::PatternCheck | KernelKind::ErrorNorm, _) if cached => {
+                (r.pattern_check_cached, 1.0)
+            }
+            (KernelKind::PatternCheck | KernelKind::ErrorNorm, _) => (r.pattern_check, 1.0),
         };
         let time = amount.max(0.0) / rate;
         if n.cores < 2 {

@@ -10,7 +10,9 @@ mod common;
 use common::run;
 
 use piotwin_sim::{Rank, Scenario};
-use piotwin_types::{Access, Api, Coordination, FortranAccess, KernelKind, Op, OpenMode, Position};
+use piotwin_types::{
+    Access, Api, Coordination, FortranAccess, KernelKind, Op, OpenMode, Position, ReduceOp,
+};
 
 /// A node group of `cores` cores with only what a test names costing anything:
 /// zero latencies, a 1 GB/s memcpy, an SSD of 100 MB/s writes and 200 MB/s
@@ -493,6 +495,32 @@ fn oversubscribed_wakeup_delays_messages() {
     }
 }
 
+/// An all-reduce's steps wait `allreduce_wake` of the wake-up, the barrier's
+/// the whole of it: 4 ranks on 1 core with a 4 ms wake-up take 2 steps of
+/// 4 ms in a barrier, and in an all-reduce of one value 2 steps of 1 ms at
+/// 0.25 (the word's 8 bytes at 1 GB/s are 16 ns), 8 ms without the key.
+#[test]
+fn an_all_reduce_waits_its_part_of_the_wake_up() {
+    let prog = async |r: &Rank| {
+        let t0 = r.now();
+        r.barrier().await;
+        let t1 = r.now();
+        let sum = r.allreduce_f64(r.rank() as f64, ReduceOp::Sum).await;
+        assert_eq!(sum, 6.0);
+        (t1 - t0, r.now() - t1)
+    };
+    let wake = "nodes[0].oversubscribed_wakeup=4ms";
+    for (set, allreduce) in [
+        (&[wake][..], 8e-3),
+        (&[wake, "nodes[0].allreduce_wake=0.25"][..], 2e-3),
+    ] {
+        for t in run(&scenario(1, false, set), 4, prog) {
+            assert!(close(t.0, 8e-3), "barrier {set:?}: {t:?}");
+            assert!(close(t.1, allreduce + 16e-9), "all-reduce {set:?}: {t:?}");
+        }
+    }
+}
+
 /// Above `nodes.eager_limit` a message goes by rendezvous and waits for the
 /// wake-up twice: 2 ranks on 1 core exchange 8 KiB (1 ms more than free
 /// wake-ups) and 8 KiB + 1 (2 ms more); with no limit both pay 1 ms.
@@ -918,6 +946,30 @@ fn pattern_checks_run_at_their_own_rate() {
     assert!(close(t[0].0, 10e-3) && close(t[0].1, 4e-3), "{t:?}");
     let t = run(&scenario(1, false, &both[..1]), 1, prog);
     assert!(close(t[0].0, 10e-3) && close(t[0].1, 10e-3), "{t:?}");
+}
+
+/// BTIO's error norm runs at `error_norm`, kept at `error_norm_all_cores`
+/// with every core busy: 1 MB at 50 MB/s is 20 ms on 1 rank of 1 core; on
+/// 2 ranks of 2 cores at 0.8 kept, 25 ms. Without the key it is a pattern
+/// check (1 MB at 250 MB/s: 4 ms).
+#[test]
+fn the_error_norm_runs_at_its_own_rate_else_as_a_pattern_check() {
+    let prog = async |r: &Rank| {
+        r.compute(KernelKind::ErrorNorm, 1e6).await;
+        r.now()
+    };
+    let check = "nodes[0].compute.pattern_check=250MB/s";
+    let norm = [
+        "nodes[0].compute.error_norm=50MB/s",
+        "nodes[0].compute.error_norm_all_cores=0.8",
+    ];
+    let t = run(&scenario(1, false, &[check]), 1, prog);
+    assert!(close(t[0], 4e-3), "{t:?}");
+    let t = run(&scenario(1, false, &[check, norm[0], norm[1]]), 1, prog);
+    assert!(close(t[0], 20e-3), "{t:?}");
+    for t in run(&scenario(2, false, &[check, norm[0], norm[1]]), 2, prog) {
+        assert!(close(t, 25e-3), "{t:?}");
+    }
 }
 
 /// A pattern over a buffer within the core's private cache runs at the cached

@@ -431,3 +431,52 @@ fn overwrite_and_aliasing_keys_are_checked() {
     let s = Scenario::from_str(&fine, "s.toml").unwrap();
     assert!(s.to_string().contains("(overwrites 600.0 MB/s)"), "{s}");
 }
+
+/// BTIO's error norm takes a rate and a part kept; an all-reduce's part of
+/// the wake-up a plain number; each is shown where given.
+#[test]
+fn error_norm_and_allreduce_keys_are_checked() {
+    let with = |lines: &str| {
+        GOOD.replace(
+            "flops = \"1Gflop/s\"\n",
+            &format!("flops = \"1Gflop/s\"\n{lines}"),
+        )
+    };
+    let e = err(&with("error_norm = \"fast\"\n"));
+    assert!(e.contains("nodes[0].compute.error_norm = \"fast\""), "{e}");
+    let e = err(&with("error_norm_all_cores = 0\n"));
+    assert!(e.contains("nodes[0].compute.error_norm_all_cores"), "{e}");
+    let e = err(&GOOD.replace(
+        "nic_latency = \"2us\"\n",
+        "nic_latency = \"2us\"\nallreduce_wake = \"half\"\n",
+    ));
+    assert!(e.contains("nodes[0].allreduce_wake = \"half\""), "{e}");
+    let fine = with("error_norm = \"150MB/s\"\nerror_norm_all_cores = 0.9\n").replace(
+        "nic_latency = \"2us\"\n",
+        "nic_latency = \"2us\"\nallreduce_wake = 0.6\n",
+    );
+    let s = Scenario::from_str(&fine, "s.toml").unwrap();
+    let g = &s.nodes[0];
+    assert_eq!(
+        (
+            g.compute.error_norm,
+            g.compute.all_cores.error_norm,
+            g.allreduce_wake
+        ),
+        (Some(150e6), 0.9, 0.6)
+    );
+    let shown = s.to_string();
+    assert!(
+        shown.contains("BTIO's error norm 150.0 MB/s of the dump (×0.9"),
+        "{shown}"
+    );
+    assert!(shown.contains("waits 0.6 of a wake-up"), "{shown}");
+    let plain = Scenario::from_str(GOOD, "s.toml").unwrap();
+    assert_eq!(
+        (
+            plain.nodes[0].compute.error_norm,
+            plain.nodes[0].allreduce_wake
+        ),
+        (None, 1.0)
+    );
+}

@@ -28,7 +28,11 @@
 //! on one node; the first 100 barriers), sorted per barrier; row k is the mean time after the first
 //! rank out at which the (k + 1)-th left. With more ranks than cores the
 //! ranks polling on a core see the last message at once and the others at
-//! their next time slice (`nodes.release_stagger`).
+//! their next time slice (`nodes.release_stagger`). The `allreduce` row is
+//! `barriers` all-reduces of one value (the sum of the rank numbers, checked),
+//! timed as the barriers: MPI's all-reduce is a collective of its own, and
+//! with more ranks than cores it waits on fewer wake-ups than the barrier
+//! (`nodes.allreduce_wake`).
 //!
 //! The polled test (after the barriers, with `polled` = A > 0): the first A
 //! ranks, in a communicator of their own, time per copy size copies of a

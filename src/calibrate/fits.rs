@@ -12,15 +12,17 @@
 //! | `nodes.compute.flops` | MADbench2's busy-work loop over loop counts | time = latency + flops / rate (Huber) |
 //! | `nodes.compute.bt` | NPB BT's step (rank 0's cells, several grids and rank counts) over its counted flops | time = latency + flops / rate (Huber) |
 //! | `nodes.compute.fft` | FTIO's FFT kernel over Mini-Square sides | time = latency + flops / rate (Huber) |
-//! | `nodes.compute.flops_all_cores`, `bt_all_cores`, `fft_all_cores`, `signal_all_cores` | the all-cores probe: each kernel's largest case, runs of ≥ 0.2 s alone and on as many threads at once as the runs put ranks on a node (at least the cores), in turn, 3 rounds | per round, the threads' aggregate rate / (cores × the mean rate alone before and after); the median round, the lowest and highest as the interval |
+//! | `nodes.compute.flops_all_cores`, `bt_all_cores`, `error_norm_all_cores`, `fft_all_cores`, `signal_all_cores` | the all-cores probe: each kernel's largest case, runs of ≥ 0.2 s alone and on as many threads at once as the runs put ranks on a node (at least the cores), in turn, 3 rounds | per round, the threads' aggregate rate / (cores × the mean rate alone before and after); the median round, the lowest and highest as the interval |
 //! | `nodes.memory_bw` | the inode-lock probe's writers of a file each, at once | their aggregate page-cache copy rate (median of runs) |
 //! | `nodes.memory_read_bw` | the bus-read probe: as many readers of a cached file each, at once, 1 MiB requests into buffers the private cache holds | their aggregate rate (median of runs) |
 //! | `nodes.compute.signal` | FTIO's input computed over Mini-Square sides | time = latency + bytes / rate (Huber) |
+//! | `nodes.compute.error_norm` | BTIO's verification of rank 0's dump (bytes as doubles, NPB's error norm) over the BT probe's grids and rank counts | time = latency + bytes / rate (Huber) |
 //! | `nodes.fortran_statement` | Fortran `WRITE(REC=)` of 40-byte records over statement counts | time = latency + statements · cost (Huber) |
 //! | `nodes.nic_latency`, `nodes.nic_bw` | b_eff, 2 ranks, its `MPI_Sendrecv` loops | exchange time (loop time / 2 loops) = latency + bytes / bw (Huber) |
 //! | `nodes.oversubscribed_wakeup` | b_eff's `MPI_Sendrecv` exchanges of 1 byte | mean exchange at N > cores ranks − mean at 2 ranks |
 //! | `nodes.eager_limit` | b_eff's `MPI_Sendrecv` exchanges at N > cores ranks over message sizes | the largest size before the median exchange steps up to 1.5 × that at ≤ 1 KiB and stays there (the rendezvous' second wake-up) |
 //! | `nodes.oversubscribed_unpack_bw`, `nodes.oversubscribed_pack_bw` | pingpong's two-phase test (`write_at_all`, `read_at_all` through an interleaved view) at N > cores ranks over call sizes | call time − the aggregator's page-cache copy = intercept + exchanged bytes / bw (Huber); exchanged: the (N − 1)/N of a call's bytes that reach the node's one aggregator |
+//! | `nodes.allreduce_wake` | pingpong's barriers and one-value all-reduces at N > cores ranks, in the same jobs | per job, (all-reduce − steps · `nic_latency`) / (barrier − the same); the median job, the lowest and highest as the interval |
 //! | `nodes.release_stagger` | pingpong's barriers at N > cores ranks: every rank's exit times | the mean over runs of (mean exit after the first rank out of the ranks beyond the first `cores` − that of the first `cores`) (Student t); only where waiting ranks poll |
 //! | `nodes.waiting_ranks` (a choice), `nodes.polled_wakeup` | pingpong's polled test at N > cores ranks: `cores` ranks copy, then copy and meet in a barrier, while the others wait, the steps in episodes each after a sleep in a sync | `poll` where the largest copy ran below the midpoint of a whole core and cores / N of one (against `nodes.compute.memcpy`), else `idle`; with `poll`, the mean of (step − copy) / barrier steps over sizes and runs (Student t) |
 //! | `nodes.syscall`, `nodes.cache.write_bw` | IOzone write, cached files | time per record = latency + record / bw (Huber); `syscall` then from IOR (below) |
@@ -288,6 +290,7 @@ pub fn fit_all(r: &ProbeResults, base: &Scenario) -> Fitted {
     fit_two_phase(r, &mut f);
     fit_polled(r, &mut f);
     fit_release_stagger(r, &mut f);
+    fit_allreduce_wake(r, &mut f);
     fit_release(r, &mut f);
     fit_huge(r, &mut f);
     fit_fresh_stall(r, &mut f);
@@ -377,6 +380,16 @@ fn fit_memcpy(r: &ProbeResults, f: &mut Fitted) {
         "nodes.compute.fft",
         "fft: FTIO's FFT kernel (gather, rustfft, scatter; 4 bands) in process over Mini-Square sides",
     );
+    const ERROR_NORM: &str = "nodes.compute.error_norm";
+    match r.error_norm.is_empty() {
+        true => f.skip(&[ERROR_NORM], "not probed (no samples)".to_string()),
+        false => fit_sized(
+            f,
+            &r.error_norm,
+            (None, Some(ERROR_NORM)),
+            "error_norm: BTIO's verification of a dump (its bytes as doubles, NPB's error norm against BT's exact solution) on rank 0's cells over grids and rank counts, in process",
+        ),
+    }
     const SIGNAL: &str = "nodes.compute.signal";
     match r.signal.is_empty() {
         true => f.skip(&[SIGNAL], "not probed (no samples)".to_string()),
@@ -426,13 +439,18 @@ fn fit_memcpy(r: &ProbeResults, f: &mut Fitted) {
 /// right before and after ([`super::memcpy::KernelRounds::kept`]); the median
 /// round, the lowest and highest as the interval.
 fn fit_all_cores(r: &ProbeResults, f: &mut Fitted) {
-    const KERNELS: [(&str, &str, &str); 4] = [
+    const KERNELS: [(&str, &str, &str); 5] = [
         (
             "busy_work",
             "nodes.compute.flops_all_cores",
             "MADbench2's busy-work loop",
         ),
         ("bt", "nodes.compute.bt_all_cores", "BT's step"),
+        (
+            "error_norm",
+            "nodes.compute.error_norm_all_cores",
+            "BTIO's error norm",
+        ),
         ("fft", "nodes.compute.fft_all_cores", "FTIO's FFT kernel"),
         ("signal", "nodes.compute.signal_all_cores", "FTIO's input"),
     ];
@@ -897,6 +915,61 @@ fn fit_polled(r: &ProbeResults, f: &mut Fitted) {
         ),
         Err(e) => f.skip(&KEYS, why(&e)),
     }
+}
+
+/// `nodes.allreduce_wake` from pingpong's `barrier` and `allreduce` rows at
+/// more ranks than cores, each all-reduce row with the barrier row of its
+/// job: the twin takes both over the same steps, a barrier's each a message
+/// latency and a wake-up, an all-reduce's the latency and this part of the
+/// wake-up, so the part is the ratio of the two less their latencies
+/// (`nic_latency` a step on one node). The median job, the lowest and highest as the
+/// interval (the kernel places a job's ranks once; jobs differ).
+fn fit_allreduce_wake(r: &ProbeResults, f: &mut Fitted) {
+    const KEY: &str = "nodes.allreduce_wake";
+    let cores = r.machine.cores as u64;
+    let latency = f.get("nodes.nic_latency").map_or(0.0, |p| p.value);
+    let mut barrier: Option<&PingRow> = None;
+    let mut parts = Vec::new();
+    for p in r.pingpong.iter().filter(|p| p.ranks > cores) {
+        match p.test.as_str() {
+            "barrier" => barrier = Some(p),
+            "allreduce" => {
+                if let Some(b) = barrier.take().filter(|b| b.ranks == p.ranks) {
+                    let base = piotwin_sim::collective_steps(p.ranks as usize) * latency;
+                    if b.seconds > base {
+                        parts.push(((p.seconds - base) / (b.seconds - base)).max(0.0));
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+    if parts.is_empty() {
+        f.skip(
+            &[KEY],
+            format!(
+                "no pingpong barriers and all-reduces at more ranks than cores ({cores}) in one job"
+            ),
+        );
+        return;
+    }
+    parts.sort_by(f64::total_cmp);
+    let e = median_and_range(&parts);
+    f.params.push(Param {
+        key: KEY.into(),
+        unit: Unit::Number,
+        value: e.value,
+        low: e.ci_low,
+        high: e.ci_high,
+        probe: format!(
+            "pingpong: barriers and all-reduces of one value at more ranks than cores ({cores}), in {} jobs",
+            parts.len()
+        ),
+        quality: format!(
+            "median of {} jobs' (all-reduce - steps x nic_latency) / (barrier - the same), the lowest and highest as the interval",
+            parts.len()
+        ),
+    });
 }
 
 /// `nodes.release_stagger` from pingpong's `barrier_exit` rows at more ranks
@@ -2509,6 +2582,9 @@ pub(crate) mod tests {
     const BT: f64 = 1.7e9;
     const FFT: f64 = 4.5e9;
     const SIGNAL: f64 = 2.2e9;
+    const ERROR_NORM: f64 = 150e6;
+    /// The part of a barrier step's wake-up an all-reduce's waits.
+    const ALLREDUCE_WAKE: f64 = 0.6;
     const STATEMENT: f64 = 250e-9;
     const WARM: u64 = 256 << 20;
     const SHARED_PTR: f64 = 3e-6;
@@ -2533,9 +2609,10 @@ pub(crate) mod tests {
     /// A woken writer's slice on a whole core, s.
     const WAKE_SLICE: f64 = 2e-3;
     /// The all-cores probe's kernels, their keys and the part each keeps.
-    const ALL_CORES: [(&str, &str, f64); 4] = [
+    const ALL_CORES: [(&str, &str, f64); 5] = [
         ("busy_work", "nodes.compute.flops_all_cores", 0.5),
         ("bt", "nodes.compute.bt_all_cores", 0.85),
+        ("error_norm", "nodes.compute.error_norm_all_cores", 0.95),
         ("fft", "nodes.compute.fft_all_cores", 0.75),
         ("signal", "nodes.compute.signal_all_cores", 1.05),
     ];
@@ -2591,6 +2668,17 @@ pub(crate) mod tests {
                 r.signal.push(crate::calibrate::memcpy::CopySample {
                     bytes,
                     seconds: 2e-6 + bytes as f64 / SIGNAL + 5e-6 * ns.normal(),
+                });
+            }
+        }
+        // BTIO's error norm with its own noise: rank 0's dumps of the plan's
+        // BT cases (24³ on 1 rank, 36³ and 64³ on 4).
+        let mut ne = Lcg(0x3c6e_f372_fe94_f82b);
+        for bytes in [552_960u64, 466_560, 2_621_440] {
+            for _ in 0..5 {
+                r.error_norm.push(crate::calibrate::memcpy::CopySample {
+                    bytes,
+                    seconds: 1e-5 + bytes as f64 / ERROR_NORM + 100e-6 * ne.normal(),
                 });
             }
         }
@@ -2712,6 +2800,23 @@ pub(crate) mod tests {
                 r.pingpong
                     .push(ping("barrier_exit", 4, 0, 10, after, place));
             }
+        }
+        // pingpong's barriers and all-reduces at 4 ranks in 3 jobs: 2 steps of
+        // a latency and a wake-up (8 ms), the all-reduce's ALLREDUCE_WAKE of
+        // the wake-up, give or take a tenth from job to job.
+        for job in 0..3 {
+            let base = 2.0 * NIC_LAT;
+            let barrier = base + 2.0 * WAKEUP;
+            let part = ALLREDUCE_WAKE * (0.9 + 0.1 * job as f64);
+            r.pingpong.push(ping("barrier", 4, 0, 10, barrier, 0));
+            r.pingpong.push(ping(
+                "allreduce",
+                4,
+                8,
+                10,
+                base + part * (barrier - base),
+                0,
+            ));
         }
         let mut warm = IozoneRun {
             cold: false,
@@ -3071,6 +3176,8 @@ pub(crate) mod tests {
         within(&f, "nodes.compute.bt", BT);
         within(&f, "nodes.compute.fft", FFT);
         within(&f, "nodes.compute.signal", SIGNAL);
+        within(&f, "nodes.compute.error_norm", ERROR_NORM);
+        within(&f, "nodes.allreduce_wake", ALLREDUCE_WAKE);
         within(&f, "nodes.fortran_statement", STATEMENT);
         // (the release fit's intervals carry the spread of its estimates,
         // not the noise of the ends it divides by)

@@ -533,6 +533,13 @@ mod tests {
             [1024, 1024, 8192, 8192]
         );
         assert!(signal.iter().all(|s| s.seconds > 0.0), "{signal:?}");
+        // Class S on 1 and 4 ranks: 12³ points, and rank 0's 2 cells of 6³, of 40 bytes.
+        let norm = super::measure_error_norm(&[(12, 1), (12, 4)], 2);
+        assert_eq!(
+            norm.iter().map(|s| s.bytes).collect::<Vec<_>>(),
+            [69120, 69120, 17280, 17280]
+        );
+        assert!(norm.iter().all(|s| s.seconds > 0.0), "{norm:?}");
         // I = 4 on 4 bands: N = 16 · 4 = 64, 4 transforms of 5 · 64 · 6 flops.
         let fft = super::measure_fft(&[4], 3);
         assert_eq!(fft.len(), 3);
@@ -698,6 +705,48 @@ fn bt_step(n: u64, ranks: usize) -> (f64, impl FnMut()) {
     })
 }
 
+/// BTIO's verification of a dump as real BTIO does it after reading the dump
+/// back (its bytes as doubles, then NPB's error norm against BT's exact
+/// solution, [`crate::bench::btio::bt::BtRank::dump_error_sums`]), on the cells
+/// of rank 0 of an `n³` grid on `ranks` ranks, for each `(n, ranks)` of
+/// `cases`: `reps` timings each, in bytes of the dump (as the twin charges
+/// them at `error_norm`).
+pub fn measure_error_norm(cases: &[(u64, usize)], reps: usize) -> Vec<CopySample> {
+    let mut out = Vec::with_capacity(cases.len() * reps);
+    for &(n, ranks) in cases {
+        let (bytes, mut norm) = error_norm_dump(n, ranks);
+        norm();
+        for _ in 0..reps {
+            let t0 = Instant::now();
+            norm();
+            out.push(CopySample {
+                bytes,
+                seconds: t0.elapsed().as_secs_f64(),
+            });
+        }
+    }
+    out
+}
+
+/// Rank 0's dump of an `n³` grid on `ranks` ranks: its bytes, and its
+/// verification to run (on the rank's initial `u`, written out as a dump).
+fn error_norm_dump(n: u64, ranks: usize) -> (u64, impl FnMut()) {
+    use crate::bench::btio::bt::BtRank;
+    use crate::bench::btio::decomp::Decomposition;
+    use crate::bench::btio::layout::POINT_BYTES;
+    use crate::bench::btio::program::extend_doubles;
+    let d = Decomposition::new([n; 3], ranks).expect("the probe's cases decompose");
+    let cells = d.cells(0);
+    let rank: BtRank = BtRank::new([n; 3], 0.0008, &cells, d.p as usize);
+    let mut dump = vec![0u8; (POINT_BYTES * d.rank_points(0)) as usize];
+    rank.write_u(&mut dump);
+    (dump.len() as u64, move || {
+        let mut stream = Vec::new();
+        extend_doubles(&mut stream, std::hint::black_box(&dump));
+        std::hint::black_box(rank.dump_error_sums(&stream));
+    })
+}
+
 /// FTIO's input as real FTIO computes it before writing it
 /// ([`crate::bench::ftio::fill_band`]: the closed-form signal of one band, `I³`
 /// elements of 16 bytes) at each Mini-Square side `I` (4 bands): `reps`
@@ -779,7 +828,7 @@ fn fft_bands(i: u64) -> (f64, impl FnMut()) {
 /// round's rates alone and together see the same host.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct KernelRounds {
-    /// The kernel: `busy_work`, `bt`, `fft` or `signal`.
+    /// The kernel: `busy_work`, `bt`, `error_norm`, `fft` or `signal`.
     pub kernel: String,
     /// Units each timed run does.
     pub reps: u64,
@@ -881,8 +930,8 @@ fn kernel_rounds<U: FnMut()>(
 
 /// The all-cores probe ([`KernelsTogether`]) on `threads` threads, of the
 /// plan's largest case of each kernel: MADbench2's busy-work at the largest
-/// loop count, BT's step on the largest grid's rank 0, FTIO's FFT kernel and
-/// its input at the largest Mini-Square side.
+/// loop count, BT's step and BTIO's error norm on the largest grid's rank 0,
+/// FTIO's FFT kernel and its input at the largest Mini-Square side.
 pub fn measure_kernels_together(
     threads: usize,
     busy_loops: &[u64],
@@ -900,6 +949,9 @@ pub fn measure_kernels_together(
     }
     if let Some(&(n, ranks)) = bt_steps.iter().max_by_key(|c| c.0.pow(3) / c.1 as u64) {
         kernels.push(kernel_rounds("bt", threads, &|| bt_step(n, ranks).1));
+        kernels.push(kernel_rounds("error_norm", threads, &|| {
+            error_norm_dump(n, ranks).1
+        }));
     }
     if let Some(&i) = fft_sides.iter().max() {
         kernels.push(kernel_rounds("fft", threads, &|| fft_bands(i).1));

@@ -135,6 +135,9 @@ pub struct ProbeResults {
     /// BTIO's BT kernel over flop amounts.
     #[serde(default)]
     pub bt: Vec<super::memcpy::FlopSample>,
+    /// BTIO's verification of a dump (the error norm) over grids and rank counts.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub error_norm: Vec<CopySample>,
     /// FTIO's FFT kernel over Mini-Square sides.
     #[serde(default)]
     pub fft: Vec<super::memcpy::FlopSample>,
@@ -176,6 +179,7 @@ impl ProbeResults {
             busy_work: Vec::new(),
             fortran: Vec::new(),
             bt: Vec::new(),
+            error_norm: Vec::new(),
             fft: Vec::new(),
             signal: Vec::new(),
             all_cores: None,
@@ -189,10 +193,12 @@ impl ProbeResults {
 
     /// Results for `plan` on `machine` holding its in-process kernels, timed
     /// now at the plan's sizes and repetitions: memcpy, the data pattern's
-    /// fills and checks, busy-work, BT's step, the FFT and FTIO's input.
+    /// fills and checks, busy-work, BT's step, BTIO's error norm, the FFT and
+    /// FTIO's input.
     pub fn with_kernels(machine: Machine, plan: Plan) -> ProbeResults {
         use super::memcpy::{
-            measure, measure_bt, measure_busy_work, measure_fft, measure_pattern, measure_signal,
+            measure, measure_bt, measure_busy_work, measure_error_norm, measure_fft,
+            measure_pattern, measure_signal,
         };
         let mut r = ProbeResults::new(machine, plan);
         let p = &r.plan;
@@ -204,6 +210,7 @@ impl ProbeResults {
         (r.memcpy, r.pattern, r.pattern_check) = (memcpy, pattern, pattern_check);
         let signal = measure_signal(&p.fft_sides, p.kernel_reps);
         (r.busy_work, r.bt, r.fft, r.signal) = (busy_work, bt, fft, signal);
+        r.error_norm = measure_error_norm(&p.bt_steps, p.kernel_reps);
         r
     }
 

@@ -25,7 +25,7 @@ use super::plan::{Probe, Step};
 use super::probes::ProbeResults;
 
 /// The keys measured again (calibration's `nodes.` names: the first node group).
-pub const REFRESHED: [&str; 12] = [
+pub const REFRESHED: [&str; 13] = [
     "nodes.compute.memcpy",
     "nodes.compute.pattern",
     "nodes.compute.pattern_check",
@@ -33,6 +33,7 @@ pub const REFRESHED: [&str; 12] = [
     "nodes.compute.pattern_check_cached",
     "nodes.compute.flops",
     "nodes.compute.bt",
+    "nodes.compute.error_norm",
     "nodes.compute.fft",
     "nodes.compute.signal",
     "nodes.cache.write_bw",

@@ -552,12 +552,13 @@ fn probe(inp: &Inputs, plan: Plan, scratch: &Path) -> ProbeResults {
     progress.step(
         "memcpy",
         &format!(
-            "{} copies, {} data-pattern fills and {} checks, {} busy-work loops, {} BT, {} FFT and {} FTIO-input kernel runs ({} kernels again on every core at once), {} Fortran runs, {} rewrites after a delete, {} settled writes ({} beside spinning threads), {} lock-probe rewrites, {} bus-probe reads, {} placed reads",
+            "{} copies, {} data-pattern fills and {} checks, {} busy-work loops, {} BT, {} error-norm, {} FFT and {} FTIO-input kernel runs ({} kernels again on every core at once), {} Fortran runs, {} rewrites after a delete, {} settled writes ({} beside spinning threads), {} lock-probe rewrites, {} bus-probe reads, {} placed reads",
             results.memcpy.len(),
             results.pattern.len(),
             results.pattern_check.len(),
             results.busy_work.len(),
             results.bt.len(),
+            results.error_norm.len(),
             results.fft.len(),
             results.signal.len(),
             results.all_cores.as_ref().map_or(0, |t| t.kernels.len()),

@@ -301,10 +301,15 @@ pub enum KernelKind {
     /// before each write); `amount` in bytes. Real runs do it inside the timed
     /// region, so the twin charges it too.
     Pattern,
-    /// Checking data read against its pattern (IOR's compare after each read,
-    /// BTIO's verification sums); `amount` in bytes. It reads where filling
-    /// writes, so it runs at its own rate.
+    /// Checking data read against its pattern (IOR's compare after each read);
+    /// `amount` in bytes. It reads where filling writes, so it runs at its own
+    /// rate.
     PatternCheck,
+    /// BTIO's verification of a dump read back: NPB's error norm against BT's
+    /// exact solution (a polynomial per point); `amount` in bytes of the dump.
+    /// Where no rate of its own is given, the twin charges it as a
+    /// [`KernelKind::PatternCheck`].
+    ErrorNorm,
 }
 
 /// How often a repetition (`IoCtx::repeat`) runs its body.

@@ -24,6 +24,8 @@ pub(crate) struct Comm {
     /// Message latency (s) and bandwidth (B/s) for the collective cost models.
     pub(crate) lat: f64,
     pub(crate) bw: f64,
+    /// `lat` of a step of an all-reduce of one value (`nodes.allreduce_wake`).
+    pub(crate) allreduce_lat: f64,
     /// How much earlier than a collective's completion each member leaves it
     /// (`Platform::release_advance`; empty: all together).
     pub(crate) advance: Vec<f64>,
@@ -459,7 +461,7 @@ pub(crate) fn complete(
                 ReduceOp::Min => vals.fold(f64::INFINITY, f64::min),
                 ReduceOp::Max => vals.fold(f64::NEG_INFINITY, f64::max),
             };
-            (now + steps * (comm.lat + word), CollOut::F64(v))
+            (now + steps * (comm.allreduce_lat + word), CollOut::F64(v))
         }
         Kind::Allgather => {
             let vals = z

@@ -166,6 +166,9 @@ impl Model {
     pub(crate) fn new_comm(&mut self, members: Vec<usize>) -> Rc<Comm> {
         let wakes = self.platform.wakes(&members);
         let (lat, bw) = self.platform.message_params(&members, &wakes);
+        let (allreduce_lat, _) = self
+            .platform
+            .message_params(&members, &self.platform.allreduce_wakes(&wakes));
         let advance = self.platform.release_advance(&members);
         self.next_comm += 1;
         Rc::new(Comm {
@@ -173,6 +176,7 @@ impl Model {
             members,
             wakes,
             lat,
+            allreduce_lat,
             bw,
             advance,
         })

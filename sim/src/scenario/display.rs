@@ -55,6 +55,14 @@ impl fmt::Display for Scenario {
                     fmt_rate(g.compute.pattern_check)
                 )?;
             }
+            if let Some(rate) = g.compute.error_norm {
+                writeln!(
+                    f,
+                    "      BTIO's error norm {} of the dump (×{} with every core running ranks)",
+                    fmt_rate(rate),
+                    a.error_norm
+                )?;
+            }
             if g.compute.private_cache > 0 {
                 writeln!(
                     f,
@@ -239,6 +247,13 @@ impl fmt::Display for Scenario {
                     g.name,
                     fmt_time(g.syscall),
                     fmt_time(g.oversubscribed_wakeup)
+                )?;
+            }
+            if g.allreduce_wake != 1.0 {
+                writeln!(
+                    f,
+                    "  an all-reduce's step on `{}` waits {} of a wake-up",
+                    g.name, g.allreduce_wake
                 )?;
             }
             if g.read_syscall != g.syscall {

@@ -158,6 +158,12 @@ pub struct NodeGroup {
     /// poll (the ranks of the step are not always scheduled together). 0 = none
     /// (the default).
     pub polled_wakeup: f64,
+    /// The part of a message step's wake-up (`oversubscribed_wakeup`,
+    /// `polled_wakeup`) each step of an all-reduce of one value waits
+    /// (`allreduce_wake`; absent = 1, as any collective's step): MPICH's
+    /// all-reduce pairs ranks step by step, and a pair that shares a time
+    /// slice does not wait for the others.
+    pub allreduce_wake: f64,
     /// With `waiting_ranks = poll`: how much earlier, in seconds, the first
     /// `cores` of a node's ranks leave a collective whose ranks on the node
     /// outnumber its cores than the others do. The last message reaches the
@@ -263,6 +269,10 @@ pub struct ComputeRates {
     /// `pattern_check` for a buffer of at most `private_cache` bytes
     /// (`pattern_check_cached`; absent = `pattern_check`).
     pub pattern_check_cached: f64,
+    /// BTIO's error norm of a dump read back against BT's exact solution,
+    /// bytes of the dump per second (`error_norm`; absent = charged as a
+    /// pattern check).
+    pub error_norm: Option<f64>,
     /// Filling freshly mapped memory, bytes/s (`first_touch`; absent =
     /// infinite): each page's first write faults, and the kernel zeroes a
     /// page before the copy lands in it; unmapping is included.
@@ -287,6 +297,8 @@ pub struct AllCores {
     pub bt: f64,
     /// Of `flops`.
     pub flops: f64,
+    /// Of `error_norm`.
+    pub error_norm: f64,
 }
 
 /// A client node's page cache, modelled on Linux's write-back (`vm.dirty_ratio`,

@@ -416,11 +416,16 @@ impl Scenario {
                     pattern_check_cached: c
                         .rate_or("pattern_check_cached", c.rate_or("pattern_check", pattern)?)?,
                     first_touch: c.rate_or("first_touch", f64::INFINITY)?,
+                    error_norm: match c.opt("error_norm") {
+                        Some(_) => Some(c.rate("error_norm")?),
+                        None => None,
+                    },
                     all_cores: AllCores {
                         fft: kept("fft_all_cores")?,
                         signal: kept("signal_all_cores")?,
                         bt: kept("bt_all_cores")?,
                         flops: kept("flops_all_cores")?,
+                        error_norm: kept("error_norm_all_cores")?,
                     },
                 },
                 cache,
@@ -431,6 +436,7 @@ impl Scenario {
                 waiting_ranks: [WaitingRanks::Idle, WaitingRanks::Poll]
                     [n.choice("waiting_ranks", &["idle", "poll"], 0)?],
                 polled_wakeup: n.time_or("polled_wakeup", 0.0)?,
+                allreduce_wake: n.number_or("allreduce_wake", 1.0)?,
                 release_stagger: n.time_or("release_stagger", 0.0)?,
                 sleeping_ranks: [SleepingRanks::Hold, SleepingRanks::Yield]
                     [n.choice("sleeping_ranks", &["hold", "yield"], 0)?],

@@ -269,6 +269,12 @@ const KEYS: &[Key] = &[
         "with waiting_ranks = poll, extra latency of a message step among no more of a node's ranks than cores while its other ranks poll",
     ),
     key(
+        "nodes.allreduce_wake",
+        Quantity(Number),
+        Value("1"),
+        "the part of a message step's wake-up (`oversubscribed_wakeup`, `polled_wakeup`) each step of an all-reduce of one value waits (MPICH pairs ranks step by step; a pair sharing a time slice does not wait)",
+    ),
+    key(
         "nodes.release_stagger",
         Quantity(Time),
         Value("\"0s\""),
@@ -365,6 +371,12 @@ const KEYS: &[Key] = &[
         "as `fft_all_cores`, of `flops`",
     ),
     key(
+        "nodes.compute.error_norm_all_cores",
+        Quantity(Number),
+        Value("1"),
+        "as `fft_all_cores`, of `error_norm`",
+    ),
+    key(
         "nodes.compute.pattern",
         Quantity(Rate),
         Otherwise("free"),
@@ -399,6 +411,12 @@ const KEYS: &[Key] = &[
         Quantity(Rate),
         Otherwise("`pattern_check`"),
         "`pattern_check` for a buffer of at most `private_cache` bytes",
+    ),
+    key(
+        "nodes.compute.error_norm",
+        Quantity(Rate),
+        Otherwise("charged as `pattern_check`"),
+        "BTIO's verification per core: NPB's error norm of a dump read back against BT's exact solution (a polynomial per point), bytes of the dump",
     ),
     key(
         "nodes.cache.capacity",

@@ -197,11 +197,7 @@ impl<B: IoBuf> Storage<B> {
         };
         let mut out = Vec::new();
         for b in bufs {
-            out.extend(
-                b.bytes()?
-                    .chunks_exact(8)
-                    .map(|c| f64::from_ne_bytes(c.try_into().expect("8 bytes"))),
-            );
+            extend_doubles(&mut out, b.bytes()?);
         }
         Some(out)
     }
@@ -580,7 +576,7 @@ impl BtioProgram {
             for d in 0..dump {
                 f.read(ctx, &layout, d).await?;
                 let sums = ctx
-                    .compute(Kernel::pattern_check(layout.bytes()), || {
+                    .compute(Kernel::error_norm(layout.bytes()), || {
                         let state = solver.state();
                         let state = state.as_ref()?;
                         let stream = f.storage.doubles()?;
@@ -681,6 +677,15 @@ impl BtioProgram {
             hints,
         })
     }
+}
+
+/// `bytes` of a dump read back, as the doubles they hold, appended to `out`.
+pub(crate) fn extend_doubles(out: &mut Vec<f64>, bytes: &[u8]) {
+    out.extend(
+        bytes
+            .chunks_exact(8)
+            .map(|c| f64::from_ne_bytes(c.try_into().expect("8 bytes"))),
+    );
 }
 
 /// A 5-vector summed over all ranks.

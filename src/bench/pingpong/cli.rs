@@ -17,8 +17,9 @@ time (latency + bytes / bandwidth). Each row is the maximum over ranks of
 elapsed / repetitions. With more ranks than cores the barrier time shows the
 cost of waking a descheduled, busy-polling rank, and the barrier_exit rows when
 the ranks left the barriers (row k: the mean time after the first rank out at
-which the (k+1)-th left, over the first 100 barriers). Real runs check the data
-each rank holds after the exchanges.
+which the (k+1)-th left, over the first 100 barriers), then the allreduce row
+(as many all-reduces of one value, timed the same way). Real runs check the data
+each rank holds after the exchanges and every all-reduce's sum.
 
 With --two-phase SIZES, then collective I/O through ROMIO's two-phase method:
 every rank sees one shared file (-o) through an interleaved view (blocks of

@@ -12,7 +12,8 @@ impl Pingpong {
             "test", "ranks", "bytes", "reps", "time/op [us]", "MB/s"
         );
         for r in &out.rows {
-            let mb_s = if r.bytes > 0 {
+            // A bandwidth only where bytes move point to point.
+            let mb_s = if r.bytes > 0 && r.test != "allreduce" {
                 format!("{:.1}", r.bytes as f64 / r.seconds / 1e6)
             } else {
                 "-".into()

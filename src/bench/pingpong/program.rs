@@ -5,7 +5,7 @@ use super::*;
 /// One measured row.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct PingRow {
-    /// `sendrecv`, `barrier`, `barrier_exit` or one of the tests' names.
+    /// `sendrecv`, `barrier`, `barrier_exit`, `allreduce` or one of the tests' names.
     pub test: String,
     /// Ranks in the job.
     pub ranks: u64,
@@ -121,6 +121,8 @@ impl RankProgram for Pingpong {
             active: 0,
         });
         out.rows.extend(exit_rows(ctx, &left).await);
+        out.rows
+            .push(allreduces(ctx, self.params.barriers, &mut out.mismatches).await);
         if self.params.polled > 0 && ctx.stop_requested().await.is_none() {
             self.polled(ctx, &mut out).await;
         }
@@ -134,6 +136,38 @@ impl RankProgram for Pingpong {
             self.two_phase(ctx, &mut out).await;
         }
         out
+    }
+}
+
+/// The `allreduce` row: `count` all-reduces (sum) of one value each, timed as
+/// the barriers are. MPI's all-reduce is not its barrier: with more ranks than
+/// cores MPICH's took 0.5-0.75 of a barrier's time here (`nodes.allreduce_wake`).
+/// Each sum is checked (the twin reduces the values too).
+async fn allreduces<C: IoCtx>(ctx: &C, count: u64, mismatches: &mut Vec<String>) -> PingRow {
+    let (rank, size) = (ctx.rank(), ctx.size());
+    let expected = (size * (size - 1) / 2) as f64;
+    ctx.barrier().await;
+    let t0 = ctx.wtime();
+    let mut wrong = None;
+    for i in 0..count {
+        let sum = ctx.allreduce_f64(rank as f64, ReduceOp::Sum).await;
+        if sum != expected && wrong.is_none() {
+            wrong = Some((i, sum));
+        }
+    }
+    let mine = (ctx.wtime() - t0) / count as f64;
+    if let Some((i, sum)) = wrong {
+        mismatches.push(format!(
+            "rank {rank}: all-reduce {i} of the ranks' numbers gave {sum}, expected {expected}"
+        ));
+    }
+    PingRow {
+        test: "allreduce".into(),
+        ranks: size as u64,
+        bytes: 8,
+        iterations: count,
+        seconds: ctx.allreduce_f64(mine, ReduceOp::Max).await,
+        active: 0,
     }
 }
 

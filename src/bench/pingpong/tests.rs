@@ -53,9 +53,9 @@ fn twin_exchange_time_grows_with_size_and_barrier_is_timed() {
     let (outs, _) =
         crate::backend::sim::launch(&scenario, 3, piotwin_sim::SimOptions::seeded(1), &p).unwrap();
     let rows = &outs[0].rows;
-    // 3 sizes, the barrier, and when the second and third ranks left it (together:
-    // no stagger in the default scenario)
-    assert_eq!(rows.len(), 6);
+    // 3 sizes, the barrier, when the second and third ranks left it (together:
+    // no stagger in the default scenario), then the all-reduces
+    assert_eq!(rows.len(), 7);
     assert!(
         rows[..4].iter().all(|r| r.ranks == 3 && r.seconds > 0.0),
         "{rows:?}"
@@ -63,11 +63,22 @@ fn twin_exchange_time_grows_with_size_and_barrier_is_timed() {
     assert!(rows[0].seconds < rows[2].seconds, "{rows:?}");
     assert_eq!(rows[3].test, "barrier");
     assert!(
-        rows[4..]
+        rows[4..6]
             .iter()
             .zip(1..)
             .all(|(r, k)| r.test == "barrier_exit" && r.active == k && r.seconds == 0.0),
         "{rows:?}"
+    );
+    // An all-reduce of one value: the barrier's steps and 8 bytes more.
+    let a = &rows[6];
+    assert_eq!(
+        (a.test.as_str(), a.bytes, a.iterations),
+        ("allreduce", 8, rows[3].iterations)
+    );
+    assert!(a.seconds > rows[3].seconds, "{rows:?}");
+    assert!(
+        outs.iter().all(|o| o.mismatches.is_empty()),
+        "every sum checked"
     );
     assert_eq!(outs[1].rows, *rows, "every rank returns the same rows");
 }
