@@ -122,6 +122,7 @@ mod tests {
             "validation/vm-p/scenario.toml",
             "validation/vm-q/scenario.toml",
             "validation/vm-r/scenario.toml",
+            "validation/vm-s/scenario.toml",
         ] {
             let probes = root.join(format!("{file}.probes.json"));
             let raw: serde_json::Value =
