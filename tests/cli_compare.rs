@@ -394,6 +394,7 @@ fn the_twin_takes_the_rates_measured_again_before_the_real_run() {
         "nodes[0].compute.pattern_check_cached",
         "nodes[0].compute.flops",
         "nodes[0].compute.bt",
+        "nodes[0].compute.error_norm",
         "nodes[0].compute.fft",
         "nodes[0].compute.signal",
         "nodes[0].cache.write_bw",
