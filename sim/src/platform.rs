@@ -137,6 +137,9 @@ pub(crate) struct Node {
     /// A copy whose destination lies fewer bytes than this past its source,
     /// modulo a page, aliases (0: none does).
     aliased_within: u64,
+    /// What the node's aliased copies share where each core keeps only part
+    /// of `aliased_bw` while all copy aliased (`nodes.cache.aliased_all_cores`).
+    aliased_together: Option<ResourceId>,
     /// The node's rate for messages received into (unpacked, index 0) and sent
     /// from (packed, index 1) a derived datatype while it is oversubscribed;
     /// `None` where not modelled.
@@ -475,6 +478,17 @@ impl Platform {
                         .as_ref()
                         .filter(|c| c.aliased_bw.is_finite())
                         .map_or(0, |c| c.aliased_within),
+                    aliased_together: g
+                        .cache
+                        .as_ref()
+                        .filter(|c| c.aliased_bw.is_finite())
+                        .and_then(|c| {
+                            let kept = c.aliased_all_cores?;
+                            Some(flows.add_resource(
+                                format!("{name}.cache.aliased"),
+                                g.cores as f64 * kept * c.aliased_bw,
+                            ))
+                        }),
                     datatype: [
                         ("unpack", g.oversubscribed_unpack_bw),
                         ("pack", g.oversubscribed_pack_bw),
@@ -768,7 +782,8 @@ impl Platform {
 
     /// The memory bus at weight `memory_bw` / `bus` (the bus's rate for this
     /// copy) and, at the per-byte core time of `parts` (rate index, share of
-    /// the bytes) where a rate is below `bus`, the rank's core.
+    /// the bytes) where a rate is below `bus`, the rank's core; the aliased
+    /// share also through what the node's aliased copies share, if modelled.
     fn cache_path(&self, rank: usize, parts: &[(usize, f64)], bus: f64) -> Vec<(ResourceId, f64)> {
         let n = &self.nodes[self.node_of(rank)];
         let weight: f64 = parts
@@ -778,6 +793,11 @@ impl Platform {
             .sum();
         // (memory_bw / memory_bw is 1 to the bit: writes, and reads by default)
         let mut path = vec![(n.mem, n.memory_bw / bus)];
+        if let Some(together) = n.aliased_together
+            && let Some(&(_, share)) = parts.iter().find(|&&(i, share)| i == 3 && share > 0.0)
+        {
+            path.push((together, share));
+        }
         if weight > 0.0 {
             let core =
                 self.rank_cpu[rank].expect("cores where the page cache is slower than the bus");

@@ -778,3 +778,52 @@ fn a_cache_copy_a_few_bytes_past_its_source_runs_at_aliased_bw() {
     );
     check(with(&[]), [0.1, 0.1, 0.1, 0.1]);
 }
+
+/// `nodes.cache.aliased_all_cores`: 2 ranks on a 2-core node each read
+/// 100 MB at a page-aligned offset (25 000 pages apart) into a buffer 16 B
+/// past a page (aliased, 250 MB/s a core). Alone:
+/// 0.4 s each. Each core keeping 0.6 while both copy aliased, the node's
+/// aliased copies share 2 × 0.6 × 250 = 300 MB/s: 150 MB/s each, 2/3 s.
+/// Only rank 0 reading: its core's 250 MB/s is below 300, 0.4 s.
+#[test]
+fn aliased_copies_on_every_core_share_the_part_each_keeps() {
+    let times = |readers: usize, extra: &[&'static str]| {
+        let mut set = ROOMY_DIRTY.to_vec();
+        set.push("nodes[0].cores=2");
+        set.push("nodes[0].cache.aliased_bw=\"250MB/s\"");
+        set.extend_from_slice(extra);
+        run(&scenario(1, 1, &set), 2, async |r: &Rank| {
+            let mut f = r
+                .open("/a", OpenMode::CreateReadWrite, false, Api::Posix)
+                .await
+                .unwrap();
+            let op = |access| Op {
+                access,
+                coord: Coordination::Independent,
+                pos: Position::At(102_400_000 * r.rank() as u64),
+            };
+            // written from a page-aligned buffer: not aliased
+            r.xfer_placed(&mut f, op(Access::Write), 100_000_000, Some(0))
+                .await
+                .unwrap();
+            r.barrier().await;
+            let t = r.now();
+            if r.rank() < readers {
+                r.xfer_placed(&mut f, op(Access::Read), 100_000_000, Some(16))
+                    .await
+                    .unwrap();
+            }
+            r.now() - t
+        })
+    };
+    let check = |t: Vec<f64>, want: [f64; 2]| {
+        assert!(
+            t.iter().zip(want).all(|(&a, b)| close(a, b)),
+            "{t:?}, want {want:?}"
+        );
+    };
+    let kept = ["nodes[0].cache.aliased_all_cores=0.6"];
+    check(times(2, &kept), [2.0 / 3.0, 2.0 / 3.0]);
+    check(times(1, &kept), [0.4, 0.0]);
+    check(times(2, &[]), [0.4, 0.4]);
+}

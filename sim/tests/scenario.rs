@@ -424,6 +424,22 @@ fn overwrite_and_aliasing_keys_are_checked() {
         e.contains("nodes[0].cache.aliased_within = \"8KiB\": copies alias modulo 4 KiB"),
         "{e}"
     );
+    let kept = |v: &str| {
+        GOOD.replace(
+            "[network]",
+            &format!("[nodes.cache]\naliased_bw = \"1GB/s\"\naliased_all_cores = {v}\n[network]"),
+        )
+    };
+    let e = err(&kept("0"));
+    assert!(
+        e.contains("nodes[0].cache.aliased_all_cores = 0: must be above 0"),
+        "{e}"
+    );
+    let s = Scenario::from_str(&kept("0.6"), "s.toml").unwrap();
+    assert_eq!(
+        s.nodes[0].cache.as_ref().map(|c| c.aliased_all_cores),
+        Some(Some(0.6))
+    );
     let fine = GOOD.replace(
         "write_bw = \"400MB/s\"",
         "write_bw = \"400MB/s\"\noverwrite_bw = \"600MB/s\"",

@@ -31,6 +31,7 @@
 //! | `nodes.cache.rewrite_bw` | IOzone rewrite, cached files (pages already held) | as above |
 //! | `nodes.read_syscall`, `nodes.cache.read_bw` | IOzone re-read | as above |
 //! | `nodes.cache.aliased_bw`, `aliased_within` | the aliasing probe: a cached file read in 1 MiB requests at page-aligned offsets into a buffer placed 0 to 256 B past a page, each in turn, 3 rounds | placements below 3/4 of the rate at a page boundary alias: their median rate (the slowest and fastest as the interval); `aliased_within` the smallest placement beyond every aliasing one; neither where none aliases |
+//! | `nodes.cache.aliased_all_cores` | the all-cores probe's `aliased_read`: the aliasing probe's file read into a buffer 16 B past a page, a file per thread, alone and on all threads at once, in turn, 3 rounds | as the kernels' `_all_cores` above; not where none aliases |
 //! | `nodes.cache.capacity` | IOzone re-read over file sizes | cache knee (two plateaus of log bandwidth), else `MemTotal` |
 //! | `server.device.read_latency`, `read_bw` | IOzone cold read (`-I`) | time per record = latency + record / bw (Huber) |
 //! | `metadata.sync`, `server.device.write_bw` | IOzone `fsync_s` | fsync time = sync + dirty bytes / bw (Huber) |
@@ -299,6 +300,17 @@ pub fn fit_all(r: &ProbeResults, base: &Scenario) -> Fitted {
     fit_memory_bus(r, &mut f);
     fit_memory_read_bus(r, &mut f);
     fit_aliased(r, &mut f);
+    // what each core keeps of an aliased rate means nothing where none aliases
+    if f.get("nodes.cache.aliased_bw").is_none() {
+        const KEPT: &str = "nodes.cache.aliased_all_cores";
+        if f.params.iter().any(|p| p.key == KEPT) {
+            f.params.retain(|p| p.key != KEPT);
+            f.skip(
+                &[KEPT],
+                "no placement aliases (no `nodes.cache.aliased_bw`)".to_string(),
+            );
+        }
+    }
     fit_sleeping(r, &mut f);
     fit_wake_slice(r, &mut f);
     fit_shared_pointer(r, &mut f);
@@ -439,7 +451,7 @@ fn fit_memcpy(r: &ProbeResults, f: &mut Fitted) {
 /// right before and after ([`super::memcpy::KernelRounds::kept`]); the median
 /// round, the lowest and highest as the interval.
 fn fit_all_cores(r: &ProbeResults, f: &mut Fitted) {
-    const KERNELS: [(&str, &str, &str); 5] = [
+    const KERNELS: [(&str, &str, &str); 6] = [
         (
             "busy_work",
             "nodes.compute.flops_all_cores",
@@ -453,6 +465,11 @@ fn fit_all_cores(r: &ProbeResults, f: &mut Fitted) {
         ),
         ("fft", "nodes.compute.fft_all_cores", "FTIO's FFT kernel"),
         ("signal", "nodes.compute.signal_all_cores", "FTIO's input"),
+        (
+            "aliased_read",
+            "nodes.cache.aliased_all_cores",
+            "cached reads into a buffer 16 B past a page",
+        ),
     ];
     let cores = r.machine.cores.max(1);
     for (kernel, key, what) in KERNELS {
@@ -2610,12 +2627,13 @@ pub(crate) mod tests {
     /// A woken writer's slice on a whole core, s.
     const WAKE_SLICE: f64 = 2e-3;
     /// The all-cores probe's kernels, their keys and the part each keeps.
-    const ALL_CORES: [(&str, &str, f64); 5] = [
+    const ALL_CORES: [(&str, &str, f64); 6] = [
         ("busy_work", "nodes.compute.flops_all_cores", 0.5),
         ("bt", "nodes.compute.bt_all_cores", 0.85),
         ("error_norm", "nodes.compute.error_norm_all_cores", 0.95),
         ("fft", "nodes.compute.fft_all_cores", 0.75),
         ("signal", "nodes.compute.signal_all_cores", 1.05),
+        ("aliased_read", "nodes.cache.aliased_all_cores", 0.6),
     ];
     const UNPACK: f64 = 110e6;
     const PACK: f64 = 160e6;

@@ -828,7 +828,8 @@ fn fft_bands(i: u64) -> (f64, impl FnMut()) {
 /// round's rates alone and together see the same host.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct KernelRounds {
-    /// The kernel: `busy_work`, `bt`, `error_norm`, `fft` or `signal`.
+    /// The kernel: `busy_work`, `bt`, `error_norm`, `fft`, `signal` or
+    /// `aliased_read`.
     pub kernel: String,
     /// Units each timed run does.
     pub reps: u64,
@@ -873,12 +874,12 @@ const ROUND_RUN_S: f64 = 0.2;
 /// Rounds per kernel.
 const ROUNDS: usize = 3;
 
-/// [`KernelRounds`] of the kernel whose unit `make` sets up (per thread, its
-/// own buffers) and returns.
+/// [`KernelRounds`] of the kernel whose unit `make(thread)` sets up (per
+/// thread, its own buffers; the thread alone is thread 0) and returns.
 fn kernel_rounds<U: FnMut()>(
     kernel: &str,
     threads: usize,
-    make: &(impl Fn() -> U + Sync),
+    make: &(impl Fn(usize) -> U + Sync),
 ) -> KernelRounds {
     use std::sync::atomic::{AtomicUsize, Ordering};
     let timed = |unit: &mut U, reps: u64| {
@@ -888,7 +889,7 @@ fn kernel_rounds<U: FnMut()>(
         }
         t0.elapsed().as_secs_f64()
     };
-    let mut unit = make();
+    let mut unit = make(0);
     unit();
     let one = timed(&mut unit, 1).max(1e-6);
     let reps = ((ROUND_RUN_S / one).ceil() as u64).max(1);
@@ -899,9 +900,10 @@ fn kernel_rounds<U: FnMut()>(
         let measuring = AtomicUsize::new(threads);
         together_s.push(std::thread::scope(|s| {
             let handles: Vec<_> = (0..threads)
-                .map(|_| {
-                    s.spawn(|| {
-                        let mut unit = make();
+                .map(|thread| {
+                    let (start, measuring) = (&start, &measuring);
+                    s.spawn(move || {
+                        let mut unit = make(thread);
                         unit();
                         start.wait();
                         let t = timed(&mut unit, reps);
@@ -941,21 +943,79 @@ pub fn measure_kernels_together(
     use crate::bench::madbench2::busy_loop;
     let mut kernels = Vec::new();
     if let Some(&loops) = busy_loops.iter().max() {
-        kernels.push(kernel_rounds("busy_work", threads, &|| {
+        kernels.push(kernel_rounds("busy_work", threads, &|_| {
             move || {
                 std::hint::black_box(busy_loop(loops, BUSY_WORK_BLOCK));
             }
         }));
     }
     if let Some(&(n, ranks)) = bt_steps.iter().max_by_key(|c| c.0.pow(3) / c.1 as u64) {
-        kernels.push(kernel_rounds("bt", threads, &|| bt_step(n, ranks).1));
-        kernels.push(kernel_rounds("error_norm", threads, &|| {
+        kernels.push(kernel_rounds("bt", threads, &|_| bt_step(n, ranks).1));
+        kernels.push(kernel_rounds("error_norm", threads, &|_| {
             error_norm_dump(n, ranks).1
         }));
     }
     if let Some(&i) = fft_sides.iter().max() {
-        kernels.push(kernel_rounds("fft", threads, &|| fft_bands(i).1));
-        kernels.push(kernel_rounds("signal", threads, &|| signal_band(i).1));
+        kernels.push(kernel_rounds("fft", threads, &|_| fft_bands(i).1));
+        kernels.push(kernel_rounds("signal", threads, &|_| signal_band(i).1));
     }
     KernelsTogether { threads, kernels }
+}
+
+/// The aliasing probe's reads on all cores at once, for
+/// `nodes.cache.aliased_all_cores`: a file of `bytes` per thread, written and
+/// read once (cached), then [`KernelRounds`] whose unit reads a thread's file
+/// whole in 1 MiB requests at page-aligned offsets into a buffer `placed`
+/// bytes past a page (as [`measure_aliased`] times them alone). The files are
+/// deleted at the end.
+pub fn measure_aliased_together(
+    dir: &std::path::Path,
+    threads: usize,
+    bytes: u64,
+    placed: u64,
+) -> std::io::Result<KernelRounds> {
+    use std::os::unix::fs::FileExt;
+    const PAGE: usize = 4096;
+    const REQUEST: usize = 1 << 20;
+    let paths: Vec<std::path::PathBuf> = (0..threads)
+        .map(|i| dir.join(format!("alias-together-probe-{i}.tmp")))
+        .collect();
+    let run = || -> std::io::Result<KernelRounds> {
+        let files = paths
+            .iter()
+            .map(|p| open_scratch(p))
+            .collect::<std::io::Result<Vec<_>>>()?;
+        rewrite_together(&files, threads, bytes)?;
+        read_together(&files, bytes)?;
+        let failed = std::sync::Mutex::new(None);
+        let rounds = kernel_rounds("aliased_read", threads, &|thread| {
+            let file = &files[thread];
+            let failed = &failed;
+            let mut memory = vec![1u8; REQUEST + 2 * PAGE];
+            let at = (PAGE - memory.as_ptr() as usize % PAGE) % PAGE + placed as usize % PAGE;
+            move || {
+                let buf = &mut memory[at..at + REQUEST];
+                let mut off = 0;
+                while off < bytes {
+                    let n = (bytes - off).min(REQUEST as u64) as usize;
+                    if let Err(e) = file.read_exact_at(&mut buf[..n], off) {
+                        failed.lock().expect("no thread panicked").get_or_insert(e);
+                        return;
+                    }
+                    off += n as u64;
+                }
+            }
+        });
+        match failed.into_inner().expect("no thread panicked") {
+            Some(e) => Err(e),
+            None => Ok(rounds),
+        }
+    };
+    let out = run();
+    for p in &paths {
+        if p.exists() {
+            std::fs::remove_file(p)?;
+        }
+    }
+    out
 }

@@ -461,6 +461,10 @@ pub(super) fn run(args: &CalibrateArgs) -> Result<(), CliError> {
     }
 }
 
+/// Where the all-cores aliasing probe places its buffers past a page: where
+/// glibc's `malloc` places a large block, as the benchmarks' buffers lie.
+const ALIASED_PLACE: u64 = 16;
+
 /// Runs the plan's steps; what they measured and what failed.
 fn probe(inp: &Inputs, plan: Plan, scratch: &Path) -> ProbeResults {
     let mut results = ProbeResults::with_kernels(inp.machine.clone(), plan.clone());
@@ -509,6 +513,20 @@ fn probe(inp: &Inputs, plan: Plan, scratch: &Path) -> ProbeResults {
                     .into(),
                 message: e.to_string(),
             }),
+        }
+        if let Some(together) = results.all_cores.as_mut() {
+            match memcpy::measure_aliased_together(
+                scratch,
+                together.threads,
+                plan.alias_bytes,
+                ALIASED_PLACE,
+            ) {
+                Ok(k) => together.kernels.push(k),
+                Err(e) => results.failures.push(StepFailure {
+                    step: "aliasing on all cores: cached reads into buffers 16 B past a page by every thread at once in the scratch directory".into(),
+                    message: e.to_string(),
+                }),
+            }
         }
     }
     match memcpy::measure_delete(scratch, &plan.delete_sizes, 2) {

@@ -331,6 +331,10 @@ pub struct ClientCache {
     pub aliased_bw: f64,
     /// Bytes past the source within which a copy's destination aliases (`aliased_within`).
     pub aliased_within: u64,
+    /// Part of `aliased_bw` each core keeps while every core of the node
+    /// copies aliased (`aliased_all_cores`; absent = all of it): the node's
+    /// aliased copies together run at most at cores × this × `aliased_bw`.
+    pub aliased_all_cores: Option<f64>,
     /// Rate at which the page cache takes memory the node has not backed yet,
     /// bytes/s per node (`fresh_bw`; absent = infinite): a VM whose hypervisor
     /// took back free memory faults it in again, a full host reclaims first.

@@ -380,6 +380,16 @@ impl Scenario {
                             }
                             within
                         },
+                        aliased_all_cores: match t.number_opt("aliased_all_cores")? {
+                            Some(kept) if kept <= 0.0 => {
+                                return Err(t.bad(
+                                    "aliased_all_cores",
+                                    t.req("aliased_all_cores", "")?,
+                                    "must be above 0 (the part of `aliased_bw` each core keeps)",
+                                ));
+                            }
+                            kept => kept,
+                        },
                         direct_from: match t.opt("direct_from") {
                             Some(_) => t.size("direct_from")?,
                             None => u64::MAX,

@@ -467,6 +467,12 @@ const KEYS: &[Key] = &[
         "how far past its source a copy's destination may lie, modulo 4 KiB, and alias (`aliased_bw`)",
     ),
     key(
+        "nodes.cache.aliased_all_cores",
+        Quantity(Number),
+        Otherwise("all of it"),
+        "the part of `aliased_bw` each core keeps while every core of the node copies aliased: the node's aliased copies together run at most at `cores` × this × `aliased_bw` (a resource of the node, shared as the copies run)",
+    ),
+    key(
         "nodes.cache.fresh_bw",
         Quantity(Rate),
         Otherwise("no cost"),
