@@ -8,7 +8,8 @@
 //!  rank ─ node ─ NIC tx/rx ──┐                 ┌── server NIC rx/tx ── device
 //!  rank ─ node ─ NIC tx/rx ──┼──── switch ─────┤   (one busy-second per second;
 //!  rank ─ node ─ NIC tx/rx ──┘  (aggregate bw)  │    weight 1/read_bw or 1/write_bw)
-//!        └ memory bus (intra-node messages, page-cache copies: memory_bw)
+//!        └ memory bus (intra-node messages at most message_bw a core,
+//!                      page-cache copies: memory_bw)
 //! ```
 //!
 //! # CPU time on the client
@@ -90,6 +91,8 @@ pub(crate) struct Node {
     memory_bw: f64,
     /// The bus's rate for reads out of the page cache (`memory_read_bw`), bytes/s.
     memory_read_bw: f64,
+    /// Per-core rate of an intra-node message (`message_bw`), bytes/s.
+    message_bw: f64,
     nic_latency: f64,
     nic_bw: f64,
     rates: ComputeRates,
@@ -449,6 +452,7 @@ impl Platform {
                     mem: flows.add_resource(format!("{name}.mem"), g.memory_bw),
                     memory_bw: g.memory_bw,
                     memory_read_bw: g.memory_read_bw,
+                    message_bw: g.message_bw,
                     nic_latency: g.nic_latency,
                     nic_bw: g.nic_bw,
                     rates: g.compute.clone(),
@@ -566,6 +570,7 @@ impl Platform {
         let needs = |n: &Node| {
             n.oversubscribed
                 || n.rates.memcpy < n.memory_bw
+                || n.message_bw < n.memory_bw
                 || n.cache_bw.iter().any(|&b| b < n.memory_bw)
                 || n.cache_bw[1] < n.memory_read_bw
         };
@@ -933,7 +938,7 @@ impl Platform {
     /// A point-to-point message of `bytes` from world rank `src` to `dst` of a
     /// communicator with wake-ups `wakes` ([`Platform::wakes`]): (latency,
     /// path). Within a node it crosses the memory bus (and the sender's core,
-    /// which copies it at `memcpy`, where the bus is faster); otherwise both
+    /// which moves it at `message_bw`, where the bus is faster); otherwise both
     /// NICs and the switch. A receiver on an oversubscribed node adds its
     /// wake-up to the latency, twice for a message above the node's
     /// `eager_limit` (the rendezvous: the receiver answers the request to
@@ -949,10 +954,10 @@ impl Platform {
         let na = &self.nodes[a];
         let (lat, path) = if a == b {
             let mut path = vec![(na.mem, 1.0)];
-            if na.rates.memcpy < na.memory_bw {
-                // one core copies it, at most at its memcpy rate
-                let core = self.rank_cpu[src].expect("cores where memcpy is below the bus");
-                path.push((core, 1.0 / na.rates.memcpy));
+            if na.message_bw < na.memory_bw {
+                // the sender's core moves it, at most at the node's message rate
+                let core = self.rank_cpu[src].expect("cores where messages are below the bus");
+                path.push((core, 1.0 / na.message_bw));
             }
             (na.nic_latency, path)
         } else {
@@ -1017,7 +1022,7 @@ impl Platform {
             let n = &self.nodes[ni];
             if one_node {
                 lat = lat.max(n.nic_latency);
-                bw = bw.min(n.rates.memcpy);
+                bw = bw.min(n.message_bw);
             } else {
                 let worst = self.routes[n.switch]
                     .iter()

@@ -435,6 +435,25 @@ fn overwrite_and_aliasing_keys_are_checked() {
         e.contains("nodes[0].cache.aliased_all_cores = 0: must be above 0"),
         "{e}"
     );
+    let e = err(&GOOD.replace(
+        "nic_latency = \"2us\"\n",
+        "nic_latency = \"2us\"\nmessage_bw = \"quick\"\n",
+    ));
+    assert!(e.contains("nodes[0].message_bw = \"quick\""), "{e}");
+    let s = Scenario::from_str(
+        &GOOD.replace(
+            "nic_latency = \"2us\"\n",
+            "nic_latency = \"2us\"\nmessage_bw = \"2.5GB/s\"\n",
+        ),
+        "s.toml",
+    )
+    .unwrap();
+    assert_eq!(s.nodes[0].message_bw, 2.5e9);
+    assert!(
+        s.to_string()
+            .contains("intra-node messages 2.5 GB/s per core"),
+        "{s}"
+    );
     let s = Scenario::from_str(&kept("0.6"), "s.toml").unwrap();
     assert_eq!(
         s.nodes[0].cache.as_ref().map(|c| c.aliased_all_cores),

@@ -123,6 +123,7 @@ mod tests {
             "validation/vm-q/scenario.toml",
             "validation/vm-r/scenario.toml",
             "validation/vm-s/scenario.toml",
+            "validation/vm-t/scenario.toml",
         ] {
             let probes = root.join(format!("{file}.probes.json"));
             let raw: serde_json::Value =

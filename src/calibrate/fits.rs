@@ -18,7 +18,7 @@
 //! | `nodes.compute.signal` | FTIO's input computed over Mini-Square sides | time = latency + bytes / rate (Huber) |
 //! | `nodes.compute.error_norm` | BTIO's verification of rank 0's dump (bytes as doubles, NPB's error norm) over the BT probe's grids and rank counts | time = latency + bytes / rate (Huber) |
 //! | `nodes.fortran_statement` | Fortran `WRITE(REC=)` of 40-byte records over statement counts | time = latency + statements · cost (Huber) |
-//! | `nodes.nic_latency`, `nodes.nic_bw` | b_eff, 2 ranks, its `MPI_Sendrecv` loops | exchange time (loop time / 2 loops) = latency + bytes / bw (Huber) |
+//! | `nodes.nic_latency`, `nodes.nic_bw`, `nodes.message_bw` | b_eff, 2 ranks (on the calibrating node), its `MPI_Sendrecv` loops | exchange time (loop time / 2 loops) = latency + bytes / bw (Huber); `message_bw` the same bw (the ranks share the node) |
 //! | `nodes.oversubscribed_wakeup` | b_eff's `MPI_Sendrecv` exchanges of 1 byte | mean exchange at N > cores ranks − mean at 2 ranks |
 //! | `nodes.eager_limit` | b_eff's `MPI_Sendrecv` exchanges at N > cores ranks over message sizes | the largest size before the median exchange steps up to 1.5 × that at ≤ 1 KiB and stays there (the rendezvous' second wake-up) |
 //! | `nodes.oversubscribed_unpack_bw`, `nodes.oversubscribed_pack_bw` | pingpong's two-phase test (`write_at_all`, `read_at_all` through an interleaved view) at N > cores ranks over call sizes | call time − the aggregator's page-cache copy = intercept + exchanged bytes / bw (Huber); exchanged: the (N − 1)/N of a call's bytes that reach the node's one aggregator |
@@ -625,6 +625,7 @@ fn fit_in_process(
 
 fn fit_pingpong(r: &ProbeResults, f: &mut Fitted) {
     const KEYS: [&str; 2] = ["nodes.nic_latency", "nodes.nic_bw"];
+    const MESSAGE: &str = "nodes.message_bw";
     // An iteration of b_eff's Sendrecv method is two exchanges, each moving the
     // message both ways at once: one exchange costs one message time.
     let pairs: Vec<(f64, f64)> = r
@@ -633,13 +634,19 @@ fn fit_pingpong(r: &ProbeResults, f: &mut Fitted) {
         .filter(|p| p.method == "Sndrcv" && p.ranks == 2)
         .map(|p| (p.bytes as f64, p.seconds / (2 * p.loops.max(1)) as f64))
         .collect();
+    const PROBE: &str =
+        "b_eff: MPI_Sendrecv loops of every pattern between 2 ranks over its 21 message sizes";
     match fit_latency_bandwidth_robust(&pairs, LEVEL) {
-        Ok(fit) => f.linear(
-            (Some(KEYS[0]), Some(KEYS[1])),
-            &fit,
-            "b_eff: MPI_Sendrecv loops of every pattern between 2 ranks over its 21 message sizes",
-        ),
-        Err(e) => f.skip(&KEYS, why(&e)),
+        Ok(fit) => {
+            f.linear((Some(KEYS[0]), Some(KEYS[1])), &fit, PROBE);
+            // calibration's ranks share one node: its messages are the node's
+            f.linear(
+                (None, Some(MESSAGE)),
+                &fit,
+                &format!("{PROBE}, both ranks on this node"),
+            );
+        }
+        Err(e) => f.skip(&[KEYS[0], KEYS[1], MESSAGE], why(&e)),
     }
     fit_oversubscribed(r, f);
     fit_eager_limit(r, f);
@@ -2533,6 +2540,7 @@ pub(crate) mod tests {
             "validation/vm-q/scenario.toml",
             "validation/vm-r/scenario.toml",
             "validation/vm-s/scenario.toml",
+            "validation/vm-t/scenario.toml",
         ] {
             let probes = root.join(format!("{file}.probes.json"));
             let raw: serde_json::Value =
@@ -3278,6 +3286,7 @@ pub(crate) mod tests {
         // The exchange time's noise is one-sided (|N|): the latency is biased up
         // by about 0.16 µs, the bandwidth is not.
         within(&f, "nodes.nic_bw", NIC_BW);
+        within(&f, "nodes.message_bw", NIC_BW);
         assert_eq!(
             f.get("nodes.cache.capacity").unwrap().value,
             (16u64 << 30) as f64

@@ -668,26 +668,43 @@ pub fn measure_busy_work(loop_counts: &[u64], reps: usize) -> Vec<FlopSample> {
     out
 }
 
+/// `reps` timings of each case's unit, after an untimed one: `setup(case)`
+/// gives the unit's amount (bytes or counted flops) and the unit to run;
+/// `sample` makes a timing of it a sample.
+fn time_cases<C: Copy, A: Copy, U: FnMut(), S>(
+    cases: &[C],
+    reps: usize,
+    setup: impl Fn(C) -> (A, U),
+    sample: impl Fn(A, f64) -> S,
+) -> Vec<S> {
+    let mut out = Vec::with_capacity(cases.len() * reps);
+    for &case in cases {
+        let (amount, mut unit) = setup(case);
+        unit();
+        for _ in 0..reps {
+            let t0 = Instant::now();
+            unit();
+            out.push(sample(amount, t0.elapsed().as_secs_f64()));
+        }
+    }
+    out
+}
+
+fn copy_sample(bytes: u64, seconds: f64) -> CopySample {
+    CopySample { bytes, seconds }
+}
+
+fn flop_sample(flops: f64, seconds: f64) -> FlopSample {
+    FlopSample { flops, seconds }
+}
+
 /// NPB BT's time step as real BTIO runs it ([`crate::bench::btio::bt`]) on the
 /// cells of rank 0 of an `n³` grid on `ranks` ranks, for each `(n, ranks)` of
 /// `cases`: `reps` timings of one step after an untimed one, each with the
 /// step's counted flops (what the twin charges at `bt`). The neighbours'
 /// messages are zeros: their arithmetic is the same.
 pub fn measure_bt(cases: &[(u64, usize)], reps: usize) -> Vec<FlopSample> {
-    let mut out = Vec::with_capacity(cases.len() * reps);
-    for &(n, ranks) in cases {
-        let (step_flops, mut step) = bt_step(n, ranks);
-        step();
-        for _ in 0..reps {
-            let t0 = Instant::now();
-            step();
-            out.push(FlopSample {
-                flops: step_flops,
-                seconds: t0.elapsed().as_secs_f64(),
-            });
-        }
-    }
-    out
+    time_cases(cases, reps, |(n, ranks)| bt_step(n, ranks), flop_sample)
 }
 
 /// Rank 0's BT step of an `n³` grid on `ranks` ranks: its counted flops, and
@@ -712,20 +729,12 @@ fn bt_step(n: u64, ranks: usize) -> (f64, impl FnMut()) {
 /// `cases`: `reps` timings each, in bytes of the dump (as the twin charges
 /// them at `error_norm`).
 pub fn measure_error_norm(cases: &[(u64, usize)], reps: usize) -> Vec<CopySample> {
-    let mut out = Vec::with_capacity(cases.len() * reps);
-    for &(n, ranks) in cases {
-        let (bytes, mut norm) = error_norm_dump(n, ranks);
-        norm();
-        for _ in 0..reps {
-            let t0 = Instant::now();
-            norm();
-            out.push(CopySample {
-                bytes,
-                seconds: t0.elapsed().as_secs_f64(),
-            });
-        }
-    }
-    out
+    time_cases(
+        cases,
+        reps,
+        |(n, ranks)| error_norm_dump(n, ranks),
+        copy_sample,
+    )
 }
 
 /// Rank 0's dump of an `n³` grid on `ranks` ranks: its bytes, and its
@@ -753,20 +762,7 @@ fn error_norm_dump(n: u64, ranks: usize) -> (u64, impl FnMut()) {
 /// timings each, of bands in turn, in bytes of output (as the twin charges
 /// them at `signal`).
 pub fn measure_signal(sides: &[u64], reps: usize) -> Vec<CopySample> {
-    let mut out = Vec::with_capacity(sides.len() * reps);
-    for &i in sides {
-        let (bytes, mut band) = signal_band(i);
-        band();
-        for _ in 0..reps {
-            let t0 = Instant::now();
-            band();
-            out.push(CopySample {
-                bytes,
-                seconds: t0.elapsed().as_secs_f64(),
-            });
-        }
-    }
-    out
+    time_cases(sides, reps, signal_band, copy_sample)
 }
 
 /// FTIO's input of one band at Mini-Square side `i` (4 bands): its bytes, and
@@ -790,20 +786,7 @@ fn signal_band(i: u64) -> (u64, impl FnMut()) {
 /// `I`: `reps` timings each, flops counted as FTIO counts them (5·N·log2 N per
 /// transform, as the twin charges them at `fft`).
 pub fn measure_fft(sides: &[u64], reps: usize) -> Vec<FlopSample> {
-    let mut out = Vec::with_capacity(sides.len() * reps);
-    for &i in sides {
-        let (flops, mut transform) = fft_bands(i);
-        transform();
-        for _ in 0..reps {
-            let t0 = Instant::now();
-            transform();
-            out.push(FlopSample {
-                flops,
-                seconds: t0.elapsed().as_secs_f64(),
-            });
-        }
-    }
-    out
+    time_cases(sides, reps, fft_bands, flop_sample)
 }
 
 /// FTIO's FFT kernel on 4 bands at Mini-Square side `i`: its counted flops,

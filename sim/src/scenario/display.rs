@@ -75,6 +75,13 @@ impl fmt::Display for Scenario {
             if g.memory_bw != g.compute.memcpy {
                 writeln!(f, "      memory bus {} per node", fmt_rate(g.memory_bw))?;
             }
+            if g.message_bw != g.compute.memcpy {
+                writeln!(
+                    f,
+                    "      intra-node messages {} per core",
+                    fmt_rate(g.message_bw)
+                )?;
+            }
             if g.memory_read_bw != g.memory_bw {
                 writeln!(
                     f,

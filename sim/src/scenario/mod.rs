@@ -123,6 +123,11 @@ pub struct NodeGroup {
     /// cache holds reads it once; those reads take the bus at `memory_bw` /
     /// this per byte (larger buffers are written back as a write's lines).
     pub memory_read_bw: f64,
+    /// Per-core rate of an intra-node message, bytes/s (`message_bw`; default
+    /// `compute.memcpy`): MPI's shared-memory transport copies a message
+    /// through buffers both processes map, in pieces each side hands over, so
+    /// it runs below one plain copy.
+    pub message_bw: f64,
     /// NIC latency per message in seconds.
     pub nic_latency: f64,
     /// The switch the nodes' NICs attach to (a name from `[network]`).

@@ -227,6 +227,12 @@ const KEYS: &[Key] = &[
         "the node's memory bus, shared by its intra-node messages and page-cache copies (each copy at most one core's `memcpy`)",
     ),
     key(
+        "nodes.message_bw",
+        Quantity(Rate),
+        Otherwise("`compute.memcpy`"),
+        "per-core rate of a message between two ranks of the node (MPI's shared-memory transport: a copy through buffers both processes map, in pieces each hands over), at most this on the sender's core and through the memory bus",
+    ),
+    key(
         "nodes.memory_read_bw",
         Quantity(Rate),
         Otherwise("`memory_bw`"),
