@@ -292,11 +292,7 @@ pub fn measure_bus_read(
             .collect()
     };
     let out = run();
-    for p in &paths {
-        if p.exists() {
-            std::fs::remove_file(p)?;
-        }
-    }
+    remove_scratch(&paths)?;
     out
 }
 
@@ -367,6 +363,16 @@ pub fn measure_aliased(
         std::fs::remove_file(&path)?;
     }
     out
+}
+
+/// Removes those of a probe's scratch files that are there.
+fn remove_scratch(paths: &[std::path::PathBuf]) -> std::io::Result<()> {
+    for p in paths {
+        if p.exists() {
+            std::fs::remove_file(p)?;
+        }
+    }
+    Ok(())
 }
 
 /// A probe's scratch file at `path`, created empty (truncated if it was
@@ -995,10 +1001,6 @@ pub fn measure_aliased_together(
         }
     };
     let out = run();
-    for p in &paths {
-        if p.exists() {
-            std::fs::remove_file(p)?;
-        }
-    }
+    remove_scratch(&paths)?;
     out
 }
