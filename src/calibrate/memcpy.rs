@@ -270,26 +270,41 @@ pub fn measure_bus_read(
     bytes: u64,
     reps: usize,
 ) -> std::io::Result<Vec<LockSample>> {
-    let paths: Vec<std::path::PathBuf> = (0..readers)
-        .map(|i| dir.join(format!("bus-read-probe-{i}.tmp")))
-        .collect();
-    let run = || -> std::io::Result<Vec<LockSample>> {
-        let files = paths
-            .iter()
-            .map(|p| open_scratch(p))
-            .collect::<std::io::Result<Vec<_>>>()?;
-        rewrite_together(&files, readers, bytes)?;
-        read_together(&files, bytes)?;
+    with_cached_files(dir, "bus-read-probe", readers, bytes, |files| {
         (0..reps)
             .map(|_| {
                 Ok(LockSample {
                     writers: readers,
                     shared: false,
                     bytes: bytes * readers as u64,
-                    seconds: read_together(&files, bytes)?,
+                    seconds: read_together(files, bytes)?,
                 })
             })
             .collect()
+    })
+}
+
+/// `count` scratch files `<name>-<i>.tmp` in `dir` of `bytes` each, written
+/// and read once by a thread each (so their pages are cached), for `body`;
+/// removed after it.
+fn with_cached_files<T>(
+    dir: &std::path::Path,
+    name: &str,
+    count: usize,
+    bytes: u64,
+    body: impl FnOnce(&[std::fs::File]) -> std::io::Result<T>,
+) -> std::io::Result<T> {
+    let paths: Vec<std::path::PathBuf> = (0..count)
+        .map(|i| dir.join(format!("{name}-{i}.tmp")))
+        .collect();
+    let run = || -> std::io::Result<T> {
+        let files = paths
+            .iter()
+            .map(|p| open_scratch(p))
+            .collect::<std::io::Result<Vec<_>>>()?;
+        rewrite_together(&files, count, bytes)?;
+        read_together(&files, bytes)?;
+        body(&files)
     };
     let out = run();
     remove_scratch(&paths)?;
@@ -334,14 +349,8 @@ pub fn measure_aliased(
             off += n as u64;
         }
         let read = |memory: &mut [u8], at: usize| -> std::io::Result<f64> {
-            let buf = &mut memory[at..at + REQUEST];
             let t = Instant::now();
-            let mut off = 0;
-            while off < bytes {
-                let n = (bytes - off).min(REQUEST as u64) as usize;
-                file.read_exact_at(&mut buf[..n], off)?;
-                off += n as u64;
-            }
+            read_whole(&file, &mut memory[at..at + REQUEST], bytes)?;
             Ok(t.elapsed().as_secs_f64())
         };
         read(&mut memory, page)?;
@@ -363,6 +372,18 @@ pub fn measure_aliased(
         std::fs::remove_file(&path)?;
     }
     out
+}
+
+/// Reads the first `bytes` of `file` in requests of `buf`'s length into `buf`.
+fn read_whole(file: &std::fs::File, buf: &mut [u8], bytes: u64) -> std::io::Result<()> {
+    use std::os::unix::fs::FileExt;
+    let mut off = 0;
+    while off < bytes {
+        let n = (bytes - off).min(buf.len() as u64) as usize;
+        file.read_exact_at(&mut buf[..n], off)?;
+        off += n as u64;
+    }
+    Ok(())
 }
 
 /// Removes those of a probe's scratch files that are there.
@@ -389,16 +410,7 @@ fn open_scratch(path: &std::path::Path) -> std::io::Result<std::fs::File> {
 /// A thread per file reading its first `bytes` in 1 MiB requests, started
 /// together; the seconds until the last is done.
 fn read_together(files: &[std::fs::File], bytes: u64) -> std::io::Result<f64> {
-    use std::os::unix::fs::FileExt;
-    together(files.len(), |i, buf| {
-        let mut off = 0;
-        while off < bytes {
-            let n = (bytes - off).min(buf.len() as u64) as usize;
-            files[i].read_exact_at(&mut buf[..n], off)?;
-            off += n as u64;
-        }
-        Ok(())
-    })
+    together(files.len(), |i, buf| read_whole(&files[i], buf, bytes))
 }
 
 /// The inode-lock probe: whether a node's buffered writes to one file copy
@@ -963,19 +975,9 @@ pub fn measure_aliased_together(
     bytes: u64,
     placed: u64,
 ) -> std::io::Result<KernelRounds> {
-    use std::os::unix::fs::FileExt;
     const PAGE: usize = 4096;
     const REQUEST: usize = 1 << 20;
-    let paths: Vec<std::path::PathBuf> = (0..threads)
-        .map(|i| dir.join(format!("alias-together-probe-{i}.tmp")))
-        .collect();
-    let run = || -> std::io::Result<KernelRounds> {
-        let files = paths
-            .iter()
-            .map(|p| open_scratch(p))
-            .collect::<std::io::Result<Vec<_>>>()?;
-        rewrite_together(&files, threads, bytes)?;
-        read_together(&files, bytes)?;
+    with_cached_files(dir, "alias-together-probe", threads, bytes, |files| {
         let failed = std::sync::Mutex::new(None);
         let rounds = kernel_rounds("aliased_read", threads, &|thread| {
             let file = &files[thread];
@@ -983,15 +985,8 @@ pub fn measure_aliased_together(
             let mut memory = vec![1u8; REQUEST + 2 * PAGE];
             let at = (PAGE - memory.as_ptr() as usize % PAGE) % PAGE + placed as usize % PAGE;
             move || {
-                let buf = &mut memory[at..at + REQUEST];
-                let mut off = 0;
-                while off < bytes {
-                    let n = (bytes - off).min(REQUEST as u64) as usize;
-                    if let Err(e) = file.read_exact_at(&mut buf[..n], off) {
-                        failed.lock().expect("no thread panicked").get_or_insert(e);
-                        return;
-                    }
-                    off += n as u64;
+                if let Err(e) = read_whole(file, &mut memory[at..at + REQUEST], bytes) {
+                    failed.lock().expect("no thread panicked").get_or_insert(e);
                 }
             }
         });
@@ -999,8 +994,5 @@ pub fn measure_aliased_together(
             Some(e) => Err(e),
             None => Ok(rounds),
         }
-    };
-    let out = run();
-    remove_scratch(&paths)?;
-    out
+    })
 }
