@@ -210,29 +210,42 @@ pub struct LockSample {
 }
 
 /// `threads` threads started together, thread `i` running `work(i, buf)`
-/// with a 1 MiB buffer of its own; the seconds until the last is done.
+/// with a 1 MiB buffer of its own; the seconds from the first start to the
+/// last end. Each thread clocks itself: with a thread per core, the caller
+/// may not run again until they are done.
 fn together(
     threads: usize,
     work: impl Fn(usize, &mut [u8]) -> std::io::Result<()> + Sync,
 ) -> std::io::Result<f64> {
-    let start = std::sync::Barrier::new(threads + 1);
+    let start = std::sync::Barrier::new(threads);
     std::thread::scope(|s| {
         let running: Vec<_> = (0..threads)
             .map(|i| {
                 let (start, work) = (&start, &work);
-                s.spawn(move || -> std::io::Result<()> {
+                s.spawn(move || -> std::io::Result<(Instant, Instant)> {
                     let mut buf = vec![0x5au8; 1 << 20];
                     start.wait();
-                    work(i, &mut buf)
+                    let t0 = Instant::now();
+                    work(i, &mut buf)?;
+                    Ok((t0, Instant::now()))
                 })
             })
             .collect();
-        start.wait();
-        let t0 = Instant::now();
+        let mut spans = Vec::with_capacity(threads);
         for t in running {
-            t.join().expect("a probe thread panicked")?;
+            spans.push(t.join().expect("a probe thread panicked")?);
         }
-        Ok(t0.elapsed().as_secs_f64())
+        let first = spans
+            .iter()
+            .map(|s| s.0)
+            .min()
+            .expect("at least one thread");
+        let last = spans
+            .iter()
+            .map(|s| s.1)
+            .max()
+            .expect("at least one thread");
+        Ok((last - first).as_secs_f64())
     })
 }
 
