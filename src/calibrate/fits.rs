@@ -2113,7 +2113,7 @@ fn fit_ior(r: &ProbeResults, base: &Scenario, f: &mut Fitted) {
             ),
         );
     }
-    fit_write_syscall(r, f);
+    fit_write_syscall(r, base, f);
     fit_write_lock_span(r, f);
     fit_open_close(r, base, f);
     fit_open_steps(r, base, f);
@@ -2122,14 +2122,16 @@ fn fit_ior(r: &ProbeResults, base: &Scenario, f: &mut Fitted) {
 
 /// `nodes.syscall` (a write's system call): IOR's independent write calls at
 /// 1 rank (no other writer to wait for) at the smallest transfer, less
-/// `mpiio.independent_call` (fitted from reads) and the copy at
-/// `cache.write_bw`; the mean (Student t) over the repetitions after the
+/// `mpiio.independent_call` (fitted from reads), the copy at
+/// `cache.write_bw` and the filling of the transfer's data pattern, which IOR
+/// does inside its timed loop and the twin charges as a kernel of its own
+/// (`pattern_fill_time`); the mean (Student t) over the repetitions after the
 /// first (`steady_writes`). At the smallest transfer the copy
 /// is least of the call, so its rate's error counts least. This replaces
 /// IOzone's write intercept, which 4 KiB to 1 MiB records leave to the noise
 /// of the largest (negative, r2 0.22, in one calibration of the `vm` guest);
 /// IOzone's stands where IOR did not run at 1 rank.
-fn fit_write_syscall(r: &ProbeResults, f: &mut Fitted) {
+fn fit_write_syscall(r: &ProbeResults, base: &Scenario, f: &mut Fitted) {
     const KEY: &str = "nodes.syscall";
     let writes = || steady_writes(r).filter(|x| x.ranks == 1);
     let got = |key: &str| f.get(key).map(|p| p.value);
@@ -2140,9 +2142,10 @@ fn fit_write_syscall(r: &ProbeResults, f: &mut Fitted) {
     ) else {
         return;
     };
+    let fill = pattern_fill_time(f, base, t);
     let rest: Vec<f64> = writes()
         .filter(|x| x.transfer == t)
-        .map(|x| x.latency_s - call - t as f64 / bw)
+        .map(|x| x.latency_s - call - t as f64 / bw - fill)
         .collect();
     let Ok(e) = mean_estimate(&rest, LEVEL) else {
         return;
@@ -2158,10 +2161,32 @@ fn fit_write_syscall(r: &ProbeResults, f: &mut Fitted) {
             repetitions_used(r)
         ),
         format!(
-            "method=mean n={} of call time minus mpiio.independent_call {call:.3e} s minus {t} bytes at nodes.cache.write_bw {bw:.4e} B/s (IOzone's write intercept: {replaced})",
+            "method=mean n={} of call time minus mpiio.independent_call {call:.3e} s minus {t} bytes at nodes.cache.write_bw {bw:.4e} B/s minus their pattern's fill {fill:.3e} s (IOzone's write intercept: {replaced})",
             rest.len()
         ),
     );
+}
+
+/// The time the twin charges for filling the data pattern of a `bytes`-byte
+/// transfer (`Kernel::pattern_fill`, one rank): at `compute.pattern_cached`
+/// where the buffer fits in `compute.private_cache`, else at
+/// `compute.pattern`; the fitted values where calibration has them, else the
+/// base scenario's, as the calibrated scenario will have them.
+fn pattern_fill_time(f: &Fitted, base: &Scenario, bytes: u64) -> f64 {
+    let rates = &base.nodes[0].compute;
+    let got = |key: &str| f.get(key).map(|p| p.value);
+    let pattern = got("nodes.compute.pattern").unwrap_or(rates.pattern);
+    let private_cache = got("nodes.compute.private_cache").unwrap_or(rates.private_cache as f64);
+    let rate = if private_cache > 0.0 && bytes as f64 <= private_cache {
+        // an unset `pattern_cached` is `pattern`, the calibrated one
+        let base_cached = (rates.pattern_cached != rates.pattern).then_some(rates.pattern_cached);
+        got("nodes.compute.pattern_cached")
+            .or(base_cached)
+            .unwrap_or(pattern)
+    } else {
+        pattern
+    };
+    bytes as f64 / rate
 }
 
 /// IOR's independent writes of one shared file.
@@ -3079,11 +3104,13 @@ pub(crate) mod tests {
                             transfer: t,
                             access: "write".into(),
                             // at 2 ranks and more each waits for the other's
-                            // call and copy under the inode lock
+                            // call and copy under the inode lock; IOR fills
+                            // each transfer's pattern first (in the private cache)
                             latency_s: INDEP
                                 + exchange
                                 + if ranks == 1 { 1.0 } else { 2.0 }
                                     * (SYSCALL + t as f64 / CACHE_W)
+                                + t as f64 / PATTERN_CACHED
                                 + first(FIRST_WRITE)
                                 + 0.3e-6 * n.normal(),
                             // at 4 ranks on 2 cores: 2 + OPEN_STEPS message steps of a wake-up each
