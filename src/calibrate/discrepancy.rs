@@ -124,6 +124,7 @@ mod tests {
             "validation/vm-r/scenario.toml",
             "validation/vm-s/scenario.toml",
             "validation/vm-t/scenario.toml",
+            "validation/vm-u/scenario.toml",
         ] {
             let probes = root.join(format!("{file}.probes.json"));
             let raw: serde_json::Value =
