@@ -1066,7 +1066,7 @@ impl Platform {
     pub(crate) fn compute_time(&self, rank: usize, kind: KernelKind, amount: f64) -> f64 {
         let n = &self.nodes[self.node_of(rank)];
         let r = &n.rates;
-        let cached = r.private_cache > 0 && amount <= r.private_cache as f64;
+        let cached = r.in_private_cache(amount);
         let (rate, kept) = match (kind, r.error_norm) {
             (KernelKind::Memcpy, _) => (r.memcpy, 1.0),
             (KernelKind::Fft, _) => (r.fft, r.all_cores.fft),
@@ -1074,8 +1074,7 @@ impl Platform {
             (KernelKind::BtStep, _) => (r.bt, r.all_cores.bt),
             (KernelKind::Flops, _) => (r.flops, r.all_cores.flops),
             (KernelKind::ErrorNorm, Some(rate)) => (rate, r.all_cores.error_norm),
-            (KernelKind::Pattern, _) if cached => (r.pattern_cached, 1.0),
-            (KernelKind::Pattern, _) => (r.pattern, 1.0),
+            (KernelKind::Pattern, _) => (r.pattern_fill_rate(amount), 1.0),
             (KernelKind::PatternCheck | KernelKind::ErrorNorm, _) if cached => {
                 (r.pattern_check_cached, 1.0)
             }

@@ -2168,25 +2168,26 @@ fn fit_write_syscall(r: &ProbeResults, base: &Scenario, f: &mut Fitted) {
 }
 
 /// The time the twin charges for filling the data pattern of a `bytes`-byte
-/// transfer (`Kernel::pattern_fill`, one rank): at `compute.pattern_cached`
-/// where the buffer fits in `compute.private_cache`, else at
-/// `compute.pattern`; the fitted values where calibration has them, else the
-/// base scenario's, as the calibrated scenario will have them.
+/// transfer (`Kernel::pattern_fill`, one rank), on the rates the calibrated
+/// scenario will have: the fitted ones over the base scenario's, where an
+/// unset `pattern_cached` follows `pattern`.
 fn pattern_fill_time(f: &Fitted, base: &Scenario, bytes: u64) -> f64 {
-    let rates = &base.nodes[0].compute;
+    let mut rates = base.nodes[0].compute.clone();
+    let cached_unset = rates.pattern_cached == rates.pattern;
     let got = |key: &str| f.get(key).map(|p| p.value);
-    let pattern = got("nodes.compute.pattern").unwrap_or(rates.pattern);
-    let private_cache = got("nodes.compute.private_cache").unwrap_or(rates.private_cache as f64);
-    let rate = if private_cache > 0.0 && bytes as f64 <= private_cache {
-        // an unset `pattern_cached` is `pattern`, the calibrated one
-        let base_cached = (rates.pattern_cached != rates.pattern).then_some(rates.pattern_cached);
-        got("nodes.compute.pattern_cached")
-            .or(base_cached)
-            .unwrap_or(pattern)
-    } else {
-        pattern
-    };
-    bytes as f64 / rate
+    if let Some(pattern) = got("nodes.compute.pattern") {
+        rates.pattern = pattern;
+        if cached_unset {
+            rates.pattern_cached = pattern;
+        }
+    }
+    if let Some(cache) = got("nodes.compute.private_cache") {
+        rates.private_cache = cache as u64;
+    }
+    if let Some(cached) = got("nodes.compute.pattern_cached") {
+        rates.pattern_cached = cached;
+    }
+    bytes as f64 / rates.pattern_fill_rate(bytes as f64)
 }
 
 /// IOR's independent writes of one shared file.

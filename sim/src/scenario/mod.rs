@@ -286,6 +286,22 @@ pub struct ComputeRates {
     pub all_cores: AllCores,
 }
 
+impl ComputeRates {
+    /// Whether a buffer of `bytes` bytes stays in the core's private cache, so
+    /// that filling or checking its pattern runs at the `_cached` rates.
+    pub fn in_private_cache(&self, bytes: f64) -> bool {
+        self.private_cache > 0 && bytes <= self.private_cache as f64
+    }
+
+    /// The rate of filling the data pattern of a buffer of `bytes` bytes.
+    pub fn pattern_fill_rate(&self, bytes: f64) -> f64 {
+        match self.in_private_cache(bytes) {
+            true => self.pattern_cached,
+            false => self.pattern,
+        }
+    }
+}
+
 /// The part of a kernel's per-core rate a node's ranks keep while every core
 /// of the node runs ranks (`<kernel>_all_cores`; absent = 1): cores that share
 /// a physical core's units (SMT siblings), its caches or the memory bus run
