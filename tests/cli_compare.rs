@@ -403,6 +403,12 @@ fn the_twin_takes_the_rates_measured_again_before_the_real_run() {
     ]
     .into_iter()
     .filter(|k| text.contains(&format!("[calibration.\"{k}\"]")))
+    // where the warm floor could not hold the IOzone step's files, compare
+    // says so and leaves the write rate as calibrated
+    .filter(|k| {
+        *k != "nodes[0].cache.write_bw"
+            || !stderr(&o).contains("nodes.cache.write_bw stays as calibrated")
+    })
     .collect();
     assert!(fitted.len() >= 10, "{fitted:?}");
     assert_eq!(keys, fitted);

@@ -1074,7 +1074,7 @@ impl Platform {
             (KernelKind::BtStep, _) => (r.bt, r.all_cores.bt),
             (KernelKind::Flops, _) => (r.flops, r.all_cores.flops),
             (KernelKind::ErrorNorm, Some(rate)) => (rate, r.all_cores.error_norm),
-            (KernelKind::Pattern, _) => (r.pattern_fill_rate(amount), 1.0),
+            (KernelKind::Pattern, _) => (r.pattern_fill_rate(amount), r.all_cores.pattern),
             (KernelKind::PatternCheck | KernelKind::ErrorNorm, _) if cached => {
                 (r.pattern_check_cached, 1.0)
             }

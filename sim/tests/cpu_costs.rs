@@ -972,6 +972,37 @@ fn the_error_norm_runs_at_its_own_rate_else_as_a_pattern_check() {
     }
 }
 
+/// IOR's data pattern is kept at `pattern_all_cores` with every core busy:
+/// 2 MB at 100 MB/s is 20 ms on 1 rank of 2 cores (no core beyond the
+/// first); on 2 ranks of 2 cores at 0.8 kept, 25 ms, and so in the private
+/// cache (1 MB at 400 MB/s: 2.5 ms, 3.125 ms kept at 0.8). Without the key,
+/// 20 and 2.5 ms on 2 ranks too.
+#[test]
+fn the_pattern_fill_is_kept_at_its_part_with_every_core_busy() {
+    let prog = async |r: &Rank| {
+        let t0 = r.now();
+        r.compute(KernelKind::Pattern, 2e6).await;
+        let t1 = r.now();
+        r.compute(KernelKind::Pattern, 1e6).await;
+        (t1 - t0, r.now() - t1)
+    };
+    let rates = [
+        "nodes[0].compute.pattern=100MB/s",
+        "nodes[0].compute.private_cache=1MB",
+        "nodes[0].compute.pattern_cached=400MB/s",
+    ];
+    let kept = "nodes[0].compute.pattern_all_cores=0.8";
+    let with_kept = [rates[0], rates[1], rates[2], kept];
+    let t = run(&scenario(2, false, &with_kept), 1, prog);
+    assert!(close(t[0].0, 20e-3) && close(t[0].1, 2.5e-3), "{t:?}");
+    for t in run(&scenario(2, false, &with_kept), 2, prog) {
+        assert!(close(t.0, 25e-3) && close(t.1, 3.125e-3), "{t:?}");
+    }
+    for t in run(&scenario(2, false, &rates), 2, prog) {
+        assert!(close(t.0, 20e-3) && close(t.1, 2.5e-3), "{t:?}");
+    }
+}
+
 /// A pattern over a buffer within the core's private cache runs at the cached
 /// rates: with a 1 MB private cache, 1 MB filled at 400 MB/s takes 2.5 ms and
 /// checked at 1 GB/s 1 ms; 2 MB is past it: 20 ms and 8 ms at the plain rates.

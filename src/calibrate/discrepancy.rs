@@ -125,6 +125,7 @@ mod tests {
             "validation/vm-s/scenario.toml",
             "validation/vm-t/scenario.toml",
             "validation/vm-u/scenario.toml",
+            "validation/vm-v/scenario.toml",
         ] {
             let probes = root.join(format!("{file}.probes.json"));
             let raw: serde_json::Value =

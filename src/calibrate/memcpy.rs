@@ -121,21 +121,24 @@ fn write_timed(path: &std::path::Path, size: u64, request: u64) -> std::io::Resu
     Ok(t0.elapsed().as_secs_f64())
 }
 
-/// The huge-page probe, run settled (after [`measure_release`]): for each
-/// request size, times writing a file of `bytes` in `dir` in requests of that
-/// size, deletes it and waits `settle`, so that each write starts from memory
-/// handed back. Requests the kernel caches in small pages find the warm floor
-/// (free memory in blocks smaller than free page reporting hands back); those
-/// it caches in huge pages take fresh memory.
+/// The huge-page probe, run settled (after [`measure_release`]): in each of
+/// `rounds` rounds, for each request size, times writing a file of `bytes` in
+/// `dir` in requests of that size, deletes it and waits `settle`, so that each
+/// write starts from memory handed back. Requests the kernel caches in small
+/// pages find the warm floor (free memory in blocks smaller than free page
+/// reporting hands back); those it caches in huge pages take fresh memory, at
+/// a rate that varies from write to write (0.44 to 0.72 s for 2 MiB requests
+/// over the calibrations of this machine kind), hence the rounds.
 pub fn measure_huge(
     dir: &std::path::Path,
     bytes: u64,
     requests: &[u64],
+    rounds: usize,
     settle: f64,
 ) -> std::io::Result<Vec<HugeSample>> {
     let path = dir.join("huge-probe.tmp");
-    let mut out = Vec::with_capacity(requests.len());
-    for &request in requests {
+    let mut out = Vec::with_capacity(rounds * requests.len());
+    for &request in requests.iter().cycle().take(rounds * requests.len()) {
         let seconds = write_timed(&path, bytes, request)?;
         std::fs::remove_file(&path)?;
         out.push(HugeSample {
@@ -947,15 +950,33 @@ fn kernel_rounds<U: FnMut()>(
 /// The all-cores probe ([`KernelsTogether`]) on `threads` threads, of the
 /// plan's largest case of each kernel: MADbench2's busy-work at the largest
 /// loop count, BT's step and BTIO's error norm on the largest grid's rank 0,
-/// FTIO's FFT kernel and its input at the largest Mini-Square side.
+/// FTIO's FFT kernel and its input at the largest Mini-Square side; and IOR's
+/// data pattern filled into a buffer of `pattern_bytes` (a transfer), each
+/// thread its own file's pattern.
 pub fn measure_kernels_together(
     threads: usize,
     busy_loops: &[u64],
     bt_steps: &[(u64, usize)],
     fft_sides: &[u64],
+    pattern_bytes: u64,
 ) -> KernelsTogether {
     use crate::bench::madbench2::busy_loop;
     let mut kernels = Vec::new();
+    if pattern_bytes > 0 {
+        kernels.push(kernel_rounds("pattern", threads, &|thread| {
+            let mut buf = vec![0u8; pattern_bytes as usize];
+            let mut offset = 0;
+            move || {
+                crate::bench::common::pattern::fill(
+                    std::hint::black_box(&mut buf),
+                    1,
+                    thread as u64,
+                    offset,
+                );
+                offset += pattern_bytes;
+            }
+        }));
+    }
     if let Some(&loops) = busy_loops.iter().max() {
         kernels.push(kernel_rounds("busy_work", threads, &|_| {
             move || {

@@ -104,6 +104,9 @@ pub struct Plan {
     /// The huge-page probe's file size, bytes (small enough for the warm floor).
     #[serde(default, skip_serializing_if = "is_zero")]
     pub huge_bytes: u64,
+    /// Rounds of the huge-page probe: every request size written once a round.
+    #[serde(default = "one_round", skip_serializing_if = "is_one_round")]
+    pub huge_rounds: usize,
     /// The aliasing probe: a cached file of `alias_bytes` read in 1 MiB
     /// requests at page-aligned offsets into a buffer this many bytes past a
     /// page, each in turn (0 first: the rate that does not alias).
@@ -433,10 +436,11 @@ impl Plan {
         // 2 and 4 MiB requests took fresh memory (0.5 GB/s). 1920 KiB requests
         // (just below) found the warm floor as well; they bound the fitted
         // size from below (applications write rows of 1.7 MiB and the like).
-        let (huge_requests, huge_bytes) = match scale {
-            Scale::Tiny => (vec![M, 2 * M], 4 * M),
-            Scale::Quick => (vec![M, 1920 * K, 2 * M], 256 * M),
-            Scale::Full => (vec![256 * K, M, 1920 * K, 2 * M, 4 * M, 16 * M], 256 * M),
+        // Rounds give the rate of fresh memory its median and range.
+        let (huge_requests, huge_bytes, huge_rounds) = match scale {
+            Scale::Tiny => (vec![M, 2 * M], 4 * M, 2),
+            Scale::Quick => (vec![M, 1920 * K, 2 * M], 256 * M, 3),
+            Scale::Full => (vec![256 * K, M, 1920 * K, 2 * M, 4 * M, 16 * M], 256 * M, 5),
         };
         // Warm rewrites by 2 writers, of one file and of a file each: whether
         // the file system copies one buffered write of a file at a time.
@@ -464,6 +468,7 @@ impl Plan {
             release_steps,
             huge_requests,
             huge_bytes,
+            huge_rounds,
             memcpy_reps,
             busy_loops,
             bt_steps,
@@ -489,6 +494,14 @@ impl Plan {
 }
 
 /// Whether a count is zero (a field older plans do not have is not written).
+fn one_round() -> usize {
+    1
+}
+
+fn is_one_round(n: &usize) -> bool {
+    *n == 1
+}
+
 fn is_zero(n: &u64) -> bool {
     *n == 0
 }

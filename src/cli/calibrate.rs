@@ -474,6 +474,7 @@ fn probe(inp: &Inputs, plan: Plan, scratch: &Path) -> ProbeResults {
             &plan.busy_loops,
             &plan.bt_steps,
             &plan.fft_sides,
+            plan.memcpy_sizes.iter().copied().min().unwrap_or(0),
         ));
     }
     let mut progress = Progress::new(plan.steps.len() + 1);
@@ -547,7 +548,13 @@ fn probe(inp: &Inputs, plan: Plan, scratch: &Path) -> ProbeResults {
         }),
     }
     let settle = plan.release_steps.iter().map(|s| s.1).fold(0.0, f64::max);
-    match memcpy::measure_huge(scratch, plan.huge_bytes, &plan.huge_requests, settle) {
+    match memcpy::measure_huge(
+        scratch,
+        plan.huge_bytes,
+        &plan.huge_requests,
+        plan.huge_rounds,
+        settle,
+    ) {
         Ok(h) => results.huge = h,
         Err(e) => results.failures.push(StepFailure {
             step: "huge: settled writes in requests of several sizes in the scratch directory"

@@ -197,6 +197,7 @@ fn refresh_rates(
     let t0 = Instant::now();
     let mut now = ProbeResults::with_kernels(stored.machine.clone(), stored.plan.clone());
     let file = dir.join(format!("{name}.tmp"));
+    let warm = piotwin::calibrate::unreported_free();
     if let Some(step) = refresh::warm_iozone(stored, &file.display().to_string()) {
         let json = dir.join(format!("{name}.json"));
         let outcome = super::calibrate::launch(launcher, &step, &json)
@@ -210,7 +211,11 @@ fn refresh_rates(
         // IOzone removes its file; a stopped one may not have.
         let _ = std::fs::remove_file(&file);
     }
-    let refreshed = refresh::refreshed(stored, &now, scenario);
+    let mut refreshed = refresh::refreshed(stored, &now, scenario);
+    if let Some(why) = refresh::writes_unlike_calibration(stored, warm) {
+        eprintln!("piotwin compare: --refresh-rates: {why}");
+        refresh::drop_writes(&mut refreshed);
+    }
     eprintln!(
         "piotwin compare: rates measured again ({:.1} s), the twin takes them: {}",
         t0.elapsed().as_secs_f64(),

@@ -38,11 +38,11 @@ impl fmt::Display for Scenario {
                 g.compute.flops / 1e9
             )?;
             let a = g.compute.all_cores;
-            if [a.fft, a.signal, a.bt, a.flops] != [1.0; 4] {
+            if [a.fft, a.signal, a.bt, a.flops, a.pattern] != [1.0; 5] {
                 writeln!(
                     f,
-                    "      with every core running ranks: fft ×{}, signal ×{}, bt ×{}, other ×{}",
-                    a.fft, a.signal, a.bt, a.flops
+                    "      with every core running ranks: fft ×{}, signal ×{}, bt ×{}, other ×{}, data pattern ×{}",
+                    a.fft, a.signal, a.bt, a.flops, a.pattern
                 )?;
             }
             if g.compute.pattern.is_finite() {

@@ -320,6 +320,8 @@ pub struct AllCores {
     pub flops: f64,
     /// Of `error_norm`.
     pub error_norm: f64,
+    /// Of `pattern` and `pattern_cached` (filling IOR's data pattern).
+    pub pattern: f64,
 }
 
 /// A client node's page cache, modelled on Linux's write-back (`vm.dirty_ratio`,

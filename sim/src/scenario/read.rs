@@ -437,6 +437,7 @@ impl Scenario {
                         bt: kept("bt_all_cores")?,
                         flops: kept("flops_all_cores")?,
                         error_norm: kept("error_norm_all_cores")?,
+                        pattern: kept("pattern_all_cores")?,
                     },
                 },
                 cache,

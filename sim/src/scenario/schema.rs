@@ -383,6 +383,12 @@ const KEYS: &[Key] = &[
         "as `fft_all_cores`, of `error_norm`",
     ),
     key(
+        "nodes.compute.pattern_all_cores",
+        Quantity(Number),
+        Value("1"),
+        "as `fft_all_cores`, of `pattern` and `pattern_cached` (the fill of IOR's data pattern)",
+    ),
+    key(
         "nodes.compute.pattern",
         Quantity(Rate),
         Otherwise("free"),
