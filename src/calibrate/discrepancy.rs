@@ -126,6 +126,7 @@ mod tests {
             "validation/vm-t/scenario.toml",
             "validation/vm-u/scenario.toml",
             "validation/vm-v/scenario.toml",
+            "validation/vm-w/scenario.toml",
         ] {
             let probes = root.join(format!("{file}.probes.json"));
             let raw: serde_json::Value =
