@@ -3728,12 +3728,12 @@ pub(crate) mod tests {
     /// choice measures against the twin's 1-rank call, not that step's.
     #[test]
     fn the_write_lock_span_follows_what_two_writers_of_one_file_take() {
-        let f = fit_all(&synthetic(), &base());
-        assert_eq!(
-            f.choices[WRITE_LOCK_SPAN].0, "call",
-            "{}",
-            f.choices[WRITE_LOCK_SPAN].1
-        );
+        let chooses_call = |r: &ProbeResults| {
+            let f = fit_all(r, &base());
+            let (word, why) = &f.choices[WRITE_LOCK_SPAN];
+            assert_eq!(word, "call", "{why}");
+        };
+        chooses_call(&synthetic());
         let mut r = synthetic();
         for x in r
             .ior
@@ -3742,12 +3742,7 @@ pub(crate) mod tests {
         {
             x.latency_s *= 2.5;
         }
-        let f = fit_all(&r, &base());
-        assert_eq!(
-            f.choices[WRITE_LOCK_SPAN].0, "call",
-            "{}",
-            f.choices[WRITE_LOCK_SPAN].1
-        );
+        chooses_call(&r);
         let mut r = synthetic();
         for x in r
             .ior

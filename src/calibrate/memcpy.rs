@@ -127,8 +127,8 @@ fn write_timed(path: &std::path::Path, size: u64, request: u64) -> std::io::Resu
 /// write starts from memory handed back. Requests the kernel caches in small
 /// pages find the warm floor (free memory in blocks smaller than free page
 /// reporting hands back); those it caches in huge pages take fresh memory, at
-/// a rate that varies from write to write (0.44 to 0.72 s for 2 MiB requests
-/// over the calibrations of this machine kind), hence the rounds.
+/// a rate that varies from write to write (on one host here, 240 MB/s in one
+/// write and 268 to 291 MB/s in four more an hour later), hence the rounds.
 pub fn measure_huge(
     dir: &std::path::Path,
     bytes: u64,
