@@ -2694,6 +2694,7 @@ pub(crate) mod tests {
             "validation/vm-u/scenario.toml",
             "validation/vm-v/scenario.toml",
             "validation/vm-w/scenario.toml",
+            "validation/vm-x/scenario.toml",
         ] {
             let probes = root.join(format!("{file}.probes.json"));
             let raw: serde_json::Value =
