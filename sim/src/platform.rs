@@ -91,6 +91,9 @@ pub(crate) struct Node {
     memory_bw: f64,
     /// The bus's rate for reads out of the page cache (`memory_read_bw`), bytes/s.
     memory_read_bw: f64,
+    /// The node's rate for writes into new page-cache pages
+    /// (`memory_write_bw`), bytes/s.
+    memory_write_bw: f64,
     /// Per-core rate of an intra-node message (`message_bw`), bytes/s.
     message_bw: f64,
     nic_latency: f64,
@@ -452,6 +455,7 @@ impl Platform {
                     mem: flows.add_resource(format!("{name}.mem"), g.memory_bw),
                     memory_bw: g.memory_bw,
                     memory_read_bw: g.memory_read_bw,
+                    memory_write_bw: g.memory_write_bw,
                     message_bw: g.message_bw,
                     nic_latency: g.nic_latency,
                     nic_bw: g.nic_bw,
@@ -573,6 +577,7 @@ impl Platform {
                 || n.message_bw < n.memory_bw
                 || n.cache_bw.iter().any(|&b| b < n.memory_bw)
                 || n.cache_bw[1] < n.memory_read_bw
+                || n.cache_bw[0] < n.memory_write_bw
         };
         if !self.nodes.iter().any(needs) {
             return;
@@ -777,12 +782,40 @@ impl Platform {
         if aliased {
             return self.cache_path(rank, &[(3, 1.0)], n.memory_bw);
         }
+        let held = held.min(len) as f64 / len as f64;
+        if n.memory_write_bw != n.memory_bw {
+            return self.new_pages_apart(rank, held);
+        }
         // One rate for both: the weight of a plain write, to the bit.
         if n.cache_bw[2] == n.cache_bw[0] {
             return self.cache_path(rank, &[(0, 1.0)], n.memory_bw);
         }
-        let held = held.min(len) as f64 / len as f64;
         self.cache_path(rank, &[(0, 1.0 - held), (2, held)], n.memory_bw)
+    }
+
+    /// [`Platform::cache_write_path`] where new pages take the node at
+    /// `memory_write_bw`: the bus at `memory_bw` / `memory_write_bw` per new
+    /// byte and 1 per `held` one (a share), the core at each part's 1/rate
+    /// where that rate is below the part's bus rate.
+    fn new_pages_apart(&self, rank: usize, held: f64) -> Vec<(ResourceId, f64)> {
+        let n = &self.nodes[self.node_of(rank)];
+        let parts = [(0, 1.0 - held, n.memory_write_bw), (2, held, n.memory_bw)];
+        let bus: f64 = parts
+            .iter()
+            .map(|&(_, share, bus)| share * n.memory_bw / bus)
+            .sum();
+        let core: f64 = parts
+            .iter()
+            .filter(|&&(i, share, bus)| share > 0.0 && n.cache_bw[i] < bus)
+            .map(|&(i, share, _)| share / n.cache_bw[i])
+            .sum();
+        let mut path = vec![(n.mem, bus)];
+        if core > 0.0 {
+            let cpu =
+                self.rank_cpu[rank].expect("cores where the page cache is slower than the bus");
+            path.push((cpu, core));
+        }
+        path
     }
 
     /// The memory bus at weight `memory_bw` / `bus` (the bus's rate for this

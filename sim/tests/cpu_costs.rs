@@ -414,6 +414,59 @@ fn page_cache_copies_at_per_core_rates() {
     assert_eq!(bits(&same), bits(&bus), "memory_read_bw = memory_bw");
 }
 
+/// Writes into new page-cache pages at `memory_write_bw`: two ranks on two
+/// cores each write 1 MB at 400 MB/s a core, then rewrite it. The 1 GB/s bus
+/// carries their 0.8 GB/s (2.5 ms each). With memory_write_bw = 500 MB/s a
+/// new byte takes the bus at twice a rewritten one's weight: the two writes
+/// ask 1.6 GB/s of it and move at 250 MB/s each (4 ms); one rank alone stays
+/// at its core's 400 MB/s (2.5 ms, under 500); rewrites keep the bus at
+/// memory_bw (2.5 ms). memory_write_bw = memory_bw changes nothing, to the bit.
+#[test]
+fn writes_into_new_pages_share_the_node_at_memory_write_bw() {
+    let prog = async |r: &Rank| {
+        let mut f = r
+            .open("/w", OpenMode::CreateReadWrite, false, Api::Posix)
+            .await
+            .unwrap();
+        let op = Op {
+            access: Access::Write,
+            coord: Coordination::Independent,
+            pos: Position::At(r.world_rank() as u64 * 1_000_000),
+        };
+        let t0 = r.now();
+        r.xfer(&mut f, op, 1_000_000).await.unwrap();
+        let t1 = r.now();
+        r.xfer(&mut f, op, 1_000_000).await.unwrap();
+        (t1 - t0, r.now() - t1)
+    };
+    let rates = [
+        "nodes[0].cache.write_bw=400MB/s",
+        "nodes[0].cache.rewrite_bw=400MB/s",
+    ];
+    let bus = run(&scenario(2, true, &rates), 2, prog);
+    for &(w, rw) in &bus {
+        assert!(close(w, 2.5e-3) && close(rw, 2.5e-3), "{bus:?}");
+    }
+    let apart = [&rates[..], &["nodes[0].memory_write_bw=500MB/s"]].concat();
+    let two = run(&scenario(2, true, &apart), 2, prog);
+    for &(w, rw) in &two {
+        assert!(close(w, 4e-3) && close(rw, 2.5e-3), "{two:?}");
+    }
+    let one = run(&scenario(2, true, &apart), 1, prog);
+    assert!(
+        close(one[0].0, 2.5e-3) && close(one[0].1, 2.5e-3),
+        "{one:?}"
+    );
+    let same = [&rates[..], &["nodes[0].memory_write_bw=1GB/s"]].concat();
+    let same = run(&scenario(2, true, &same), 2, prog);
+    let bits = |v: &[(f64, f64)]| {
+        v.iter()
+            .map(|p| (p.0.to_bits(), p.1.to_bits()))
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(bits(&same), bits(&bus), "memory_write_bw = memory_bw");
+}
+
 /// Two ranks on one core share it by processor sharing: rank 1's 0.5 s of
 /// work and rank 0's 1 s run at half speed together until rank 1 is done at
 /// 1 s; rank 0 then has the core alone and ends at 1.5 s. Per-call costs share

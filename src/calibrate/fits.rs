@@ -15,6 +15,7 @@
 //! | `nodes.compute.flops_all_cores`, `bt_all_cores`, `error_norm_all_cores`, `fft_all_cores`, `signal_all_cores`, `pattern_all_cores` | the all-cores probe: each kernel's largest case (the pattern: filled into a buffer of the smallest copy size), runs of ≥ 0.2 s alone and on as many threads at once as the runs put ranks on a node (at least the cores), in turn, 3 rounds | per round, the threads' aggregate rate / (cores × the mean rate alone before and after); the median round, the lowest and highest as the interval |
 //! | `nodes.memory_bw` | the inode-lock probe's writers of a file each, at once | their aggregate page-cache copy rate (median of runs) |
 //! | `nodes.memory_read_bw` | the bus-read probe: as many readers of a cached file each, at once, 1 MiB requests into buffers the private cache holds | their aggregate rate (median of runs) |
+//! | `nodes.memory_write_bw` | the bus-write probe: one writer of a new file, then as many writers of a file each at once, 1 MiB requests into warm pages | k × writers × `nodes.cache.write_bw`, k what each writer at once kept of one writer's rate (medians); not fitted where the runs at once and alone overlap per writer |
 //! | `nodes.compute.signal` | FTIO's input computed over Mini-Square sides | time = latency + bytes / rate (Huber) |
 //! | `nodes.compute.error_norm` | BTIO's verification of rank 0's dump (bytes as doubles, NPB's error norm) over the BT probe's grids and rank counts | time = latency + bytes / rate (Huber) |
 //! | `nodes.fortran_statement` | Fortran `WRITE(REC=)` of 40-byte records over statement counts | time = latency + statements · cost (Huber) |
@@ -300,6 +301,7 @@ pub fn fit_all(r: &ProbeResults, base: &Scenario) -> Fitted {
     fit_inode_lock(r, &mut f);
     fit_memory_bus(r, &mut f);
     fit_memory_read_bus(r, &mut f);
+    fit_memory_write_bus(r, &mut f);
     fit_aliased(r, &mut f);
     // what each core keeps of an aliased rate means nothing where none aliases
     if f.get("nodes.cache.aliased_bw").is_none() {
@@ -1571,6 +1573,70 @@ fn fit_memory_read_bus(r: &ProbeResults, f: &mut Fitted) {
     );
 }
 
+/// `nodes.memory_write_bw` from the bus-write probe: one writer of a new
+/// file, then `writers` of a file each at once, into warm pages. What the
+/// writers at once kept of one writer's rate, k = their aggregate /
+/// (`writers` × one) (medians), the twin keeps of `writers` ×
+/// `nodes.cache.write_bw` (IOzone's, fitted apart): the probe's own ratio does
+/// not depend on how fast the machine ran while it ran. So the key is
+/// k × `writers` × `write_bw`, the aggregate runs' range scaled alike its
+/// interval. Not fitted where some run at once kept as much a writer as some
+/// run of one writer (nothing the writers share was found to bind), nor
+/// without the samples or `nodes.cache.write_bw`.
+fn fit_memory_write_bus(r: &ProbeResults, f: &mut Fitted) {
+    const KEY: &str = "nodes.memory_write_bw";
+    let writers = r.bus_write.iter().map(|s| s.writers).max().unwrap_or(0);
+    let rates = |w: usize| -> Vec<f64> {
+        let mut v: Vec<f64> = r
+            .bus_write
+            .iter()
+            .filter(|s| s.writers == w && s.seconds > 0.0)
+            .map(|s| s.bytes as f64 / s.seconds)
+            .collect();
+        v.sort_by(f64::total_cmp);
+        v
+    };
+    let (one, all) = (rates(1), rates(writers));
+    if writers < 2 || one.is_empty() || all.is_empty() {
+        f.skip(
+            &[KEY],
+            "not probed (no bus-write probe samples)".to_string(),
+        );
+        return;
+    }
+    let Some(write_bw) = f.get("nodes.cache.write_bw").map(|p| p.value) else {
+        f.skip(&[KEY], "needs nodes.cache.write_bw fitted".to_string());
+        return;
+    };
+    let w = writers as f64;
+    let (one_m, all_m) = (one[one.len() / 2], all[all.len() / 2]);
+    let found = format!(
+        "bus-write probe: one writer of a new file {one_m:.4e} B/s, {writers} writers of a file each at once {all_m:.4e} B/s in all (medians of {} and {} runs): each kept {:.3} of one",
+        one.len(),
+        all.len(),
+        all_m / (w * one_m)
+    );
+    if all[all.len() - 1] / w >= one[0] {
+        f.skip(
+            &[KEY],
+            format!("{found}; some run at once kept as much a writer as some run of one: nothing shared binds"),
+        );
+        return;
+    }
+    let scale = write_bw / one_m;
+    f.rate(
+        KEY,
+        Estimate {
+            value: all_m * scale,
+            ci_low: all[0] * scale,
+            ci_high: all[all.len() - 1] * scale,
+            level: LEVEL,
+        },
+        "bus-write probe: writes of a new file each by threads at once, against one writer (1 MiB requests, warm pages)",
+        format!("{found}; times nodes.cache.write_bw / one writer's rate ({write_bw:.4e} / {one_m:.4e}): the slowest and fastest runs at once, scaled alike, as the interval"),
+    );
+}
+
 /// `nodes.cache.aliased_bw` and `nodes.cache.aliased_within` from the
 /// aliasing probe: a placement aliases where its median rate is below 3/4 of
 /// the rate at a page boundary. The rate is the aliasing placements' median
@@ -2745,6 +2811,8 @@ pub(crate) mod tests {
     /// first touch of the buffer and the file)
     const FIRST_WRITE: f64 = 5e-6;
     const CACHE_W: f64 = 3e9;
+    /// What each of two writers of a new file at once keeps of one's rate.
+    const WRITE_KEPT: f64 = 0.75;
     const CACHE_RW: f64 = 5e9;
     const CACHE_R: f64 = 6e9;
     const DEV_R: f64 = 1.5e9;
@@ -3093,7 +3161,7 @@ pub(crate) mod tests {
         });
         // The inode-lock probe: one file's writers copy one at a time, a file
         // each's in parallel.
-        for _ in 0..r.plan.lock_reps {
+        for rep in 0..r.plan.lock_reps {
             let bytes = r.plan.lock_bytes;
             for (writers, shared, t) in [
                 (1, false, bytes as f64 / CACHE_W),
@@ -3114,6 +3182,18 @@ pub(crate) mod tests {
                 bytes: 2 * bytes,
                 seconds: bytes as f64 / CACHE_R * (1.0 + 0.002 * nr.normal()),
             });
+            // new files: one writer at CACHE_W, two at once each at
+            // WRITE_KEPT of it, the reps 2 % apart (no draw: the draws
+            // above stay as they were)
+            let spread = 1.0 + 0.02 * (rep as f64 - 1.0);
+            for (writers, kept) in [(1, 1.0), (2, WRITE_KEPT)] {
+                r.bus_write.push(LockSample {
+                    writers,
+                    shared: false,
+                    bytes: bytes * writers as u64,
+                    seconds: bytes as f64 / (CACHE_W * kept) * spread,
+                });
+            }
         }
         // cached reads into a buffer 1 to 31 bytes past the source alias
         for _ in 0..3 {
@@ -3352,6 +3432,7 @@ pub(crate) mod tests {
         let f = fit_all(&synthetic(), &base());
         assert!(f.skipped.is_empty(), "{:?}", f.skipped);
         within(&f, "nodes.compute.memcpy", MEMCPY);
+        within(&f, "nodes.memory_write_bw", 2.0 * WRITE_KEPT * CACHE_W);
         within(&f, "nodes.compute.pattern", PATTERN);
         within(&f, "nodes.compute.pattern_check", PATTERN_CHECK);
         within(&f, "nodes.compute.pattern_cached", PATTERN_CACHED);
@@ -3734,6 +3815,29 @@ pub(crate) mod tests {
         }
         let (word, why) = &fit_all(&r, &base()).choices["filesystem.write_lock"];
         assert_eq!(word, "inode", "{why}");
+    }
+
+    /// Writers of a new file each at once that keep 3/4 of one writer's rate
+    /// give `memory_write_bw` 1.5 × `write_bw` (scaled to IOzone's rate: the
+    /// probe ran at half speed throughout, and still finds 3/4); where one
+    /// run at once kept as much a writer as one run alone, no fit.
+    #[test]
+    fn writers_of_new_files_at_once_give_the_write_bus() {
+        let mut r = synthetic();
+        for s in r.bus_write.iter_mut() {
+            s.seconds *= 2.0;
+        }
+        let f = fit_all(&r, &base());
+        let p = f.get("nodes.memory_write_bw").unwrap();
+        let bw = f.get("nodes.cache.write_bw").unwrap().value;
+        assert!((p.value / (1.5 * bw) - 1.0).abs() < 1e-9, "{p:?}");
+        assert!(p.low < p.value && p.value < p.high, "{p:?}");
+        let slow = r.bus_write.iter_mut().find(|s| s.writers == 1).unwrap();
+        slow.seconds *= 1.4;
+        let f = fit_all(&r, &base());
+        assert!(f.get("nodes.memory_write_bw").is_none());
+        let why = &f.skipped["nodes.memory_write_bw"];
+        assert!(why.contains("nothing shared binds"), "{why}");
     }
 
     /// Two writers of one file that take no longer per call than one: the

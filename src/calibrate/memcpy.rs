@@ -300,6 +300,50 @@ pub fn measure_bus_read(
     })
 }
 
+/// The bus-write probe, the new-page twin of the inode-lock probe's writers
+/// of a file each: `writers` files of `bytes` written once and emptied (so
+/// the pages the timed writes take were just freed: warm, as IOzone's
+/// writes), then `reps` times one writer and then `writers` threads at once
+/// write a file each anew, in 1 MiB requests, each file emptied after. Its
+/// samples: one writer (`writers` 1) and all at once. The files are deleted
+/// at the end.
+pub fn measure_bus_write(
+    dir: &std::path::Path,
+    writers: usize,
+    bytes: u64,
+    reps: usize,
+) -> std::io::Result<Vec<LockSample>> {
+    let paths: Vec<std::path::PathBuf> = (0..writers)
+        .map(|i| dir.join(format!("bus-write-probe-{i}.tmp")))
+        .collect();
+    let run = || -> std::io::Result<Vec<LockSample>> {
+        let files = paths
+            .iter()
+            .map(|p| open_scratch(p))
+            .collect::<std::io::Result<Vec<_>>>()?;
+        let empty = |files: &[std::fs::File]| files.iter().try_for_each(|f| f.set_len(0));
+        rewrite_together(&files, writers, bytes)?;
+        empty(&files)?;
+        let mut out = Vec::with_capacity(2 * reps);
+        for _ in 0..reps {
+            for w in [1, writers] {
+                let seconds = rewrite_together(&files[..w], w, bytes)?;
+                empty(&files[..w])?;
+                out.push(LockSample {
+                    writers: w,
+                    shared: false,
+                    bytes: bytes * w as u64,
+                    seconds,
+                });
+            }
+        }
+        Ok(out)
+    };
+    let out = run();
+    remove_scratch(&paths)?;
+    out
+}
+
 /// `count` scratch files `<name>-<i>.tmp` in `dir` of `bytes` each, written
 /// and read once by a thread each (so their pages are cached), for `body`;
 /// removed after it.

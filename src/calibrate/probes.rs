@@ -116,6 +116,10 @@ pub struct ProbeResults {
     /// Cached reads of a file each by threads at once (the bus-read probe).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub bus_read: Vec<super::memcpy::LockSample>,
+    /// Writes of a new file by one writer and of a file each by threads at
+    /// once (the bus-write probe).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub bus_write: Vec<super::memcpy::LockSample>,
     /// Cached reads into buffers placed past a page (the aliasing probe).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub aliased: Vec<super::memcpy::AliasSample>,
@@ -176,6 +180,7 @@ impl ProbeResults {
             fresh_stall: Vec::new(),
             inode_lock: Vec::new(),
             bus_read: Vec::new(),
+            bus_write: Vec::new(),
             busy_work: Vec::new(),
             fortran: Vec::new(),
             bt: Vec::new(),
@@ -212,6 +217,22 @@ impl ProbeResults {
         (r.busy_work, r.bt, r.fft, r.signal) = (busy_work, bt, fft, signal);
         r.error_norm = measure_error_norm(&p.bt_steps, p.kernel_reps);
         r
+    }
+
+    /// Where the plan runs kernels on several threads, times them again on
+    /// every core at once (the all-cores probe,
+    /// `memcpy::measure_kernels_together`).
+    pub fn add_all_cores(&mut self) {
+        let p = &self.plan;
+        if p.kernel_threads > 1 {
+            self.all_cores = Some(super::memcpy::measure_kernels_together(
+                p.kernel_threads,
+                &p.busy_loops,
+                &p.bt_steps,
+                &p.fft_sides,
+                p.memcpy_sizes.iter().copied().min().unwrap_or(0),
+            ));
+        }
     }
 
     /// Adds the rows of `step`'s JSON run report (its text).

@@ -14,8 +14,16 @@
 //! sizes.
 //!
 //! The page cache's write rate is refreshed only where the warm floor holds
-//! the IOzone step's files ([`writes_unlike_calibration`]): else its writes
-//! take fresh memory, which the twin charges apart.
+//! the IOzone step's files ([`writes_unlike_calibration`]) and the writes
+//! moved as the rewrites did ([`writes_took_fresh_memory`]): else its writes
+//! took fresh memory, which the twin charges apart.
+//!
+//! What each core keeps of a kernel's rate with every core busy
+//! (`nodes.compute.<kernel>_all_cores`) is measured again too: it is the
+//! other cores' availability, which the host moves as it moves the speed (the
+//! pattern fill kept 0.81 of a core on both at 17:40 UTC and 0.56 at 19:38
+//! on 2026-12-07, and the 2-rank IOR writes of `validation/vm-x` ran as if it
+//! kept more).
 //!
 //! What it is not: a recalibration. Latencies, the network, the device and the
 //! collective terms keep their calibrated values; only the rates in
@@ -29,7 +37,7 @@ use super::plan::{Probe, Step};
 use super::probes::ProbeResults;
 
 /// The keys measured again (calibration's `nodes.` names: the first node group).
-pub const REFRESHED: [&str; 13] = [
+pub const REFRESHED: [&str; 19] = [
     "nodes.compute.memcpy",
     "nodes.compute.pattern",
     "nodes.compute.pattern_check",
@@ -40,6 +48,12 @@ pub const REFRESHED: [&str; 13] = [
     "nodes.compute.error_norm",
     "nodes.compute.fft",
     "nodes.compute.signal",
+    "nodes.compute.pattern_all_cores",
+    "nodes.compute.flops_all_cores",
+    "nodes.compute.bt_all_cores",
+    "nodes.compute.error_norm_all_cores",
+    "nodes.compute.fft_all_cores",
+    "nodes.compute.signal_all_cores",
     WRITE_BW,
     "nodes.cache.rewrite_bw",
     "nodes.cache.read_bw",
@@ -52,7 +66,8 @@ const WRITE_BW: &str = "nodes.cache.write_bw";
 pub struct Refreshed {
     /// The scenario key (`nodes[0].compute.memcpy`).
     pub key: String,
-    /// Its unit as the scenario writes it: `B/s` or `flop/s`.
+    /// Its unit as the scenario writes it: `B/s`, `flop/s`, or none (a plain
+    /// number: what a core keeps with every core busy).
     pub unit: String,
     /// The scenario's calibrated value.
     pub calibrated: f64,
@@ -68,9 +83,13 @@ impl Refreshed {
         self.calibrated * self.now / self.then
     }
 
-    /// As a `--set` override.
+    /// As a `--set` override (a plain number, what a core keeps with every
+    /// core busy, unquoted).
     pub fn as_override(&self) -> String {
-        format!("{}=\"{:.3}{}\"", self.key, self.value(), self.unit)
+        match self.unit.as_str() {
+            "" => format!("{}={}", self.key, self.value()),
+            unit => format!("{}=\"{:.3}{unit}\"", self.key, self.value()),
+        }
     }
 }
 
@@ -108,6 +127,31 @@ pub fn writes_unlike_calibration(stored: &ProbeResults, warm: Option<u64>) -> Op
     })
 }
 
+/// Why the refreshed writes took fresh memory though the warm floor held
+/// their files, if they did: the write rate moved to less than half of what
+/// the rewrite rate moved to (both copy into the page cache; a write only
+/// allocates its pages too, so the processor moves them together). Requests
+/// of `nodes.cache.huge_from` and more take large free blocks, which the host
+/// may already have taken back whatever the small blocks hold: at 20:40 UTC on
+/// 2026-12-07 three refreshes in a row gave the write rate 0.08-0.11 ×
+/// calibration's with the rewrite rate 0.92 ×, and the twin predicted a 2-rank
+/// IOR write −73 %.
+pub fn writes_took_fresh_memory(refreshed: &[Refreshed]) -> Option<String> {
+    let moved = |key: &str| {
+        let key = key.replacen("nodes.", "nodes[0].", 1);
+        refreshed
+            .iter()
+            .find(|r| r.key == key)
+            .map(|r| r.now / r.then)
+    };
+    let (write, rewrite) = (moved(WRITE_BW)?, moved("nodes.cache.rewrite_bw")?);
+    (write < rewrite / 2.0).then(|| {
+        format!(
+            "the page cache's write rate moved x{write:.3} while its rewrite rate moved x{rewrite:.3}: the writes took fresh memory, so nodes.cache.write_bw stays as calibrated"
+        )
+    })
+}
+
 /// `refreshed` without the page cache's write rate (see
 /// [`writes_unlike_calibration`]).
 pub fn drop_writes(refreshed: &mut Vec<Refreshed>) {
@@ -127,6 +171,7 @@ pub fn refreshed(stored: &ProbeResults, now: &ProbeResults, scenario: &Scenario)
             let unit = match c.kind {
                 KeyKind::Rate => "B/s",
                 KeyKind::Flops => "flop/s",
+                KeyKind::Number => "",
                 _ => return None,
             };
             let (calibrated, then, now) =
@@ -195,6 +240,13 @@ mod tests {
             .collect()
     }
 
+    /// The default scenario with `text` (calibration entries) after it and
+    /// `set` over it.
+    fn with_calibration(text: &str, set: &[String]) -> Scenario {
+        let text = format!("{}{text}", include_str!("../../scenarios/default.toml"));
+        Scenario::from_str_with(&text, "test.toml", set).expect("scenario")
+    }
+
     fn results(copy_rate: f64, flop_rate: f64) -> ProbeResults {
         let machine = crate::calibrate::Machine {
             host: "vm".into(),
@@ -233,11 +285,7 @@ mod tests {
             probe = "busy work"
             quality = "test"
         "#;
-        let scenario = Scenario::from_str(
-            &format!("{}{text}", include_str!("../../scenarios/default.toml")),
-            "test.toml",
-        )
-        .expect("scenario");
+        let scenario = with_calibration(text, &[]);
         let out = refreshed(&results(10e9, 8e9), &results(8e9, 4e9), &scenario);
         let keys: Vec<&str> = out.iter().map(|r| r.key.as_str()).collect();
         assert_eq!(keys, ["nodes[0].compute.memcpy", "nodes[0].compute.flops"]);
@@ -248,6 +296,49 @@ mod tests {
             format!("nodes[0].compute.memcpy=\"{:.3}B/s\"", out[0].value())
         );
         assert!(out[1].as_override().ends_with("flop/s\""));
+    }
+
+    /// What a core keeps with every core busy is refreshed as the rates are:
+    /// calibrated 0.56, the stored rounds kept 0.5 (each of 2 threads at
+    /// half the rate alone), the rounds now 0.8: 0.56 × 0.8 / 0.5 = 0.896,
+    /// written as a plain number (all its digits) the scenario takes.
+    #[test]
+    fn what_a_core_keeps_with_every_core_busy_is_refreshed_too() {
+        use crate::calibrate::memcpy::{KernelRounds, KernelsTogether};
+        let text = r#"
+            [calibration."nodes[0].compute.pattern_all_cores"]
+            value = 0.56
+            low = 0.5
+            high = 0.6
+            probe = "all cores"
+            quality = "test"
+        "#;
+        let scenario = with_calibration(text, &[]);
+        let with_kept = |kept: f64| {
+            let mut r = results(1e9, 1e9);
+            r.all_cores = Some(KernelsTogether {
+                threads: 2,
+                kernels: vec![KernelRounds {
+                    kernel: "pattern".into(),
+                    reps: 10,
+                    alone_s: vec![1.0; 4],
+                    together_s: vec![vec![1.0 / kept; 2]; 3],
+                }],
+            });
+            r
+        };
+        let out = refreshed(&with_kept(0.5), &with_kept(0.8), &scenario);
+        let kept = out
+            .iter()
+            .find(|r| r.key == "nodes[0].compute.pattern_all_cores")
+            .expect("refreshed");
+        assert!((kept.value() - 0.896).abs() < 1e-9, "{kept:?}");
+        assert_eq!(
+            kept.as_override(),
+            format!("nodes[0].compute.pattern_all_cores={}", kept.value())
+        );
+        // the override parses
+        with_calibration(text, &[kept.as_override()]);
     }
 
     #[test]
@@ -296,6 +387,31 @@ mod tests {
         ];
         drop_writes(&mut v);
         assert_eq!(v, vec![key("nodes[0].cache.rewrite_bw")]);
+    }
+
+    /// A write rate that fell to under half of the rewrite rate's move took
+    /// fresh memory: 0.1 against 0.92 says so; 0.5 against 0.9 does not.
+    #[test]
+    fn writes_far_below_the_rewrites_took_fresh_memory() {
+        let r = |key: &str, now: f64| Refreshed {
+            key: key.into(),
+            unit: "B/s".into(),
+            calibrated: 1.0,
+            then: 1.0,
+            now,
+        };
+        let fresh = [
+            r("nodes[0].cache.write_bw", 0.1),
+            r("nodes[0].cache.rewrite_bw", 0.92),
+        ];
+        let why = writes_took_fresh_memory(&fresh).expect("fresh");
+        assert!(why.contains("x0.100") && why.contains("x0.920"), "{why}");
+        let warm = [
+            r("nodes[0].cache.write_bw", 0.5),
+            r("nodes[0].cache.rewrite_bw", 0.9),
+        ];
+        assert_eq!(writes_took_fresh_memory(&warm), None);
+        assert_eq!(writes_took_fresh_memory(&fresh[..1]), None);
     }
 
     #[test]

@@ -468,15 +468,7 @@ const ALIASED_PLACE: u64 = 16;
 /// Runs the plan's steps; what they measured and what failed.
 fn probe(inp: &Inputs, plan: Plan, scratch: &Path) -> ProbeResults {
     let mut results = ProbeResults::with_kernels(inp.machine.clone(), plan.clone());
-    if plan.kernel_threads > 1 {
-        results.all_cores = Some(memcpy::measure_kernels_together(
-            plan.kernel_threads,
-            &plan.busy_loops,
-            &plan.bt_steps,
-            &plan.fft_sides,
-            plan.memcpy_sizes.iter().copied().min().unwrap_or(0),
-        ));
-    }
+    results.add_all_cores();
     let mut progress = Progress::new(plan.steps.len() + 1);
     #[cfg(feature = "mpi")]
     let fortran = memcpy::measure_fortran(scratch, &memcpy::FORTRAN_PROBE_COUNTS, plan.memcpy_reps);
@@ -501,6 +493,14 @@ fn probe(inp: &Inputs, plan: Plan, scratch: &Path) -> ProbeResults {
             Ok(b) => results.bus_read = b,
             Err(e) => results.failures.push(StepFailure {
                 step: "bus read: cached reads of a file each by 2 readers in the scratch directory"
+                    .into(),
+                message: e.to_string(),
+            }),
+        }
+        match memcpy::measure_bus_write(scratch, 2, plan.lock_bytes, plan.lock_reps) {
+            Ok(b) => results.bus_write = b,
+            Err(e) => results.failures.push(StepFailure {
+                step: "bus write: writes of a new file by 1 and of a file each by 2 writers in the scratch directory"
                     .into(),
                 message: e.to_string(),
             }),
@@ -577,7 +577,7 @@ fn probe(inp: &Inputs, plan: Plan, scratch: &Path) -> ProbeResults {
     progress.step(
         "memcpy",
         &format!(
-            "{} copies, {} data-pattern fills and {} checks, {} busy-work loops, {} BT, {} error-norm, {} FFT and {} FTIO-input kernel runs ({} kernels again on every core at once), {} Fortran runs, {} rewrites after a delete, {} settled writes ({} beside spinning threads), {} lock-probe rewrites, {} bus-probe reads, {} placed reads",
+            "{} copies, {} data-pattern fills and {} checks, {} busy-work loops, {} BT, {} error-norm, {} FFT and {} FTIO-input kernel runs ({} kernels again on every core at once), {} Fortran runs, {} rewrites after a delete, {} settled writes ({} beside spinning threads), {} lock-probe rewrites, {} bus-probe reads, {} bus-probe writes, {} placed reads",
             results.memcpy.len(),
             results.pattern.len(),
             results.pattern_check.len(),
@@ -593,6 +593,7 @@ fn probe(inp: &Inputs, plan: Plan, scratch: &Path) -> ProbeResults {
             results.fresh_stall.len(),
             results.inode_lock.len(),
             results.bus_read.len(),
+            results.bus_write.len(),
             results.aliased.len()
         ),
     );

@@ -110,7 +110,7 @@ pub(crate) struct CompareArgs {
     /// Wait this long before each real run (e.g. 20s), so that memory freed by what ran before has gone back to the host and the run starts from the settled machine the twin starts from. Default: 1.5 × the scenario's nodes.cache.release_time where it has one, else no wait.
     #[arg(long, value_name = "TIME", value_parser = parse_settle)]
     settle: Option<f64>,
-    /// Measure the machine's rates again before the real runs (calibration's in-process kernels and its warm IOzone step, fitted as calibration fits them) and give the twin each calibrated rate moved as its fit moved: for a guest whose speed drifts. Needs the calibration's probes file, SCENARIO.probes.json.
+    /// Measure the machine's rates again before the real runs (calibration's in-process kernels, its warm IOzone step, and the kernels on every core at once, fitted as calibration fits them) and give the twin each calibrated rate, and what a core keeps of it with every core busy, moved as its fit moved: for a guest whose speed and cores' availability drift. Needs the calibration's probes file, SCENARIO.probes.json.
     #[arg(long)]
     refresh_rates: bool,
     /// The benchmark's options, as for `piotwin run <BENCH>`.
@@ -184,7 +184,7 @@ fn start_state(scenario: &Scenario, free: Option<u64>, warm: Option<u64>) -> Vec
 
 /// `--refresh-rates`: calibration's rate probes run again now (the in-process
 /// kernels, then its warm IOzone step under `dir`, its report kept as
-/// `dir/<name>.json`), and the calibrated rates moved as their fits moved (see
+/// `dir/<name>.json`, then the kernels on every core at once), and the calibrated rates moved as their fits moved (see
 /// `piotwin::calibrate::refresh`). A failed IOzone step leaves the page
 /// cache's rates as calibrated, and says so.
 fn refresh_rates(
@@ -211,8 +211,12 @@ fn refresh_rates(
         // IOzone removes its file; a stopped one may not have.
         let _ = std::fs::remove_file(&file);
     }
+    // Last, so the IOzone step follows the kernels alone as in calibration.
+    now.add_all_cores();
     let mut refreshed = refresh::refreshed(stored, &now, scenario);
-    if let Some(why) = refresh::writes_unlike_calibration(stored, warm) {
+    if let Some(why) = refresh::writes_unlike_calibration(stored, warm)
+        .or_else(|| refresh::writes_took_fresh_memory(&refreshed))
+    {
         eprintln!("piotwin compare: --refresh-rates: {why}");
         refresh::drop_writes(&mut refreshed);
     }

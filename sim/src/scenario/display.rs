@@ -89,6 +89,13 @@ impl fmt::Display for Scenario {
                     fmt_rate(g.memory_read_bw)
                 )?;
             }
+            if g.memory_write_bw != g.memory_bw {
+                writeln!(
+                    f,
+                    "      memory bus {} per node for writes into new page-cache pages",
+                    fmt_rate(g.memory_write_bw)
+                )?;
+            }
         }
         if self.placement == Placement::RoundRobin {
             writeln!(f, "  ranks placed round robin over the nodes")?;

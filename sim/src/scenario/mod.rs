@@ -123,6 +123,13 @@ pub struct NodeGroup {
     /// cache holds reads it once; those reads take the bus at `memory_bw` /
     /// this per byte (larger buffers are written back as a write's lines).
     pub memory_read_bw: f64,
+    /// The rate, over the whole node, at which writes into new page-cache
+    /// pages move, bytes/s (default `memory_bw`): besides the bus they share
+    /// the kernel's allocation of the pages (the zone's free lists, the LRU),
+    /// so writers of a new file each on every core at once may keep less of
+    /// a core than rewriters of cached pages do. Such writes take the bus at
+    /// `memory_bw` / this per byte.
+    pub memory_write_bw: f64,
     /// Per-core rate of an intra-node message, bytes/s (`message_bw`; default
     /// `compute.memcpy`): MPI's shared-memory transport copies a message
     /// through buffers both processes map, in pieces each side hands over, so

@@ -411,6 +411,7 @@ impl Scenario {
                 nic_bw: n.rate("nic_bw")?,
                 memory_bw: n.rate_or("memory_bw", memcpy)?,
                 memory_read_bw: n.rate_or("memory_read_bw", n.rate_or("memory_bw", memcpy)?)?,
+                memory_write_bw: n.rate_or("memory_write_bw", n.rate_or("memory_bw", memcpy)?)?,
                 message_bw: n.rate_or("message_bw", memcpy)?,
                 nic_latency: n.time("nic_latency")?,
                 switch: n.string_or("switch", "a switch name", "core")?,

@@ -239,6 +239,12 @@ const KEYS: &[Key] = &[
         "the memory bus's rate for copies out of the page cache into buffers within `compute.private_cache` (such a read crosses the bus once, a write into the cache more than once): those reads take the bus at `memory_bw` / this per byte",
     ),
     key(
+        "nodes.memory_write_bw",
+        Quantity(Rate),
+        Otherwise("`memory_bw`"),
+        "the rate, over the whole node, of writes into new page-cache pages (the bus and the kernel's page allocation they share): those writes take the bus at `memory_bw` / this per byte; rewrites of cached pages take it at `memory_bw`",
+    ),
+    key(
         "nodes.syscall",
         Quantity(Time),
         Value("\"0s\""),
