@@ -804,18 +804,7 @@ impl Platform {
             .iter()
             .map(|&(_, share, bus)| share * n.memory_bw / bus)
             .sum();
-        let core: f64 = parts
-            .iter()
-            .filter(|&&(i, share, bus)| share > 0.0 && n.cache_bw[i] < bus)
-            .map(|&(i, share, _)| share / n.cache_bw[i])
-            .sum();
-        let mut path = vec![(n.mem, bus)];
-        if core > 0.0 {
-            let cpu =
-                self.rank_cpu[rank].expect("cores where the page cache is slower than the bus");
-            path.push((cpu, core));
-        }
-        path
+        self.cache_path_over(rank, &parts, bus)
     }
 
     /// The memory bus at weight `memory_bw` / `bus` (the bus's rate for this
@@ -824,15 +813,31 @@ impl Platform {
     /// share also through what the node's aliased copies share, if modelled.
     fn cache_path(&self, rank: usize, parts: &[(usize, f64)], bus: f64) -> Vec<(ResourceId, f64)> {
         let n = &self.nodes[self.node_of(rank)];
+        let parts: Vec<(usize, f64, f64)> =
+            parts.iter().map(|&(i, share)| (i, share, bus)).collect();
+        // (memory_bw / memory_bw is 1 to the bit: writes, and reads by default)
+        self.cache_path_over(rank, &parts, n.memory_bw / bus)
+    }
+
+    /// The memory bus at `bus_weight` and, at the per-byte core time of
+    /// `parts` (rate index, share of the bytes, the bus's rate for them)
+    /// where a rate is below its part's bus rate, the rank's core; the aliased
+    /// share also through what the node's aliased copies share, if modelled.
+    fn cache_path_over(
+        &self,
+        rank: usize,
+        parts: &[(usize, f64, f64)],
+        bus_weight: f64,
+    ) -> Vec<(ResourceId, f64)> {
+        let n = &self.nodes[self.node_of(rank)];
         let weight: f64 = parts
             .iter()
-            .filter(|&&(i, share)| share > 0.0 && n.cache_bw[i] < bus)
-            .map(|&(i, share)| share / n.cache_bw[i])
+            .filter(|&&(i, share, bus)| share > 0.0 && n.cache_bw[i] < bus)
+            .map(|&(i, share, _)| share / n.cache_bw[i])
             .sum();
-        // (memory_bw / memory_bw is 1 to the bit: writes, and reads by default)
-        let mut path = vec![(n.mem, n.memory_bw / bus)];
+        let mut path = vec![(n.mem, bus_weight)];
         if let Some(together) = n.aliased_together
-            && let Some(&(_, share)) = parts.iter().find(|&&(i, share)| i == 3 && share > 0.0)
+            && let Some(&(_, share, _)) = parts.iter().find(|&&(i, share, _)| i == 3 && share > 0.0)
         {
             path.push((together, share));
         }
