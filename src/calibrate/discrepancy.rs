@@ -128,6 +128,7 @@ mod tests {
             "validation/vm-v/scenario.toml",
             "validation/vm-w/scenario.toml",
             "validation/vm-x/scenario.toml",
+            "validation/vm-y/scenario.toml",
         ] {
             let probes = root.join(format!("{file}.probes.json"));
             let raw: serde_json::Value =
