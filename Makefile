@@ -55,7 +55,7 @@ demo: build
 # calibration never runs, BTIO class A (full, simple, epio), MADbench2 and FTIO on 4 ranks,
 # each compared with VALIDATE_REPEAT real runs (their median, with its min-max band: a
 # prediction inside the band is within goal); then one table of every headline metric's error
-# (`piotwin report validation`). About 25 minutes on an Intel Xeon guest of 2 cores and 36 on an AMD EPYC one before the refresh also timed the kernels on every core, which adds some 22 s to each of its 45 refreshes on the AMD one. VALIDATE_T="60 300" adds the long runs:
+# (`piotwin report validation`). About 25 minutes on an Intel Xeon guest of 2 cores and 36 on an AMD EPYC one before the refresh also timed the kernels on every core, which adds some 22 s to each of its 45 refreshes on the AMD one: 53 minutes there since (2026-12-07, validation/vm-y). VALIDATE_T="60 300" adds the long runs:
 # b_eff_io keeps what it writes until its read pass, and its data grow with T (13 GB at -T 60
 # on one rank here, so some 65 GB at -T 300, more with partitions: more than this
 # workstation's disk holds). Results go under $(VALIDATE_OUT), replaced each time. Exits 1
