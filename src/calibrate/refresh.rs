@@ -138,7 +138,7 @@ pub fn writes_unlike_calibration(stored: &ProbeResults, warm: Option<u64>) -> Op
 /// IOR write −73 %.
 pub fn writes_took_fresh_memory(refreshed: &[Refreshed]) -> Option<String> {
     let moved = |key: &str| {
-        let key = key.replacen("nodes.", "nodes[0].", 1);
+        let key = in_first_group(key);
         refreshed
             .iter()
             .find(|r| r.key == key)
@@ -152,10 +152,15 @@ pub fn writes_took_fresh_memory(refreshed: &[Refreshed]) -> Option<String> {
     })
 }
 
+/// Calibration's `nodes.` name as the scenario key of the first node group.
+fn in_first_group(key: &str) -> String {
+    key.replacen("nodes.", "nodes[0].", 1)
+}
+
 /// `refreshed` without the page cache's write rate (see
 /// [`writes_unlike_calibration`]).
 pub fn drop_writes(refreshed: &mut Vec<Refreshed>) {
-    let key = WRITE_BW.replacen("nodes.", "nodes[0].", 1);
+    let key = in_first_group(WRITE_BW);
     refreshed.retain(|r| r.key != key);
 }
 
@@ -166,7 +171,7 @@ pub fn refreshed(stored: &ProbeResults, now: &ProbeResults, scenario: &Scenario)
     REFRESHED
         .iter()
         .filter_map(|key| {
-            let path = key.replacen("nodes.", "nodes[0].", 1);
+            let path = in_first_group(key);
             let c = scenario.calibration.get(&path)?;
             let unit = match c.kind {
                 KeyKind::Rate => "B/s",
